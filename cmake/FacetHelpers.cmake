@@ -1,0 +1,46 @@
+# Target helpers modelled on absl_cc_library: one small library per component,
+# its unit test beside it.
+include_guard(GLOBAL)
+
+# facet_cc_library(NAME foo HDRS ... SRCS ... DEPS ... PUBLIC_DEPS ...)
+# Declares facet_foo with alias facet::foo. DEPS are private; PUBLIC_DEPS are
+# those whose types appear in the headers.
+function(facet_cc_library)
+  cmake_parse_arguments(ARG "" "NAME" "HDRS;SRCS;DEPS;PUBLIC_DEPS" ${ARGN})
+  set(target facet_${ARG_NAME})
+  if(ARG_SRCS)
+    add_library(${target} STATIC ${ARG_SRCS} ${ARG_HDRS})
+    target_link_libraries(${target} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_DEPS} facet_warnings)
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  else()
+    add_library(${target} INTERFACE)
+    target_link_libraries(${target} INTERFACE ${ARG_PUBLIC_DEPS} ${ARG_DEPS})
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+  endif()
+  add_library(facet::${ARG_NAME} ALIAS ${target})
+endfunction()
+
+# facet_cc_test(NAME foo_test SRCS ... DEPS ...)
+# Declares a gtest binary registered with CTest (one CTest entry per binary).
+function(facet_cc_test)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  if(NOT FACET_BUILD_TESTS)
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gmock_main facet_warnings)
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} --gtest_brief=1)
+  if(ARG_LABELS)
+    set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}")
+  endif()
+endfunction()
+
+# facet_cc_benchmark(NAME foo_benchmark SRCS ... DEPS ...)
+function(facet_cc_benchmark)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS" ${ARGN})
+  if(NOT FACET_BUILD_BENCHMARKS)
+    return()
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} benchmark::benchmark facet_warnings)
+endfunction()
