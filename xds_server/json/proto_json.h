@@ -1,0 +1,28 @@
+// Strict proto3-JSON decoding of YAML/JSON documents into protobuf messages.
+//
+// protobuf's own JSON parser (3.21) accepts several things proto3 JSON does
+// not allow (a scalar where a list is expected, "yes" for a bool) and loses
+// the field path inside google.protobuf.Any. ParseMessage first checks the
+// document against the message descriptor, with exact paths, then converts it
+// with protobuf's parser.
+#ifndef FACET_XDS_SERVER_JSON_PROTO_JSON_H_
+#define FACET_XDS_SERVER_JSON_PROTO_JSON_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "yaml-cpp/yaml.h"
+
+namespace facet::json {
+
+// Parses `node` into `message` (which is cleared first). Field names may be
+// proto names or lowerCamel JSON names. Types inside google.protobuf.Any are
+// resolved from the generated descriptor pool. Fails with InvalidArgument whose
+// message starts with the path of the offending node (`path` is the node's own
+// path, e.g. "spec.variants[0].resource") and says what was expected.
+absl::Status ParseMessage(const YAML::Node& node, absl::string_view path,
+                          google::protobuf::Message* message);
+
+}  // namespace facet::json
+
+#endif  // FACET_XDS_SERVER_JSON_PROTO_JSON_H_

@@ -1,0 +1,151 @@
+#include "xds_server/json/proto_json.h"
+
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/http/router/v3/router.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::json {
+namespace {
+
+using ::envoy::config::route::v3::RouteConfiguration;
+using ::facet::testing::IsOk;
+using ::facet::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class ProtoJsonTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Link the types used inside Any so the generated pool knows them
+    // (descriptor() is defined out of line, so the call cannot be elided).
+    ASSERT_NE(envoy::extensions::filters::network::http_connection_manager::v3::
+                  HttpConnectionManager::descriptor(),
+              nullptr);
+    ASSERT_NE(envoy::extensions::filters::http::router::v3::Router::descriptor(), nullptr);
+  }
+};
+
+absl::Status ParseRoute(const std::string& yaml, RouteConfiguration* route) {
+  return ParseMessage(YAML::Load(yaml), "resource", route);
+}
+
+TEST_F(ProtoJsonTest, ParsesProtoAndCamelCaseNames) {
+  RouteConfiguration route;
+  ASSERT_THAT(ParseRoute(R"(
+name: r
+virtualHosts:
+- name: vh
+  domains: [greeter]
+  routes:
+  - match: {prefix: ""}
+    route: {cluster: c, timeout: 5s}
+)", &route), IsOk());
+  EXPECT_EQ(route.virtual_hosts(0).routes(0).route().cluster(), "c");
+  EXPECT_EQ(route.virtual_hosts(0).routes(0).route().timeout().seconds(), 5);
+}
+
+TEST_F(ProtoJsonTest, RejectsUnknownFieldWithPath) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, routes: [{route: {cluster: c, bogus: 1}}]}]",
+                         &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource.virtual_hosts[0].routes[0].route.bogus: unknown field")));
+}
+
+TEST_F(ProtoJsonTest, RejectsScalarWhereListExpected) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, domains: greeter}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource.virtual_hosts[0].domains: expected a list")));
+}
+
+TEST_F(ProtoJsonTest, RejectsNonBooleanForBoolWrapper) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("validate_clusters: yes", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource.validate_clusters: expected true or false")));
+}
+
+TEST_F(ProtoJsonTest, RejectsNumberForStringAndSaysToQuote) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("name: 5", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("quote it")));
+}
+
+TEST_F(ProtoJsonTest, RejectsUnknownEnumValueListingChoices) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, require_tls: SOMETIMES}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("virtual_hosts[0].require_tls: invalid value the string "
+                                 "\"SOMETIMES\" for enum")));
+}
+
+TEST_F(ProtoJsonTest, AcceptsEnumByNumberAndName) {
+  envoy::config::cluster::v3::Cluster cluster;
+  EXPECT_THAT(ParseMessage(YAML::Load("{type: EDS, lb_policy: 0}"), "r", &cluster), IsOk());
+  EXPECT_EQ(cluster.type(), envoy::config::cluster::v3::Cluster::EDS);
+}
+
+TEST_F(ProtoJsonTest, RejectsOutOfRangeInteger) {
+  envoy::config::cluster::v3::Cluster cluster;
+  EXPECT_THAT(ParseMessage(YAML::Load("per_connection_buffer_limit_bytes: -1"), "r", &cluster),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("non-negative")));
+}
+
+TEST_F(ProtoJsonTest, RejectsTwoMembersOfOneOneof) {
+  RouteConfiguration route;
+  EXPECT_THAT(
+      ParseRoute("virtual_hosts: [{name: vh, routes: [{match: {prefix: a, path: /b}}]}]", &route),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("are both set")));
+}
+
+TEST_F(ProtoJsonTest, ChecksInsideAnyWithFullPath) {
+  envoy::config::listener::v3::Listener listener;
+  absl::Status status = ParseMessage(YAML::Load(R"(
+api_listener:
+  api_listener:
+    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+    http_filters:
+    - name: router
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+        bogus: 2
+)"), "resource", &listener);
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("resource.api_listener.api_listener.http_filters[0]."
+                                         "typed_config.bogus: unknown field")));
+}
+
+TEST_F(ProtoJsonTest, RejectsUnknownAnyType) {
+  envoy::config::listener::v3::Listener listener;
+  EXPECT_THAT(ParseMessage(YAML::Load(R"(api_listener: {api_listener: {"@type": type.googleapis.com/no.Such}})"),
+                           "resource", &listener),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource.api_listener.api_listener.@type: unknown type")));
+}
+
+TEST_F(ProtoJsonTest, RejectsTypeFieldOutsideAny) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{\"@type\": x}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("only allowed in google.protobuf.Any")));
+}
+
+TEST_F(ProtoJsonTest, ReportsMalformedDurationFromProtobuf) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: v, routes: [{match: {prefix: a}, route: {cluster: c, timeout: soon}}]}]",
+                         &route),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("resource:")));
+}
+
+TEST_F(ProtoJsonTest, NullMeansDefault) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("name: null\nvirtual_hosts: ~", &route), IsOk());
+  EXPECT_EQ(route.virtual_hosts_size(), 0);
+}
+
+}  // namespace
+}  // namespace facet::json

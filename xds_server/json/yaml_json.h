@@ -1,0 +1,36 @@
+// Converts yaml-cpp documents (YAML or JSON text) to JSON text, following the
+// YAML 1.2 core schema for plain scalars so that `port: 80` is a number and
+// `name: "80"` is a string.
+#ifndef FACET_XDS_SERVER_JSON_YAML_JSON_H_
+#define FACET_XDS_SERVER_JSON_YAML_JSON_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "yaml-cpp/yaml.h"
+
+namespace facet::json {
+
+// What a scalar node denotes in JSON terms.
+enum class ScalarKind { kNull, kBool, kInteger, kFloat, kString };
+
+// Classifies a scalar node: quoted scalars are strings; plain scalars follow
+// the YAML 1.2 core schema (null/~, true/false, decimal/0x/0o integers,
+// decimal floats, .inf/.nan). Requires node.IsScalar() or node.IsNull().
+ScalarKind ClassifyScalar(const YAML::Node& node);
+
+// Returns the JSON name of a scalar kind ("null", "a boolean", ...), for messages.
+absl::string_view ScalarKindName(ScalarKind kind);
+
+// Returns the JSON text of `node`. Fails with InvalidArgument (naming `path`)
+// for YAML that has no JSON equivalent: non-string map keys, aliases are
+// fine but tags other than the core ones are not.
+absl::StatusOr<std::string> YamlToJson(const YAML::Node& node, absl::string_view path);
+
+// Returns the node's kind in words: "a map", "a list", "a string", ...
+std::string DescribeNode(const YAML::Node& node);
+
+}  // namespace facet::json
+
+#endif  // FACET_XDS_SERVER_JSON_YAML_JSON_H_
