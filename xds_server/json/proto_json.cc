@@ -250,7 +250,7 @@ class Checker {
 
   absl::Status CheckAny(const YAML::Node& node, const std::string& path, int depth) {
     if (!node.IsMap()) return Expected(path, "a map with \"@type\" (google.protobuf.Any)", node);
-    YAML::Node type_node = node["@type"];
+    YAML::Node type_node = Child(node, "@type");
     if (!type_node.IsDefined() || !type_node.IsScalar() ||
         ClassifyScalar(type_node) != ScalarKind::kString) {
       return Error(path, "google.protobuf.Any needs a string \"@type\" field");
@@ -289,7 +289,7 @@ class Checker {
                                     " has only \"@type\" and \"value\""));
         }
       }
-      return CheckMessage(node["value"], *inner, absl::StrCat(path, ".value"), depth + 1);
+      return CheckMessage(Child(node, "value"), *inner, absl::StrCat(path, ".value"), depth + 1);
     }
     YAML::Node rest(YAML::NodeType::Map);
     for (const auto& entry : node) {

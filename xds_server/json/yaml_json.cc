@@ -187,6 +187,15 @@ std::string DescribeNode(const YAML::Node& node) {
   return "a value";
 }
 
+YAML::Node Child(const YAML::Node& map, absl::string_view key) {
+  if (map.IsDefined() && map.IsMap()) {
+    for (const auto& entry : map) {
+      if (entry.first.IsScalar() && entry.first.Scalar() == key) return entry.second;
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
 absl::StatusOr<std::string> YamlToJson(const YAML::Node& node, absl::string_view path) {
   std::string out;
   if (absl::Status s = AppendJson(node, path, 0, &out); !s.ok()) return s;

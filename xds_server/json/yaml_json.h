@@ -28,6 +28,11 @@ absl::string_view ScalarKindName(ScalarKind kind);
 // fine but tags other than the core ones are not.
 absl::StatusOr<std::string> YamlToJson(const YAML::Node& node, absl::string_view path);
 
+// Returns map[key] when `map` is a map holding `key`, and an undefined node
+// otherwise. Use it instead of yaml-cpp's operator[] on const nodes, whose
+// result for a missing key throws on most accessors.
+YAML::Node Child(const YAML::Node& map, absl::string_view key);
+
 // Returns the node's kind in words: "a map", "a list", "a string", ...
 std::string DescribeNode(const YAML::Node& node);
 

@@ -1,0 +1,35 @@
+// The `facet` command: validate, serve, controller.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "controller/cli/validate_command.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: facet COMMAND [ARGS]\n"
+    "commands:\n"
+    "  validate PATH...   check manifests offline (see facet validate --help)\n"
+    "  version            print the version\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    (args.empty() ? std::cerr : std::cout) << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "validate") {
+    return facet::controller::RunValidate(args, std::cout, std::cerr);
+  }
+  if (command == "version") {
+    std::cout << "facet " << FACET_VERSION << "\n";
+    return 0;
+  }
+  std::cerr << "facet: unknown command \"" << command << "\"\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,235 @@
+#include "controller/manifest/object_parser.h"
+
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "re2/re2.h"
+#include "xds_server/constraints/match_syntax.h"
+#include "xds_server/json/proto_json.h"
+#include "xds_server/json/yaml_json.h"
+
+namespace facet::controller {
+namespace {
+
+using xds::Finding;
+using xds::Severity;
+
+void AddError(std::vector<Finding>* findings, absl::string_view field, absl::string_view message) {
+  findings->push_back({Severity::kError, "InvalidSpec", std::string(field), std::string(message)});
+}
+
+bool IsString(const YAML::Node& node) {
+  return node.IsScalar() && json::ClassifyScalar(node) == json::ScalarKind::kString;
+}
+
+// Reads an optional string field; records an error if present but not a string.
+std::string StringField(const YAML::Node& parent, const char* key, const std::string& path,
+                        std::vector<Finding>* findings) {
+  YAML::Node node = json::Child(parent, key);
+  if (!node.IsDefined() || node.IsNull()) return "";
+  if (!IsString(node)) {
+    AddError(findings, path,
+             absl::StrCat("expected a string, found ", json::DescribeNode(node),
+                          node.IsScalar() ? "; quote it to make it a string" : ""));
+    return "";
+  }
+  return node.Scalar();
+}
+
+// Records an error for every key of `map` not in `known`.
+void CheckKnownFields(const YAML::Node& map, const std::string& path,
+                      std::initializer_list<absl::string_view> known,
+                      std::vector<Finding>* findings) {
+  for (const auto& entry : map) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
+    bool found = false;
+    for (absl::string_view k : known) found = found || k == key;
+    if (!found) {
+      AddError(findings, absl::StrCat(path, ".", key),
+               absl::StrCat("unknown field; expected one of ", absl::StrJoin(known, ", ")));
+    }
+  }
+}
+
+const RE2& DnsSubdomain() {
+  static const RE2* const kPattern =
+      new RE2(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
+  return *kPattern;
+}
+
+std::optional<xds::VariantSpec> ParseVariant(const YAML::Node& node, size_t index,
+                                             std::vector<Finding>* findings) {
+  const std::string path = absl::StrCat("spec.variants[", index, "]");
+  if (!node.IsMap()) {
+    AddError(findings, path, absl::StrCat("expected a map, found ", json::DescribeNode(node)));
+    return std::nullopt;
+  }
+  const size_t errors_before = findings->size();
+  CheckKnownFields(node, path, {"name", "match", "constraints", "resource"}, findings);
+  xds::VariantSpec variant;
+  variant.label = StringField(node, "name", absl::StrCat(path, ".name"), findings);
+  if (variant.label.empty()) variant.label = absl::StrCat("variants[", index, "]");
+  YAML::Node match = json::Child(node, "match");
+  YAML::Node constraints = json::Child(node, "constraints");
+  const bool has_match = match.IsDefined() && !match.IsNull();
+  const bool has_constraints = constraints.IsDefined() && !constraints.IsNull();
+  if (has_match && has_constraints) {
+    AddError(findings, path,
+             "both match and constraints are set; a variant uses one of the two forms");
+  } else if (has_match) {
+    variant.constraints_field = absl::StrCat(path, ".match");
+    absl::StatusOr<xds::DynamicParameterConstraints> compiled =
+        xds::CompileMatch(match, variant.constraints_field);
+    if (compiled.ok()) {
+      variant.constraints = *std::move(compiled);
+    } else {
+      findings->push_back({Severity::kError, "InvalidConstraints", variant.constraints_field,
+                           std::string(compiled.status().message())});
+    }
+  } else if (has_constraints) {
+    variant.constraints_field = absl::StrCat(path, ".constraints");
+    absl::Status status =
+        json::ParseMessage(constraints, variant.constraints_field, &variant.constraints);
+    if (!status.ok()) {
+      findings->push_back({Severity::kError, "InvalidConstraints", variant.constraints_field,
+                           std::string(status.message())});
+    }
+  }
+  variant.resource = json::Child(node, "resource");
+  if (!variant.resource.IsDefined() || variant.resource.IsNull()) {
+    AddError(findings, absl::StrCat(path, ".resource"), "is required");
+  }
+  if (findings->size() != errors_before) return std::nullopt;
+  return variant;
+}
+
+void ParseResourceSpec(const YAML::Node& spec, xds::ResourceObject* object) {
+  std::vector<Finding>& findings = object->findings;
+  CheckKnownFields(spec, "spec", {"type", "name", "authority", "contextParams", "variants"},
+                   &findings);
+  xds::ResourceSpec out;
+  out.type = StringField(spec, "type", "spec.type", &findings);
+  out.name = StringField(spec, "name", "spec.name", &findings);
+  out.authority = StringField(spec, "authority", "spec.authority", &findings);
+  if (out.type.empty() && json::Child(spec, "type").IsDefined() == false) {
+    AddError(&findings, "spec.type", "is required");
+  }
+  YAML::Node params = json::Child(spec, "contextParams");
+  if (params.IsDefined() && !params.IsNull()) {
+    if (!params.IsMap()) {
+      AddError(&findings, "spec.contextParams",
+               absl::StrCat("expected a map of strings, found ", json::DescribeNode(params)));
+    } else {
+      for (const auto& entry : params) {
+        const std::string key = entry.first.Scalar();
+        out.context_params[key] =
+            StringField(params, key.c_str(), absl::StrCat("spec.contextParams.", key), &findings);
+      }
+    }
+  }
+  YAML::Node variants = json::Child(spec, "variants");
+  if (!variants.IsDefined() || variants.IsNull()) {
+    AddError(&findings, "spec.variants", "is required: at least one variant");
+  } else if (!variants.IsSequence()) {
+    AddError(&findings, "spec.variants",
+             absl::StrCat("expected a list, found ", json::DescribeNode(variants)));
+  } else {
+    for (size_t i = 0; i < variants.size(); ++i) {
+      std::optional<xds::VariantSpec> variant = ParseVariant(variants[i], i, &findings);
+      if (variant) out.variants.push_back(std::move(*variant));
+    }
+  }
+  if (findings.empty()) object->spec = std::move(out);
+}
+
+void ParseAuthoritySpec(const YAML::Node& spec, xds::AuthorityObject* object) {
+  std::vector<Finding>& findings = object->findings;
+  CheckKnownFields(spec, "spec", {"authority", "allowedNamespaces"}, &findings);
+  object->authority = StringField(spec, "authority", "spec.authority", &findings);
+  if (object->authority.empty()) object->authority = object->ref.name;
+  YAML::Node namespaces = json::Child(spec, "allowedNamespaces");
+  if (!namespaces.IsDefined() || namespaces.IsNull()) return;
+  if (!namespaces.IsSequence()) {
+    AddError(&findings, "spec.allowedNamespaces",
+             absl::StrCat("expected a list of namespace names, found ",
+                          json::DescribeNode(namespaces)));
+    return;
+  }
+  for (size_t i = 0; i < namespaces.size(); ++i) {
+    if (!IsString(namespaces[i])) {
+      AddError(&findings, absl::StrCat("spec.allowedNamespaces[", i, "]"),
+               absl::StrCat("expected a string, found ", json::DescribeNode(namespaces[i])));
+      continue;
+    }
+    object->allowed_namespaces.push_back(namespaces[i].Scalar());
+  }
+}
+
+}  // namespace
+
+ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view location,
+                             absl::string_view default_namespace) {
+  if (!document.IsMap() || !IsString(json::Child(document, "kind")) || !IsString(json::Child(document, "apiVersion"))) {
+    return UnusableDocument{
+        "not a Facet object: expected a Kubernetes object with apiVersion and kind "
+        "(facet.dev/v1alpha1 XdsResource or XdsAuthority)"};
+  }
+  const std::string kind = json::Child(document, "kind").Scalar();
+  const std::string api_version = json::Child(document, "apiVersion").Scalar();
+  YAML::Node metadata = json::Child(document, "metadata");
+  const std::string name =
+      metadata.IsMap() && IsString(json::Child(metadata, "name")) ? json::Child(metadata, "name").Scalar() : "";
+  const bool is_facet_group = api_version.rfind(absl::StrCat(kApiGroup, "/"), 0) == 0;
+  if (!is_facet_group || (kind != xds::kXdsResourceKind && kind != xds::kXdsAuthorityKind)) {
+    return ForeignObject{kind, name};
+  }
+  if (name.empty()) {
+    return UnusableDocument{absl::StrCat(kind, " without metadata.name")};
+  }
+
+  std::vector<Finding> findings;
+  if (api_version != kApiVersion) {
+    AddError(&findings, "apiVersion",
+             absl::StrCat("unsupported version ", api_version, "; this Facet serves ", kApiVersion));
+  }
+  if (!RE2::FullMatch(name, DnsSubdomain()) || name.size() > 253) {
+    AddError(&findings, "metadata.name",
+             absl::StrCat("\"", name, "\" is not a valid Kubernetes name (lower-case RFC 1123 subdomain)"));
+  }
+  int64_t generation = 0;
+  if (json::Child(metadata, "generation").IsScalar()) {
+    generation = json::Child(metadata, "generation").as<int64_t>(0);
+  }
+  YAML::Node spec = json::Child(document, "spec");
+  const bool spec_ok = spec.IsMap();
+  if (!spec_ok) {
+    AddError(&findings, "spec",
+             spec.IsDefined() ? absl::StrCat("expected a map, found ", json::DescribeNode(spec))
+                              : "is required");
+  }
+
+  if (kind == xds::kXdsAuthorityKind) {
+    xds::AuthorityObject object;
+    object.ref = {kind, "", name};
+    object.generation = generation;
+    object.location = std::string(location);
+    object.findings = std::move(findings);
+    if (spec_ok) ParseAuthoritySpec(spec, &object);
+    return object;
+  }
+  xds::ResourceObject object;
+  std::string ns = json::Child(metadata, "namespace").IsScalar() ? json::Child(metadata, "namespace").Scalar() : "";
+  if (ns.empty()) ns = std::string(default_namespace);
+  object.ref = {kind, ns, name};
+  object.generation = generation;
+  object.location = std::string(location);
+  object.findings = std::move(findings);
+  if (spec_ok && object.findings.empty()) {
+    ParseResourceSpec(spec, &object);
+  }
+  return object;
+}
+
+}  // namespace facet::controller

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The run command: installs what is missing, builds Facet, and runs it on the
+# embedded default, the manifests in examples/ (no cluster needed).
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${FACET_BUILD_DIR:-${repo}/build}
+"${repo}/scripts/setup.sh"
+"${repo}/scripts/build.sh" facet
+exec "${build_dir}/controller/cli/facet" validate "${repo}/examples"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what Facet needs to build and test on Debian bookworm, idempotently:
+# only missing packages are installed, and apt's lists are refreshed only then.
+# Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates openssl
+  libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Node.js and npm fetch the pinned Envoy API protos (and run the Node client
+# tests). Keep a Node that is already installed (e.g. Node 20); install
+# Debian's otherwise.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for package in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "${package}" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("${package}")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+  ${sudo} apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive ${sudo} apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+echo "setup: all build and test dependencies are installed"

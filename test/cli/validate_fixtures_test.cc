@@ -1,0 +1,123 @@
+// Runs `facet validate` in-process over every fixture under test/testdata:
+// each invalid manifest must be rejected with the message its `# expect:` line
+// names, each warning manifest must pass with its `# expect-warning:` lines,
+// and the examples must pass cleanly.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
+#include "controller/cli/validate_command.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace facet::controller {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome Validate(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  int code = RunValidate(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::vector<std::string> Directives(const fs::path& file, absl::string_view directive) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    absl::string_view view = line;
+    if (absl::ConsumePrefix(&view, "# ") && absl::ConsumePrefix(&view, directive)) {
+      out.emplace_back(absl::StripAsciiWhitespace(view));
+    }
+  }
+  return out;
+}
+
+std::vector<fs::path> Fixtures(const std::string& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(fs::path(FACET_SOURCE_DIR) / dir)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext == ".yaml" || ext == ".yml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(ValidateFixturesTest, ExamplesAreValidWithoutWarnings) {
+  Outcome outcome = Validate({std::string(FACET_SOURCE_DIR) + "/examples"});
+  EXPECT_EQ(outcome.code, kValidateOk) << outcome.out << outcome.err;
+  EXPECT_EQ(outcome.out, "") << "examples should not produce warnings";
+  EXPECT_THAT(outcome.err, HasSubstr(" 0 rejected"));
+}
+
+TEST(ValidateFixturesTest, EveryInvalidFixtureIsRejectedForItsReason) {
+  std::vector<fs::path> files = Fixtures("test/testdata/invalid");
+  ASSERT_GE(files.size(), 20u);
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    std::vector<std::string> expected = Directives(file, "expect:");
+    ASSERT_FALSE(expected.empty()) << "fixture has no '# expect:' line";
+    Outcome outcome = Validate({file.string()});
+    EXPECT_EQ(outcome.code, kValidateRejected) << outcome.out;
+    for (const std::string& substring : expected) {
+      EXPECT_THAT(absl::AsciiStrToLower(outcome.out), HasSubstr(substring)) << outcome.out;
+    }
+  }
+}
+
+TEST(ValidateFixturesTest, EveryWarningFixturePassesWithItsWarnings) {
+  std::vector<fs::path> files = Fixtures("test/testdata/warnings");
+  ASSERT_GE(files.size(), 4u);
+  for (const fs::path& file : files) {
+    SCOPED_TRACE(file.filename().string());
+    std::vector<std::string> expected = Directives(file, "expect-warning:");
+    ASSERT_FALSE(expected.empty()) << "fixture has no '# expect-warning:' line";
+    Outcome outcome = Validate({file.string()});
+    EXPECT_EQ(outcome.code, kValidateOk) << outcome.out;
+    for (const std::string& substring : expected) {
+      EXPECT_THAT(absl::AsciiStrToLower(outcome.out), HasSubstr(substring)) << outcome.out;
+    }
+    EXPECT_THAT(outcome.out, HasSubstr(": warning: "));
+  }
+}
+
+TEST(ValidateFixturesTest, OutputLinesNameObjectFieldAndReason) {
+  Outcome outcome = Validate({std::string(FACET_SOURCE_DIR) + "/test/testdata/invalid"});
+  EXPECT_EQ(outcome.code, kValidateRejected);
+  std::istringstream lines(outcome.out);
+  for (std::string line; std::getline(lines, line);) {
+    // "namespace/name: field: reason" or "file:line: reason".
+    EXPECT_GE(std::count(line.begin(), line.end(), ':'), 2) << line;
+  }
+}
+
+TEST(ValidateFixturesTest, UsageErrorsExitTwo) {
+  EXPECT_EQ(Validate({}).code, kValidateUnreadable);
+  EXPECT_EQ(Validate({"--bogus", "x"}).code, kValidateUnreadable);
+  EXPECT_EQ(Validate({"/nonexistent/path"}).code, kValidateUnreadable);
+  EXPECT_EQ(Validate({"--help"}).code, kValidateOk);
+}
+
+TEST(ValidateFixturesTest, NoWarningsFlagHidesWarnings) {
+  std::vector<fs::path> files = Fixtures("test/testdata/warnings");
+  ASSERT_FALSE(files.empty());
+  Outcome outcome = Validate({"--no-warnings", files[0].string()});
+  EXPECT_EQ(outcome.code, kValidateOk);
+  EXPECT_THAT(outcome.out, Not(HasSubstr("warning")));
+}
+
+}  // namespace
+}  // namespace facet::controller

@@ -1,0 +1,90 @@
+// The source-independent form of Facet's custom resources, as a source (the
+// manifest directory, the Kubernetes reflector) parsed them: structurally
+// typed, not yet validated. The snapshot builder validates them.
+#ifndef FACET_XDS_SERVER_SNAPSHOT_OBJECTS_H_
+#define FACET_XDS_SERVER_SNAPSHOT_OBJECTS_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "yaml-cpp/yaml.h"
+
+namespace facet::xds {
+
+inline constexpr char kXdsResourceKind[] = "XdsResource";
+inline constexpr char kXdsAuthorityKind[] = "XdsAuthority";
+
+// Identifies the object a declaration came from.
+struct ObjectRef {
+  std::string kind;       // kXdsResourceKind or kXdsAuthorityKind.
+  std::string namespace_;  // Empty for cluster-scoped objects.
+  std::string name;
+
+  // Returns "namespace/name" for namespaced objects, "xdsauthority/name" otherwise.
+  std::string ToString() const;
+
+  friend bool operator==(const ObjectRef& a, const ObjectRef& b) {
+    return std::tie(a.kind, a.namespace_, a.name) == std::tie(b.kind, b.namespace_, b.name);
+  }
+  friend bool operator<(const ObjectRef& a, const ObjectRef& b) {
+    return std::tie(a.kind, a.namespace_, a.name) < std::tie(b.kind, b.namespace_, b.name);
+  }
+};
+
+enum class Severity { kError, kWarning };
+
+// One problem found in an object. `reason` is a CamelCase word fit for a
+// Kubernetes condition (InvalidSpec, InvalidResource, InvalidConstraints,
+// KeySetMismatch, OverlappingVariants, VariantGap, DuplicateName,
+// DanglingReference, AuthorityNotAllowed, ClientCompatibility, TooComplex).
+struct Finding {
+  Severity severity = Severity::kError;
+  std::string reason;
+  std::string field;    // e.g. "spec.variants[1].match"; empty for the whole object.
+  std::string message;  // What is wrong and what to do, in words.
+};
+
+struct VariantSpec {
+  std::string label;  // spec.variants[i].name, or "variants[i]" when unnamed.
+  // Canonical constraints (compiled from `match` or parsed from `constraints`).
+  envoy::service::discovery::v3::DynamicParameterConstraints constraints;
+  std::string constraints_field;  // Field the constraints came from, for messages.
+  YAML::Node resource;            // The resource document (proto3 JSON as YAML).
+};
+
+struct ResourceSpec {
+  std::string type;
+  std::string name;
+  std::string authority;
+  std::map<std::string, std::string> context_params;
+  std::vector<VariantSpec> variants;
+};
+
+// An XdsResource object. When the source could not parse its spec, `spec` is
+// empty and `findings` says why.
+struct ResourceObject {
+  ObjectRef ref;
+  int64_t generation = 0;
+  std::string location;  // Where it was read from (file:line or API path), for messages.
+  std::optional<ResourceSpec> spec;
+  std::vector<Finding> findings;
+};
+
+// An XdsAuthority object.
+struct AuthorityObject {
+  ObjectRef ref;
+  int64_t generation = 0;
+  std::string location;
+  std::string authority;
+  std::vector<std::string> allowed_namespaces;  // "*" admits every namespace.
+  std::vector<Finding> findings;
+};
+
+}  // namespace facet::xds
+
+#endif  // FACET_XDS_SERVER_SNAPSHOT_OBJECTS_H_
