@@ -243,7 +243,7 @@ class Checker {
     }
     std::vector<std::string> names;
     for (int i = 0; i < type.value_count(); ++i) names.push_back(type.value(i)->name());
-    return Error(path, absl::StrCat("invalid value ", DescribeNode(node), " for enum ",
+    return Error(path, absl::StrCat("invalid value \"", text, "\" for enum ",
                                     type.full_name(), "; expected one of ",
                                     absl::StrJoin(names, ", ")));
   }

@@ -80,8 +80,7 @@ TEST_F(ProtoJsonTest, RejectsUnknownEnumValueListingChoices) {
   RouteConfiguration route;
   EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, require_tls: SOMETIMES}]", &route),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("virtual_hosts[0].require_tls: invalid value the string "
-                                 "\"SOMETIMES\" for enum")));
+                       HasSubstr("virtual_hosts[0].require_tls: invalid value \"SOMETIMES\" for enum")));
 }
 
 TEST_F(ProtoJsonTest, AcceptsEnumByNumberAndName) {

@@ -165,6 +165,12 @@ class Builder {
                  "is a full xdstp:// name, so spec.authority must not be set as well");
         return absl::InvalidArgumentError("");
       }
+      if (spec.name.find('#') != std::string::npos) {
+        AddError(findings, "InvalidSpec", "spec.name",
+                 "contains '#': processing directives (#entry, #alt) are not supported in "
+                 "resource names");
+        return absl::InvalidArgumentError("");
+      }
       absl::StatusOr<std::string> name =
           BuildXdstpName(spec.authority, type.type_name(), spec.name, spec.context_params);
       if (!name.ok()) {
@@ -401,7 +407,7 @@ class Builder {
     }
     if (report->gap.has_value() && findings_have_no_errors(*findings)) {
       AddWarning(findings, "VariantGap", "spec.variants",
-                 absl::StrCat("no variant matches ", DescribeParameters(*report->gap, keys),
+                 absl::StrCat("gap: no variant matches ", DescribeParameters(*report->gap, keys),
                               "; clients sending such parameters will see \"does not exist\""));
     }
   }

@@ -199,7 +199,7 @@ TEST(BuildSnapshotTest, WarnsAboutGapsWithAnExample) {
   BuildResult result = Build(objects);
   const ObjectStatus& route = StatusOf(result, "greeter-route");
   EXPECT_TRUE(route.accepted);
-  EXPECT_THAT(Warnings(route), ElementsAre(HasSubstr("VariantGap spec.variants: no variant matches")));
+  EXPECT_THAT(Warnings(route), ElementsAre(HasSubstr("VariantGap spec.variants: gap: no variant matches")));
   EXPECT_TRUE(StatusOf(result, "greeter-listener").accepted);
 }
 
@@ -375,6 +375,12 @@ TEST(BuildSnapshotTest, ChecksSpecNameRules) {
   EXPECT_THAT(Errors(StatusOf(result, "named")),
               ElementsAre(HasSubstr("does not match the served name \"n\"")));
   EXPECT_THAT(Errors(StatusOf(result, "unknown")), ElementsAre(HasSubstr("unknown type \"secret\"")));
+}
+
+TEST(BuildSnapshotTest, RejectsDirectiveInIdWithAuthority) {
+  BuildResult result =
+      Build({Object("e", "endpoint", "greeter#alt=x", {{"", Endpoints(1)}}, "a.example")});
+  EXPECT_THAT(Errors(StatusOf(result, "e")), ElementsAre(HasSubstr("processing directives")));
 }
 
 TEST(BuildSnapshotTest, RejectsContextParamsWithoutAuthority) {
