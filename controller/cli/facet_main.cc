@@ -3,6 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "controller/cli/serve_command.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
+#include "spdlog/spdlog.h"
 #include "controller/cli/validate_command.h"
 
 namespace {
@@ -11,11 +14,15 @@ constexpr char kUsage[] =
     "usage: facet COMMAND [ARGS]\n"
     "commands:\n"
     "  validate PATH...   check manifests offline (see facet validate --help)\n"
+    "  serve --manifests DIR\n"
+    "                     serve a directory of manifests over xDS (see facet serve --help)\n"
     "  version            print the version\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Logs go to stderr; stdout carries command output (problems, bootstrap).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("facet"));
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     (args.empty() ? std::cerr : std::cout) << kUsage;
@@ -25,6 +32,9 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "validate") {
     return facet::controller::RunValidate(args, std::cout, std::cerr);
+  }
+  if (command == "serve") {
+    return facet::controller::RunServe(args, std::cout, std::cerr);
   }
   if (command == "version") {
     std::cout << "facet " << FACET_VERSION << "\n";

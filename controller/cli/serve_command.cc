@@ -1,0 +1,295 @@
+#include "controller/cli/serve_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "controller/admin/admin_server.h"
+#include "controller/cli/flags.h"
+#include "controller/manifest/manifest_dir_source.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+#include "xds_server/ads/ads_service.h"
+
+namespace facet::controller {
+namespace {
+
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+Value StringValue(const std::string& s) {
+  Value v;
+  v.set_string_value(s);
+  return v;
+}
+Value NumberValue(double d) {
+  Value v;
+  v.set_number_value(d);
+  return v;
+}
+Value BoolValue(bool b) {
+  Value v;
+  v.set_bool_value(b);
+  return v;
+}
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+// The client bootstrap printed at start-up and written by --bootstrap-out.
+std::string ClientBootstrap(const std::string& xds_address,
+                            const std::vector<std::string>& authorities) {
+  Struct bootstrap;
+  Value server;
+  auto& server_fields = *server.mutable_struct_value()->mutable_fields();
+  server_fields["server_uri"] = StringValue(xds_address);
+  Value creds;
+  (*creds.mutable_struct_value()->mutable_fields())["type"] = StringValue("insecure");
+  *server_fields["channel_creds"].mutable_list_value()->add_values() = creds;
+  *server_fields["server_features"].mutable_list_value()->add_values() = StringValue("xds_v3");
+  *(*bootstrap.mutable_fields())["xds_servers"].mutable_list_value()->add_values() = server;
+  Value node;
+  auto& node_fields = *node.mutable_struct_value()->mutable_fields();
+  node_fields["id"] = StringValue("greeter-client-1");
+  node_fields["locality"].mutable_struct_value();
+  (*node_fields["metadata"].mutable_struct_value()->mutable_fields())["env"] = StringValue("prod");
+  (*bootstrap.mutable_fields())["node"] = node;
+  if (!authorities.empty()) {
+    auto& map = *(*bootstrap.mutable_fields())["authorities"].mutable_struct_value()->mutable_fields();
+    for (const std::string& authority : authorities) map[authority].mutable_struct_value();
+  }
+  return ToJson(bootstrap, /*pretty=*/true);
+}
+
+std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& ads,
+                       const xds::SnapshotStore& store) {
+  const auto clients = ads.ClientsPerVariant();
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<xds::NackRecord>> nacks;
+  for (const auto& record : ads.nacks()) {
+    nacks[{record.type_url, record.name, record.version}].push_back(record);
+  }
+  Struct root;
+  auto& fields = *root.mutable_fields();
+  fields["snapshot_version"] = StringValue(store.Current()->version());
+  fields["streams_open"] = NumberValue(static_cast<double>(ads.stats().streams_open));
+  auto* objects = fields["objects"].mutable_list_value();
+  for (const xds::ObjectStatus& status : source.statuses()) {
+    Value object;
+    auto& o = *object.mutable_struct_value()->mutable_fields();
+    o["object"] = StringValue(status.ref.ToString());
+    o["kind"] = StringValue(status.ref.kind);
+    o["location"] = StringValue(status.location);
+    o["served_name"] = StringValue(status.served_name);
+    o["accepted"] = BoolValue(status.accepted);
+    o["serving_previous"] = BoolValue(status.serving_previous);
+    auto* findings = o["findings"].mutable_list_value();
+    for (const xds::Finding& finding : status.findings) {
+      Value f;
+      auto& ff = *f.mutable_struct_value()->mutable_fields();
+      ff["severity"] = StringValue(finding.severity == xds::Severity::kError ? "error" : "warning");
+      ff["reason"] = StringValue(finding.reason);
+      ff["field"] = StringValue(finding.field);
+      ff["message"] = StringValue(finding.message);
+      *findings->add_values() = f;
+    }
+    const xds::ServedResource* served = nullptr;
+    if (auto snapshot = store.Current(); snapshot != nullptr) {
+      auto resource = snapshot->FindByOwner(status.ref);
+      served = resource.get();
+      auto* variants = o["variants"].mutable_list_value();
+      if (served != nullptr) {
+        for (const auto& variant : served->variants) {
+          Value v;
+          auto& vf = *v.mutable_struct_value()->mutable_fields();
+          vf["name"] = StringValue(variant->label);
+          vf["version"] = StringValue(variant->version);
+          vf["constraints"] = StringValue(variant->constraints.ToString());
+          const auto key = std::make_tuple(served->type->type_url(), served->name, variant->version);
+          auto count = clients.find(key);
+          vf["clients"] = NumberValue(count == clients.end() ? 0 : count->second);
+          auto* nack_list = vf["nacks"].mutable_list_value();
+          for (const auto& record : nacks[key]) {
+            Value n;
+            auto& nf = *n.mutable_struct_value()->mutable_fields();
+            nf["client"] = StringValue(record.node_id);
+            nf["detail"] = StringValue(record.error_detail);
+            nf["count"] = NumberValue(static_cast<double>(record.count));
+            *nack_list->add_values() = n;
+          }
+          *variants->add_values() = v;
+        }
+      }
+    }
+    *objects->add_values() = object;
+  }
+  return ToJson(root, /*pretty=*/true) + "\n";
+}
+
+std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& ads) {
+  const xds::AdsStats stats = ads.stats();
+  int rejected = 0;
+  for (const auto& status : source.statuses()) rejected += status.accepted ? 0 : 1;
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, double value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
+                    " ", value, "\n");
+  };
+  metric("facet_xds_streams_open", "gauge", "Open ADS streams.", stats.streams_open);
+  metric("facet_xds_streams_total", "counter", "ADS streams opened.", stats.streams_total);
+  metric("facet_xds_pushes_total", "counter", "Responses sent on ADS streams.", stats.pushes);
+  metric("facet_xds_acks_total", "counter", "ACKs received.", stats.acks);
+  metric("facet_xds_nacks_total", "counter", "NACKs received.", stats.nacks);
+  metric("facet_snapshots_published_total", "counter", "Snapshots published.", stats.snapshots);
+  metric("facet_snapshot_builds_total", "counter", "Snapshot builds.", source.builds());
+  metric("facet_objects_rejected", "gauge", "Objects whose latest revision is rejected.", rejected);
+  return out;
+}
+
+bool WriteFileAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << content;
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Flags flags;
+  flags.Define("manifests", "", "directory of Facet manifests to serve (required)");
+  flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server (port 0: any free)");
+  flags.Define("admin-address", "127.0.0.1:18080",
+               "HOST:PORT for /healthz, /readyz, /metrics, /status (empty: disabled)");
+  flags.Define("node-metadata-params", "",
+               "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
+               "(empty: every top-level string field)");
+  flags.Define("allow-old-style-names", "true", "serve resources without spec.authority", true);
+  flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
+  flags.Define("log-level", "info", "trace, debug, info, warn or error");
+  flags.Define("help", "false", "print this help", true);
+  const std::string usage = absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    err << "facet serve: " << s.message() << "\n" << usage;
+    return 2;
+  }
+  if (flags.GetBool("help")) {
+    out << usage;
+    return 0;
+  }
+  if (flags.Get("manifests").empty() || !flags.positional().empty()) {
+    err << "facet serve: --manifests DIR is required (and no positional arguments)\n" << usage;
+    return 2;
+  }
+  if (!std::filesystem::is_directory(flags.Get("manifests"))) {
+    err << "facet serve: --manifests " << flags.Get("manifests") << ": not a directory\n";
+    return 1;
+  }
+  spdlog::level::level_enum level = spdlog::level::from_str(flags.Get("log-level"));
+  if (level == spdlog::level::off && flags.Get("log-level") != "off") {
+    err << "facet serve: --log-level: unknown level \"" << flags.Get("log-level") << "\"\n";
+    return 2;
+  }
+  spdlog::set_level(level);
+  auto mapping = xds::ParameterMapping::Parse(flags.Get("node-metadata-params"));
+  if (!mapping.ok()) {
+    err << "facet serve: --node-metadata-params: " << mapping.status().message() << "\n";
+    return 2;
+  }
+
+  // Handle SIGTERM/SIGINT on this thread only: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  xds::SnapshotStore store;
+  xds::AdsService::Options ads_options;
+  ads_options.mapping = std::make_shared<const xds::ParameterMapping>(*std::move(mapping));
+  xds::AdsService ads(store, ads_options);
+
+  ManifestDirSource::Options source_options;
+  source_options.directory = flags.Get("manifests");
+  source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+  ManifestDirSource source(source_options, store);
+  source.Start();  // The first snapshot is published before any client can connect.
+
+  grpc::ServerBuilder builder;
+  int xds_port = 0;
+  builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
+  builder.RegisterService(&ads);
+  builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || xds_port == 0) {
+    err << "facet serve: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";
+    return 1;
+  }
+  auto host_port = SplitHostPort(flags.Get("xds-address"));
+  std::string host = host_port.ok() ? host_port->first : "127.0.0.1";
+  if (host == "0.0.0.0" || host == "::" || host.empty()) host = "127.0.0.1";
+  const std::string xds_address = absl::StrCat(host, ":", xds_port);
+
+  std::unique_ptr<AdminServer> admin;
+  if (!flags.Get("admin-address").empty()) {
+    auto started = AdminServer::Start(
+        flags.Get("admin-address"),
+        {{"/healthz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
+         {"/readyz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"}; }},
+         {"/metrics",
+          [&] {
+            return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)};
+          }},
+         {"/status",
+          [&] { return AdminResponse{200, "application/json", StatusJson(source, ads, store)}; }}});
+    if (!started.ok()) {
+      err << "facet serve: --admin-address: " << started.status().message() << "\n";
+      server->Shutdown();
+      return 1;
+    }
+    admin = *std::move(started);
+  }
+
+  out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << xds_address
+      << (admin ? absl::StrCat(", admin on http://", admin->address()) : "") << "\n"
+      << "Client bootstrap (save it as bootstrap.json and set GRPC_XDS_BOOTSTRAP=bootstrap.json):\n"
+      << ClientBootstrap(xds_address, source.authorities()) << "\n";
+  out.flush();
+  if (!flags.Get("ready-file").empty()) {
+    Struct ready;
+    (*ready.mutable_fields())["xds_address"] = StringValue(xds_address);
+    (*ready.mutable_fields())["admin_address"] = StringValue(admin ? admin->address() : "");
+    if (!WriteFileAtomically(flags.Get("ready-file"), ToJson(ready, false) + "\n")) {
+      spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
+    }
+  }
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  spdlog::info("received {}; draining ADS streams", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  ads.Drain();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  admin.reset();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace facet::controller

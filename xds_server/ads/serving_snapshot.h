@@ -1,0 +1,53 @@
+// A snapshot as served: the immutable Snapshot plus memoized variant
+// selection per (resource, parameter set).
+#ifndef FACET_XDS_SERVER_ADS_SERVING_SNAPSHOT_H_
+#define FACET_XDS_SERVER_ADS_SERVING_SNAPSHOT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "google/protobuf/any.pb.h"
+#include "xds_server/snapshot/snapshot.h"
+
+namespace facet::xds {
+
+// A parameter set with its canonical text ("k=v\n..."), made once per
+// subscription so lookups need not rebuild it.
+struct Parameters {
+  explicit Parameters(ParameterSet params);
+  ParameterSet params;
+  std::string canonical;
+};
+
+// Thread-safe.
+class ServingSnapshot {
+ public:
+  explicit ServingSnapshot(std::shared_ptr<const Snapshot> snapshot);
+
+  const Snapshot& snapshot() const { return *snapshot_; }
+  const std::shared_ptr<const Snapshot>& shared() const { return snapshot_; }
+
+  // Returns the variant of `resource` (which must belong to this snapshot)
+  // selected by `params`, or null. Memoized.
+  std::shared_ptr<const Variant> Select(const ServedResource& resource,
+                                        const Parameters& params) const;
+
+ private:
+  std::shared_ptr<const Snapshot> snapshot_;
+  mutable absl::Mutex mu_;
+  // resource -> canonical parameters -> index into resource->variants (-1: none).
+  mutable absl::flat_hash_map<const ServedResource*, absl::flat_hash_map<std::string, int>> memo_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// Returns the variant packed as google.protobuf.Any of `type`. The resource
+// bytes are the variant's shared serialization (copied into the Any).
+google::protobuf::Any PackVariant(const ResourceType& type, const Variant& variant);
+
+}  // namespace facet::xds
+
+#endif  // FACET_XDS_SERVER_ADS_SERVING_SNAPSHOT_H_
