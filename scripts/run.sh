@@ -6,4 +6,6 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${FACET_BUILD_DIR:-${repo}/build}
 "${repo}/scripts/setup.sh"
 "${repo}/scripts/build.sh" facet
-exec "${build_dir}/controller/cli/facet" validate "${repo}/examples"
+exec "${build_dir}/controller/cli/facet" serve --manifests "${repo}/examples" \
+  --xds-address "${FACET_XDS_ADDRESS:-127.0.0.1:18000}" \
+  --admin-address "${FACET_ADMIN_ADDRESS:-127.0.0.1:18080}"

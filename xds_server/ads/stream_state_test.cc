@@ -1,0 +1,549 @@
+#include "xds_server/ads/stream_state.h"
+
+#include <string>
+#include <vector>
+
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "xds_server/common/status_matchers.h"
+#include "xds_server/constraints/match_syntax.h"
+#include "xds_server/snapshot/builder.h"
+
+namespace facet::xds {
+namespace {
+
+using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
+using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
+using ::envoy::service::discovery::v3::DiscoveryRequest;
+using ::envoy::service::discovery::v3::DiscoveryResponse;
+using ::envoy::service::discovery::v3::Resource;
+using ::facet::testing::IsOk;
+using ::facet::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+const std::string kLds = ListenerType().type_url();
+const std::string kRds = RouteConfigurationType().type_url();
+const std::string kCds = ClusterType().type_url();
+const std::string kEds = ClusterLoadAssignmentType().type_url();
+
+struct V {
+  std::string match;
+  std::string resource;
+  std::string label;
+};
+
+ResourceObject Object(const std::string& name, const std::string& type, const std::vector<V>& variants) {
+  ResourceObject object;
+  object.ref = {kXdsResourceKind, "demo", name};
+  ResourceSpec spec;
+  spec.type = type;
+  spec.name = name;
+  for (const V& v : variants) {
+    VariantSpec variant;
+    variant.label = v.label;
+    if (!v.match.empty()) variant.constraints = *CompileMatch(YAML::Load(v.match), "m");
+    variant.resource = YAML::Load(v.resource);
+    spec.variants.push_back(std::move(variant));
+  }
+  object.spec = std::move(spec);
+  return object;
+}
+
+std::string Listener(const std::string& route) {
+  return R"({api_listener: {api_listener: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, rds: {route_config_name: )" +
+         route + R"(, config_source: {ads: {}}}, http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}})";
+}
+std::string Route(const std::string& cluster) {
+  return R"({virtual_hosts: [{name: v, domains: [greeter], routes: [{match: {prefix: ""}, route: {cluster: )" +
+         cluster + "}}]}]}";
+}
+std::string Cluster() { return "{type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}"; }
+std::string Endpoints(int port) {
+  return "{endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: [{endpoint: {address: "
+         "{socket_address: {address: 127.0.0.1, port_value: " + std::to_string(port) + "}}}}]}]}";
+}
+
+// greeter listener -> route (prod/other variants) -> clusters c-prod, c-test -> endpoints.
+std::vector<ResourceObject> Base(int prod_port = 1) {
+  return {
+      Object("greeter", "listener", {{"", Listener("r"), "all"}}),
+      Object("r", "route", {{"{env: prod}", Route("c-prod"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}}),
+      Object("c-prod", "cluster", {{"", Cluster(), "all"}}),
+      Object("c-test", "cluster", {{"", Cluster(), "all"}}),
+      Object("e-prod", "endpoint", {{"", Endpoints(prod_port), "all"}}),
+      Object("e-test", "endpoint", {{"", Endpoints(2), "all"}}),
+  };
+}
+
+std::shared_ptr<const ServingSnapshot> Serve(std::vector<ResourceObject> objects) {
+  // Endpoint objects are named e-*, but serve the cluster names c-*.
+  for (auto& object : objects) {
+    if (object.spec->type == "endpoint") object.spec->name = "c-" + object.spec->name.substr(2);
+  }
+  BuildOptions options;
+  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  BuildResult result = BuildSnapshot(objects, {}, nullptr, options);
+  for (const auto& status : result.statuses) {
+    EXPECT_TRUE(status.accepted) << status.ref.ToString()
+                                 << (status.findings.empty() ? "" : status.findings[0].message);
+  }
+  return std::make_shared<ServingSnapshot>(result.snapshot);
+}
+
+envoy::config::core::v3::Node NodeWith(const std::string& env, bool resource_in_sotw = false) {
+  envoy::config::core::v3::Node node;
+  node.set_id("client");
+  if (!env.empty()) (*node.mutable_metadata()->mutable_fields())["env"].set_string_value(env);
+  if (resource_in_sotw) node.add_client_features(kResourceInSotwFeature);
+  return node;
+}
+
+DiscoveryRequest Sotw(const std::string& type, std::vector<std::string> names,
+                      const std::string& nonce = "") {
+  DiscoveryRequest request;
+  request.set_type_url(type);
+  for (auto& n : names) request.add_resource_names(n);
+  request.set_response_nonce(nonce);
+  return request;
+}
+
+void AddLocator(DiscoveryRequest* request, const std::string& name, const ParameterSet& params) {
+  auto* locator = request->add_resource_locators();
+  locator->set_name(name);
+  for (const auto& [k, v] : params) (*locator->mutable_dynamic_parameters())[k] = v;
+}
+
+// Decoded view of one resource in a response.
+struct Item {
+  std::string name;
+  std::string constraints;  // ToString of the constraints, "" when not sent.
+  bool wrapped = false;
+  std::string route_cluster;  // For RouteConfigurations: the first route's cluster.
+  std::string label_hint;
+};
+
+std::vector<Item> Decode(const DiscoveryResponse& response) {
+  std::vector<Item> items;
+  for (const auto& any : response.resources()) {
+    Item item;
+    google::protobuf::Any inner = any;
+    if (any.type_url() == "type.googleapis.com/envoy.service.discovery.v3.Resource") {
+      Resource wrapper;
+      wrapper.ParseFromString(any.value());
+      item.wrapped = true;
+      item.name = wrapper.has_resource_name() ? wrapper.resource_name().name() : wrapper.name();
+      if (wrapper.has_resource_name()) {
+        auto c = Constraint::Compile(wrapper.resource_name().dynamic_parameter_constraints());
+        item.constraints = c.ok() ? c->ToString() : "?";
+      }
+      inner = wrapper.resource();
+    }
+    if (inner.type_url() == kRds) {
+      envoy::config::route::v3::RouteConfiguration route;
+      inner.UnpackTo(&route);
+      if (item.name.empty()) item.name = route.name();
+      item.route_cluster = route.virtual_hosts(0).routes(0).route().cluster();
+    } else if (inner.type_url() == kCds) {
+      envoy::config::cluster::v3::Cluster cluster;
+      inner.UnpackTo(&cluster);
+      if (item.name.empty()) item.name = cluster.name();
+    } else if (inner.type_url() == kEds) {
+      envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+      inner.UnpackTo(&cla);
+      if (item.name.empty()) item.name = cla.cluster_name();
+    } else if (inner.type_url() == kLds) {
+      envoy::config::listener::v3::Listener listener;
+      inner.UnpackTo(&listener);
+      if (item.name.empty()) item.name = listener.name();
+    }
+    items.push_back(item);
+  }
+  return items;
+}
+
+std::vector<std::string> Names(const DiscoveryResponse& response) {
+  std::vector<std::string> names;
+  for (const Item& item : Decode(response)) names.push_back(item.name);
+  return names;
+}
+
+class SotwTest : public ::testing::Test {
+ protected:
+  SotwTest() : state_(Protocol::kSotw, std::make_shared<ParameterMapping>()) {
+    state_.SetSnapshot(Serve(Base()));
+  }
+
+  // Sends a request (with the node on the first) and returns the outcome.
+  RequestOutcome Request(DiscoveryRequest request) {
+    if (first_) *request.mutable_node() = node_;
+    first_ = false;
+    RequestOutcome outcome;
+    EXPECT_THAT(state_.OnRequest(request, &outcome), IsOk());
+    return outcome;
+  }
+  // Returns every response due now.
+  std::vector<DiscoveryResponse> Drain() {
+    std::vector<DiscoveryResponse> out;
+    DiscoveryResponse response;
+    PushRecord record;
+    while (state_.NextResponse(&response, &record)) out.push_back(response);
+    return out;
+  }
+
+  envoy::config::core::v3::Node node_ = NodeWith("prod");
+  bool first_ = true;
+  StreamState state_;
+};
+
+TEST_F(SotwTest, SelectsVariantFromNodeMetadataAndSendsPlainResources) {
+  Request(Sotw(kRds, {"r"}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  auto items = Decode(responses[0]);
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_FALSE(items[0].wrapped);
+  EXPECT_EQ(items[0].route_cluster, "c-prod");
+  EXPECT_EQ(responses[0].type_url(), kRds);
+  EXPECT_FALSE(responses[0].nonce().empty());
+  EXPECT_FALSE(responses[0].version_info().empty());
+}
+
+TEST_F(SotwTest, OtherParametersSelectTheOtherVariant) {
+  node_ = NodeWith("test");
+  Request(Sotw(kRds, {"r"}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(Decode(responses[0])[0].route_cluster, "c-test");
+}
+
+TEST_F(SotwTest, WrapsWithNameForClientsThatReadResourceWrappers) {
+  node_ = NodeWith("prod", /*resource_in_sotw=*/true);
+  Request(Sotw(kRds, {"r"}));
+  auto items = Decode(Drain().at(0));
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_TRUE(items[0].wrapped);
+  EXPECT_EQ(items[0].name, "r");
+  EXPECT_EQ(items[0].constraints, "");  // Plain subscription: no resource_name.
+}
+
+TEST_F(SotwTest, LocatorSubscriptionsGetEachVariantWithItsConstraints) {
+  DiscoveryRequest request = Sotw(kRds, {});
+  AddLocator(&request, "r", {{"env", "prod"}});
+  AddLocator(&request, "r", {{"env", "qa"}});
+  Request(request);
+  auto items = Decode(Drain().at(0));
+  ASSERT_EQ(items.size(), 2u);
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const auto& item : items) {
+    EXPECT_TRUE(item.wrapped);
+    EXPECT_EQ(item.name, "r");
+    got.emplace_back(item.constraints, item.route_cluster);
+  }
+  EXPECT_THAT(got, UnorderedElementsAre(std::make_pair("env=prod", "c-prod"),
+                                        std::make_pair("NOT env=prod", "c-test")));
+}
+
+TEST_F(SotwTest, TwoLocatorsSelectingOneVariantGetItOnce) {
+  DiscoveryRequest request = Sotw(kRds, {});
+  AddLocator(&request, "r", {{"env", "qa"}});
+  AddLocator(&request, "r", {{"env", "dev"}});
+  Request(request);
+  EXPECT_EQ(Decode(Drain().at(0)).size(), 1u);
+}
+
+TEST_F(SotwTest, WildcardListenerAndClusterRequestsGetEverything) {
+  Request(Sotw(kCds, {}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_THAT(Names(responses[0]), UnorderedElementsAre("c-prod", "c-test"));
+  Request(Sotw(kLds, {}));
+  EXPECT_THAT(Names(Drain().at(0)), ElementsAre("greeter"));
+}
+
+TEST_F(SotwTest, EmptyNamesAfterSubscriptionsMeansUnsubscribeNotWildcard) {
+  Request(Sotw(kCds, {"c-prod"}));
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  Request(Sotw(kCds, {}, first[0].nonce()));
+  auto second = Drain();
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_THAT(Names(second[0]), IsEmpty());
+}
+
+TEST_F(SotwTest, AnswersUnknownNamesPromptly) {
+  Request(Sotw(kRds, {"missing"}));
+  auto rds = Drain();
+  ASSERT_EQ(rds.size(), 1u);
+  EXPECT_THAT(Names(rds[0]), IsEmpty());
+  Request(Sotw(kLds, {"missing-listener"}));
+  auto lds = Drain();
+  ASSERT_EQ(lds.size(), 1u);
+  EXPECT_THAT(Names(lds[0]), IsEmpty());  // Complete LDS state without it: does not exist.
+}
+
+TEST_F(SotwTest, AnswersUnknownTypesWithAnEmptyResponse) {
+  Request(Sotw("type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret", {"s"}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].resources_size(), 0);
+}
+
+TEST_F(SotwTest, AcksAreRecognisedAndSendNothing) {
+  Request(Sotw(kRds, {"r"}));
+  auto first = Drain();
+  RequestOutcome outcome = Request(Sotw(kRds, {"r"}, first[0].nonce()));
+  EXPECT_EQ(outcome.kind, RequestOutcome::Kind::kAck);
+  EXPECT_THAT(Drain(), IsEmpty());
+}
+
+TEST_F(SotwTest, NackIsRecordedAndNotResentUntilTheSnapshotChanges) {
+  Request(Sotw(kRds, {"r"}));
+  auto first = Drain();
+  DiscoveryRequest nack = Sotw(kRds, {"r"}, first[0].nonce());
+  nack.mutable_error_detail()->set_message("route rejected");
+  RequestOutcome outcome = Request(nack);
+  EXPECT_EQ(outcome.kind, RequestOutcome::Kind::kNack);
+  EXPECT_EQ(outcome.error_detail, "route rejected");
+  ASSERT_EQ(outcome.nacked.size(), 1u);
+  EXPECT_EQ(outcome.nacked[0].name, "r");
+  EXPECT_EQ(outcome.nacked[0].label, "prod");
+  EXPECT_THAT(Drain(), IsEmpty());
+  // The same snapshot again: still nothing.
+  state_.SetSnapshot(Serve(Base()));
+  EXPECT_THAT(Drain(), IsEmpty());
+  // A changed route: sent.
+  auto objects = Base();
+  objects[1] = Object("r", "route", {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  state_.SetSnapshot(Serve(objects));
+  EXPECT_EQ(Drain().size(), 1u);
+}
+
+TEST_F(SotwTest, StaleNonceIsNotAnAck) {
+  Request(Sotw(kRds, {"r"}));
+  Drain();
+  EXPECT_EQ(Request(Sotw(kRds, {"r"}, "999")).kind, RequestOutcome::Kind::kStale);
+}
+
+TEST_F(SotwTest, UnsubscribeThenResubscribeSendsAgain) {
+  Request(Sotw(kEds, {"c-prod", "c-test"}));
+  auto first = Drain();
+  EXPECT_THAT(Names(first[0]), UnorderedElementsAre("c-prod", "c-test"));
+  Request(Sotw(kEds, {"c-prod"}, first[0].nonce()));
+  auto second = Drain();
+  Request(Sotw(kEds, {"c-prod", "c-test"}, second.empty() ? first[0].nonce() : second.back().nonce()));
+  auto third = Drain();
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_THAT(Names(third[0]), ElementsAre("c-test"));
+}
+
+TEST_F(SotwTest, PushesOnlyWhenTheSelectedVariantChanges) {
+  node_ = NodeWith("test");
+  Request(Sotw(kRds, {"r"}));
+  Drain();
+  // Only the prod variant changes: this env=test client hears nothing.
+  auto objects = Base();
+  objects[1] = Object("r", "route", {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  state_.SetSnapshot(Serve(objects));
+  EXPECT_THAT(Drain(), IsEmpty());
+  // Its own variant changes: pushed.
+  objects[1] = Object("r", "route", {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-prod"), "other"}});
+  state_.SetSnapshot(Serve(objects));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(Decode(responses[0])[0].route_cluster, "c-prod");
+}
+
+TEST_F(SotwTest, PushesReferencedResourcesBeforeReferrersAndRemovalsAfter) {
+  Request(Sotw(kLds, {}));
+  Request(Sotw(kRds, {"r"}));
+  Request(Sotw(kCds, {}));
+  Request(Sotw(kEds, {"c-prod", "c-test", "c-new"}));
+  Drain();
+  // Route prod -> new cluster c-new (with endpoints); c-prod removed.
+  auto objects = Base();
+  objects[1] = Object("r", "route", {{"{env: prod}", Route("c-new"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  objects[2] = Object("c-new", "cluster", {{"", Cluster(), "all"}});
+  objects[4] = Object("e-new", "endpoint", {{"", Endpoints(3), "all"}});
+  state_.SetSnapshot(Serve(objects));
+  auto responses = Drain();
+  std::vector<std::string> order;
+  for (const auto& r : responses) order.push_back(r.type_url() + " " + std::to_string(r.resources_size()));
+  ASSERT_EQ(responses.size(), 4u) << ::testing::PrintToString(order);
+  EXPECT_EQ(responses[0].type_url(), kEds);  // c-new endpoints first.
+  EXPECT_EQ(responses[1].type_url(), kCds);  // c-new added, c-prod still present.
+  EXPECT_THAT(Names(responses[1]), UnorderedElementsAre("c-new", "c-prod", "c-test"));
+  EXPECT_EQ(responses[2].type_url(), kRds);  // Route now points at c-new.
+  EXPECT_EQ(Decode(responses[2])[0].route_cluster, "c-new");
+  EXPECT_EQ(responses[3].type_url(), kCds);  // Only then c-prod goes.
+  EXPECT_THAT(Names(responses[3]), UnorderedElementsAre("c-new", "c-test"));
+}
+
+TEST(StreamStateTest, RejectsRequestsWithoutTypeOrWithTooManyNames) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  RequestOutcome outcome;
+  EXPECT_THAT(state.OnRequest(DiscoveryRequest(), &outcome),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+  DiscoveryRequest big = Sotw(kRds, {});
+  for (int i = 0; i <= StreamState::kMaxNamesPerRequest; ++i) big.add_resource_names("n");
+  EXPECT_THAT(state.OnRequest(big, &outcome), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(StreamStateTest, MalformedNamesAreAnsweredAsNonexistent) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  state.SetSnapshot(Serve(Base()));
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(Sotw(kRds, {"xdstp://a/b/%zz"}), &outcome), IsOk());
+  DiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(state.NextResponse(&response, &record));
+  EXPECT_EQ(response.resources_size(), 0);
+}
+
+// ---- Delta ----------------------------------------------------------------
+
+class DeltaTest : public ::testing::Test {
+ protected:
+  DeltaTest() : state_(Protocol::kDelta, std::make_shared<ParameterMapping>()) {
+    state_.SetSnapshot(Serve(Base()));
+  }
+  void Request(DeltaDiscoveryRequest request) {
+    if (first_) *request.mutable_node() = NodeWith("prod");
+    first_ = false;
+    RequestOutcome outcome;
+    ASSERT_THAT(state_.OnRequest(request, &outcome), IsOk());
+  }
+  std::vector<DeltaDiscoveryResponse> Drain() {
+    std::vector<DeltaDiscoveryResponse> out;
+    DeltaDiscoveryResponse response;
+    PushRecord record;
+    while (state_.NextResponse(&response, &record)) out.push_back(response);
+    return out;
+  }
+  static DeltaDiscoveryRequest Locators(const std::string& type, const std::string& name,
+                                        std::vector<ParameterSet> subscribe,
+                                        std::vector<ParameterSet> unsubscribe = {}) {
+    DeltaDiscoveryRequest request;
+    request.set_type_url(type);
+    for (const auto& params : subscribe) {
+      auto* l = request.add_resource_locators_subscribe();
+      l->set_name(name);
+      for (const auto& [k, v] : params) (*l->mutable_dynamic_parameters())[k] = v;
+    }
+    for (const auto& params : unsubscribe) {
+      auto* l = request.add_resource_locators_unsubscribe();
+      l->set_name(name);
+      for (const auto& [k, v] : params) (*l->mutable_dynamic_parameters())[k] = v;
+    }
+    return request;
+  }
+  static std::string ConstraintsOf(const envoy::service::discovery::v3::ResourceName& name) {
+    return Constraint::Compile(name.dynamic_parameter_constraints())->ToString();
+  }
+
+  bool first_ = true;
+  StreamState state_;
+};
+
+TEST_F(DeltaTest, LocatorSubscriptionReturnsTheVariantWithItsConstraints) {
+  Request(Locators(kRds, "r", {{{"env", "prod"}}}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].resources_size(), 1);
+  const Resource& resource = responses[0].resources(0);
+  EXPECT_EQ(resource.resource_name().name(), "r");
+  EXPECT_EQ(ConstraintsOf(resource.resource_name()), "env=prod");
+  EXPECT_FALSE(resource.version().empty());
+  EXPECT_EQ(resource.name(), "");  // Only one of name and resource_name.
+}
+
+TEST_F(DeltaTest, VariantSwapArrivesInOneResponse) {
+  Request(Locators(kRds, "r", {{{"env", "prod"}, {"version", "v1"}}}));
+  Drain();
+  // TP2 transition: env=prod is replaced by env=prod & version=v1 / v2.
+  auto objects = Base();
+  objects[1] = Object("r", "route",
+                      {{"{env: prod, version: v1}", Route("c-prod"), "prod-v1"},
+                       {"{env: prod, version: {not: v1}}", Route("c-prod"), "prod-other"},
+                       {"{env: {not: prod}, version: {or: [v1, {not: v1}]}}", Route("c-test"), "other"}});
+  state_.SetSnapshot(Serve(objects));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].resources_size(), 1);
+  EXPECT_EQ(ConstraintsOf(responses[0].resources(0).resource_name()), "env=prod AND version=v1");
+  ASSERT_EQ(responses[0].removed_resource_names_size(), 1);
+  EXPECT_EQ(responses[0].removed_resource_names(0).name(), "r");
+  EXPECT_EQ(ConstraintsOf(responses[0].removed_resource_names(0)), "env=prod");
+}
+
+TEST_F(DeltaTest, VariantRemovalUsesRemovedResourceNames) {
+  Request(Locators(kEds, "c-prod", {{{"env", "prod"}}}));
+  Drain();
+  auto objects = Base();
+  objects.erase(objects.begin() + 4);  // e-prod gone ...
+  objects.erase(objects.begin() + 2);  // ... with its cluster ...
+  objects[1] = Object("r", "route", {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  state_.SetSnapshot(Serve(objects));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].removed_resource_names_size(), 1);
+  EXPECT_EQ(responses[0].removed_resource_names(0).name(), "c-prod");
+  EXPECT_EQ(responses[0].resources_size(), 0);
+}
+
+TEST_F(DeltaTest, UnknownNamesAreReportedRemoved) {
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kRds);
+  request.add_resource_names_subscribe("missing");
+  Request(request);
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_THAT(responses[0].removed_resources(), ElementsAre("missing"));
+}
+
+TEST_F(DeltaTest, InitialResourceVersionsAreNotResent) {
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kEds);
+  request.add_resource_names_subscribe("c-prod");
+  request.add_resource_names_subscribe("c-test");
+  Request(request);
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].resources_size(), 2);
+  // A new stream (another replica) told what the client holds sends nothing.
+  StreamState reconnect(Protocol::kDelta, std::make_shared<ParameterMapping>());
+  reconnect.SetSnapshot(Serve(Base()));
+  DeltaDiscoveryRequest again = request;
+  *again.mutable_node() = NodeWith("prod");
+  for (const auto& resource : first[0].resources()) {
+    (*again.mutable_initial_resource_versions())[resource.name()] = resource.version();
+  }
+  RequestOutcome outcome;
+  ASSERT_THAT(reconnect.OnRequest(again, &outcome), IsOk());
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  EXPECT_FALSE(reconnect.NextResponse(&response, &record));
+}
+
+TEST_F(DeltaTest, WildcardAndUnsubscribe) {
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kCds);
+  Request(request);  // Implicit wildcard.
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].resources_size(), 2);
+  Request(Locators(kRds, "r", {{{"env", "prod"}}}));
+  Drain();
+  Request(Locators(kRds, "r", {}, {{{"env", "prod"}}}));
+  EXPECT_THAT(Drain(), IsEmpty());  // Unsubscribing needs no answer.
+  Request(Locators(kRds, "r", {{{"env", "prod"}}}));
+  EXPECT_EQ(Drain().size(), 1u);  // Resubscribing sends it again.
+}
+
+}  // namespace
+}  // namespace facet::xds
