@@ -1,0 +1,387 @@
+// Wire-level tests of the ADS server: a real gRPC server on loopback and the
+// project's own ADS client, for the paths today's real gRPC clients do not
+// exercise (resource locators, delta, several parameter sets per stream).
+#include <memory>
+#include <set>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_replace.h"
+#include "controller/manifest/object_parser.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "test/ads_client/ads_test_client.h"
+#include "xds_server/ads/ads_service.h"
+#include "xds_server/common/status_matchers.h"
+#include "xds_server/constraints/match_syntax.h"
+#include "xds_server/snapshot/builder.h"
+
+namespace facet::testing {
+namespace {
+
+using ::envoy::config::route::v3::RouteConfiguration;
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
+
+constexpr absl::Duration kWait = absl::Seconds(10);
+const std::string kLds(kListenerTypeUrl);
+const std::string kRds(kRouteConfigurationTypeUrl);
+const std::string kCds(kClusterTypeUrl);
+const std::string kEds(kClusterLoadAssignmentTypeUrl);
+
+// A route "greeter" with variants selected by env, and everything it needs.
+// ROUTE_VARIANTS is replaced per test.
+constexpr char kManifests[] = R"(
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: listener, namespace: demo}
+spec:
+  type: listener
+  name: greeter
+  variants:
+  - resource:
+      api_listener:
+        api_listener:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          rds: {route_config_name: greeter, config_source: {ads: {}}}
+          http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: route, namespace: demo}
+spec:
+  type: route
+  name: greeter
+  variants: ROUTE_VARIANTS
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: cluster-a, namespace: demo}
+spec: {type: cluster, name: a, variants: [{resource: {type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}}]}
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: cluster-b, namespace: demo}
+spec: {type: cluster, name: b, variants: [{resource: {type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}}]}
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: endpoints-a, namespace: demo}
+spec: {type: endpoint, name: a, variants: [{resource: {endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}]}
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: endpoints-b, namespace: demo}
+spec: {type: endpoint, name: b, variants: [{resource: {endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 2}}}}]}]}}]}
+)";
+
+std::string RouteVariant(const std::string& label, const std::string& match, const std::string& cluster) {
+  return "{name: " + label + ", match: " + match +
+         ", resource: {virtual_hosts: [{name: v, domains: [greeter], routes: [{match: {prefix: \"\"}, "
+         "route: {cluster: " + cluster + "}}]}]}}";
+}
+
+// prod -> a, everyone else -> b.
+const std::string kTwoVariants = "[" + RouteVariant("prod", "{env: prod}", "a") + ", " +
+                                 RouteVariant("other", "{env: {not: prod}}", "b") + "]";
+
+envoy::service::discovery::v3::DynamicParameterConstraints Canonical(const std::string& match) {
+  return *xds::CompileMatch(YAML::Load(match), "match");
+}
+
+std::string ClusterOf(const DecodedResource& resource) {
+  auto route = resource.As<RouteConfiguration>();
+  return route.ok() ? route->virtual_hosts(0).routes(0).route().cluster() : "?";
+}
+
+bool SameConstraints(const envoy::service::discovery::v3::DynamicParameterConstraints& a,
+                     const envoy::service::discovery::v3::DynamicParameterConstraints& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
+class AdsWireTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Publish(kTwoVariants);
+    ads_ = std::make_unique<xds::AdsService>(store_, xds::AdsService::Options());
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(ads_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    auto client = AdsTestClient::Connect("127.0.0.1:" + std::to_string(port));
+    ASSERT_THAT(client, IsOk());
+    client_ = *std::move(client);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  // Publishes the manifests with these route variants, leaving out the
+  // objects named in `without`.
+  void Publish(const std::string& route_variants, const std::set<std::string>& without = {}) {
+    std::string text = absl::StrReplaceAll(kManifests, {{"ROUTE_VARIANTS", route_variants}});
+    std::vector<xds::ResourceObject> objects;
+    for (const YAML::Node& document : YAML::LoadAll(text)) {
+      auto parsed = controller::ParseDocument(document, "test", "demo");
+      ASSERT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
+      if (without.count(std::get<xds::ResourceObject>(parsed).ref.name) > 0) continue;
+      objects.push_back(std::get<xds::ResourceObject>(parsed));
+    }
+    xds::BuildOptions options;
+    options.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
+    xds::BuildResult result = xds::BuildSnapshot(objects, {}, last_.get(), options);
+    for (const auto& status : result.statuses) {
+      ASSERT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
+    }
+    last_ = result.snapshot;
+    store_.Publish(result.snapshot);
+  }
+
+  std::unique_ptr<SotwStream> Sotw() {
+    auto stream = client_->OpenSotw();
+    EXPECT_THAT(stream, IsOk());
+    return stream.ok() ? *std::move(stream) : nullptr;
+  }
+  std::unique_ptr<DeltaStream> Delta() {
+    auto stream = client_->OpenDelta();
+    EXPECT_THAT(stream, IsOk());
+    return stream.ok() ? *std::move(stream) : nullptr;
+  }
+
+  xds::SnapshotStore store_;
+  std::shared_ptr<const xds::Snapshot> last_;
+  std::unique_ptr<xds::AdsService> ads_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<AdsTestClient> client_;
+};
+
+TEST_F(AdsWireTest, LocatorSubscriptionGetsTheRightVariantWrappedWithItsExactConstraints) {
+  auto stream = Sotw();
+  DiscoveryRequest request = MakeRequest(kRds, {}, {MakeLocator("greeter", {{"env", "prod"}})});
+  *request.mutable_node() = MakeNode("relay");
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto response = stream->Next(kWait);
+  ASSERT_THAT(response, IsOk());
+  auto resources = DecodeResources(*response);
+  ASSERT_THAT(resources, IsOk());
+  ASSERT_EQ(resources->size(), 1u);
+  const DecodedResource& resource = (*resources)[0];
+  EXPECT_TRUE(resource.wrapped);
+  EXPECT_EQ(resource.resource_name, "greeter");
+  EXPECT_EQ(resource.wrapper_name, "");
+  ASSERT_TRUE(resource.has_constraints);
+  EXPECT_TRUE(SameConstraints(resource.constraints, Canonical("{env: prod}")));
+  EXPECT_FALSE(resource.version.empty());
+  EXPECT_EQ(ClusterOf(resource), "a");
+}
+
+TEST_F(AdsWireTest, OneStreamWithTwoParameterSetsReceivesBothVariants) {
+  auto stream = Sotw();
+  DiscoveryRequest request = MakeRequest(
+      kRds, {}, {MakeLocator("greeter", {{"env", "prod"}}), MakeLocator("greeter", {{"env", "test"}})});
+  *request.mutable_node() = MakeNode("relay");
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto response = stream->Next(kWait);
+  ASSERT_THAT(response, IsOk());
+  auto resources = DecodeResources(*response);
+  ASSERT_THAT(resources, IsOk());
+  ASSERT_EQ(resources->size(), 2u);
+  std::vector<std::string> got;
+  for (const auto& resource : *resources) {
+    EXPECT_EQ(resource.resource_name, "greeter");
+    if (SameConstraints(resource.constraints, Canonical("{env: prod}"))) got.push_back("prod:" + ClusterOf(resource));
+    if (SameConstraints(resource.constraints, Canonical("{env: {not: prod}}"))) got.push_back("other:" + ClusterOf(resource));
+  }
+  EXPECT_THAT(got, UnorderedElementsAre("prod:a", "other:b"));
+}
+
+TEST_F(AdsWireTest, PlainNameSubscriptionsSelectByNodeMetadata) {
+  for (const auto& [env, cluster] : std::vector<std::pair<std::string, std::string>>{{"prod", "a"}, {"test", "b"}}) {
+    auto stream = Sotw();
+    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+    *request.mutable_node() = MakeNode("c-" + env, {{"env", env}});
+    ASSERT_THAT(stream->Send(request), IsOk());
+    auto response = stream->Next(kWait);
+    ASSERT_THAT(response, IsOk());
+    auto resources = DecodeResources(*response);
+    ASSERT_EQ(resources->size(), 1u);
+    EXPECT_FALSE((*resources)[0].wrapped);  // No resource-in-sotw feature: plain.
+    EXPECT_EQ(ClusterOf((*resources)[0]), cluster);
+  }
+}
+
+TEST_F(AdsWireTest, WildcardListenerAndClusterSubscriptions) {
+  auto stream = Sotw();
+  DiscoveryRequest lds = MakeRequest(kLds, {});
+  *lds.mutable_node() = MakeNode("c", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(lds), IsOk());
+  ASSERT_THAT(stream->Send(MakeRequest(kCds, {})), IsOk());
+  auto listeners = stream->NextOfType(kLds, kWait);
+  ASSERT_THAT(listeners, IsOk());
+  EXPECT_THAT(*ResourceNames(*listeners), ElementsAre("greeter"));
+  auto clusters = stream->NextOfType(kCds, kWait);
+  ASSERT_THAT(clusters, IsOk());
+  EXPECT_THAT(*ResourceNames(*clusters), UnorderedElementsAre("a", "b"));
+}
+
+TEST_F(AdsWireTest, UnknownNamesAreAnsweredAsNonexistent) {
+  auto sotw = Sotw();
+  DiscoveryRequest request = MakeRequest(kLds, {"nope"});
+  *request.mutable_node() = MakeNode("c");
+  ASSERT_THAT(sotw->Send(request), IsOk());
+  auto response = sotw->Next(kWait);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->resources_size(), 0);
+
+  auto delta = Delta();
+  DeltaDiscoveryRequest delta_request = MakeDeltaRequest(kRds, {"nope"});
+  *delta_request.mutable_node() = MakeNode("c");
+  ASSERT_THAT(delta->Send(delta_request), IsOk());
+  auto delta_response = delta->Next(kWait);
+  ASSERT_THAT(delta_response, IsOk());
+  EXPECT_THAT(delta_response->removed_resources(), ElementsAre("nope"));
+}
+
+TEST_F(AdsWireTest, UnsubscribeThenResubscribeSendsTheResourceAgain) {
+  auto stream = Sotw();
+  DiscoveryRequest both = MakeRequest(kEds, {"a", "b"});
+  *both.mutable_node() = MakeNode("c");
+  ASSERT_THAT(stream->Send(both), IsOk());
+  auto first = stream->Next(kWait);
+  ASSERT_THAT(first, IsOk());
+  DiscoveryRequest only_a = MakeRequest(kEds, {"a"});
+  ASSERT_THAT(stream->Send(Ack(*first, only_a)), IsOk());
+  auto second = stream->Next(kWait);  // Answers the subscription change.
+  ASSERT_THAT(second, IsOk());
+  ASSERT_THAT(stream->Send(Ack(*second, both)), IsOk());
+  auto third = stream->Next(kWait);
+  ASSERT_THAT(third, IsOk());
+  EXPECT_THAT(*ResourceNames(*third), ElementsAre("b"));
+}
+
+TEST_F(AdsWireTest, NackIsRecordedPerVariantAndNotResentUntilTheSnapshotChanges) {
+  auto stream = Sotw();
+  DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+  *request.mutable_node() = MakeNode("nacker", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto first = stream->Next(kWait);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(stream->Send(Nack(*first, MakeRequest(kRds, {"greeter"}), "", "bad route")), IsOk());
+  // An unrelated change re-publishes; the NACKed variant must not come again,
+  // so the next response is the one for the changed prod variant.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
+          RouteVariant("other", "{env: {not: prod}}", "b") + "]");
+  auto second = stream->Next(kWait);
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(ClusterOf((*DecodeResources(*second))[0]), "b");
+  auto nacks = ads_->nacks();
+  ASSERT_EQ(nacks.size(), 1u);
+  EXPECT_EQ(nacks[0].name, "greeter");
+  EXPECT_EQ(nacks[0].label, "prod");
+  EXPECT_EQ(nacks[0].node_id, "nacker");
+  EXPECT_EQ(nacks[0].error_detail, "bad route");
+  EXPECT_GE(ads_->stats().nacks, 1);
+}
+
+TEST_F(AdsWireTest, AChangePushesOnlyToStreamsWhoseVariantChanged) {
+  auto prod = Sotw();
+  auto test = Sotw();
+  for (auto [stream, env] : {std::pair{prod.get(), "prod"}, std::pair{test.get(), "test"}}) {
+    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+    *request.mutable_node() = MakeNode(env, {{"env", env}});
+    ASSERT_THAT(stream->Send(request), IsOk());
+    auto response = stream->Next(kWait);
+    ASSERT_THAT(response, IsOk());
+    ASSERT_THAT(stream->Send(Ack(*response, MakeRequest(kRds, {"greeter"}))), IsOk());
+  }
+  // 1: only the prod variant changes. 2: then only the other variant.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " + RouteVariant("other", "{env: {not: prod}}", "b") + "]");
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " + RouteVariant("other", "{env: {not: prod}}", "a") + "]");
+  auto prod_update = prod->Next(kWait);
+  ASSERT_THAT(prod_update, IsOk());
+  EXPECT_EQ(ClusterOf((*DecodeResources(*prod_update))[0]), "b");
+  // The test stream's first update is change 2: change 1 never reached it.
+  auto test_update = test->Next(kWait);
+  ASSERT_THAT(test_update, IsOk());
+  EXPECT_EQ(ClusterOf((*DecodeResources(*test_update))[0]), "a");
+  EXPECT_EQ(prod->queued(), 0u);
+}
+
+TEST_F(AdsWireTest, DeltaVariantSwapArrivesInOneResponse) {
+  auto stream = Delta();
+  DeltaDiscoveryRequest request =
+      MakeDeltaRequest(kRds, {}, {}, {MakeLocator("greeter", {{"env", "prod"}, {"version", "v1"}})});
+  *request.mutable_node() = MakeNode("relay");
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto first = stream->Next(kWait);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_EQ(first->resources_size(), 1);
+  EXPECT_TRUE(SameConstraints(first->resources(0).resource_name().dynamic_parameter_constraints(),
+                              Canonical("{env: prod}")));
+  ASSERT_THAT(stream->Send(DeltaAck(*first)), IsOk());
+
+  // TP2 transition: the env=prod variant is replaced by version variants.
+  Publish("[" + RouteVariant("prod-v1", "{env: prod, version: v1}", "a") + ", " +
+          RouteVariant("prod-other", "{env: prod, version: {not: v1}}", "b") + ", " +
+          RouteVariant("other", "{env: {not: prod}, version: {or: [v1, {not: v1}]}}", "b") + "]");
+  auto swap = stream->Next(kWait);
+  ASSERT_THAT(swap, IsOk());
+  ASSERT_EQ(swap->resources_size(), 1);
+  EXPECT_TRUE(SameConstraints(swap->resources(0).resource_name().dynamic_parameter_constraints(),
+                              Canonical("{env: prod, version: v1}")));
+  ASSERT_EQ(swap->removed_resource_names_size(), 1);
+  EXPECT_EQ(swap->removed_resource_names(0).name(), "greeter");
+  EXPECT_TRUE(SameConstraints(swap->removed_resource_names(0).dynamic_parameter_constraints(),
+                              Canonical("{env: prod}")));
+  ASSERT_THAT(stream->Send(DeltaAck(*swap)), IsOk());
+
+}
+
+TEST_F(AdsWireTest, DeltaRemovalOfAVariantUsesRemovedResourceNames) {
+  auto stream = Delta();
+  DeltaDiscoveryRequest request = MakeDeltaRequest(kEds, {}, {}, {MakeLocator("a", {{"env", "prod"}})});
+  *request.mutable_node() = MakeNode("relay");
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto first = stream->Next(kWait);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_EQ(first->resources_size(), 1);
+  EXPECT_EQ(first->resources(0).resource_name().name(), "a");
+  ASSERT_THAT(stream->Send(DeltaAck(*first)), IsOk());
+  // Nothing references cluster a any more, and it goes with its endpoints.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
+              RouteVariant("other", "{env: {not: prod}}", "b") + "]",
+          {"cluster-a", "endpoints-a"});
+  auto removal = stream->Next(kWait);
+  ASSERT_THAT(removal, IsOk());
+  EXPECT_EQ(removal->resources_size(), 0);
+  ASSERT_EQ(removal->removed_resource_names_size(), 1);
+  EXPECT_EQ(removal->removed_resource_names(0).name(), "a");
+}
+
+TEST_F(AdsWireTest, MalformedRequestEndsTheStreamWithInvalidArgument) {
+  auto stream = Sotw();
+  ASSERT_THAT(stream->Send(DiscoveryRequest()), IsOk());
+  EXPECT_THAT(stream->Next(kWait), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(AdsWireTest, DrainEndsStreamsWithUnavailable) {
+  auto stream = Sotw();
+  DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+  *request.mutable_node() = MakeNode("c");
+  ASSERT_THAT(stream->Send(request), IsOk());
+  ASSERT_THAT(stream->Next(kWait), IsOk());
+  ads_->Drain();
+  EXPECT_THAT(stream->Next(kWait), StatusIs(absl::StatusCode::kUnavailable));
+}
+
+}  // namespace
+}  // namespace facet::testing
