@@ -1,0 +1,141 @@
+#!/usr/bin/env node
+// The grpc-js xDS client of Facet's end-to-end tests; same flags and output as
+// e2e_cpp_client. Calls /facet.test.Echo/Whoami (empty request, waitForReady)
+// on --target, usually xds:///greeter or xds://a.example/greeter resolved with
+// the bootstrap named by GRPC_XDS_BOOTSTRAP, and prints which backend answered.
+//
+//   node client.js --target xds:///greeter --count 3
+//       prints one backend id per line; failures go to stderr, exit code 1.
+//   node client.js --target xds:///greeter --duration-ms 8000 --interval-ms 20
+//       prints "ok <id>" or "fail <CODE>: <message>" per call, then
+//       "summary ok=N fail=M"; exit code 1 if any call failed.
+'use strict';
+
+const grpc = require('@grpc/grpc-js');
+require('@grpc/grpc-js-xds').register();
+
+const DEFAULTS = {
+  'target': 'xds:///greeter',
+  'method': '/facet.test.Echo/Whoami',
+  'count': '1',
+  'duration-ms': '0',
+  'interval-ms': '20',
+  'rpc-timeout-ms': '20000',
+};
+
+function parseFlags(argv) {
+  const flags = {...DEFAULTS};
+  for (let i = 0; i < argv.length; i++) {
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(argv[i]);
+    if (!match || !(match[1] in DEFAULTS)) {
+      throw new Error(`unknown argument "${argv[i]}"; flags: --${Object.keys(DEFAULTS).join(' --')}`);
+    }
+    if (match[2] !== undefined) {
+      flags[match[1]] = match[2];
+    } else if (i + 1 < argv.length) {
+      flags[match[1]] = argv[++i];
+    } else {
+      throw new Error(`flag --${match[1]} needs a value`);
+    }
+  }
+  for (const name of ['count', 'duration-ms', 'interval-ms', 'rpc-timeout-ms']) {
+    const value = Number(flags[name]);
+    if (!Number.isInteger(value) || value < 0) {
+      throw new Error(`--${name} must be a non-negative integer, got "${flags[name]}"`);
+    }
+    flags[name] = value;
+  }
+  return flags;
+}
+
+const identity = (buffer) => buffer;
+
+function makeClient(target, method) {
+  const Client = grpc.makeGenericClientConstructor({
+    Whoami: {
+      path: method,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity,
+    },
+  }, 'Echo');
+  return new Client(target, grpc.credentials.createInsecure());
+}
+
+// Resolves to {id} or {error: "CODE: message"}.
+function call(client, timeoutMs) {
+  return new Promise((resolve) => {
+    const metadata = new grpc.Metadata({waitForReady: true});
+    client.Whoami(Buffer.alloc(0), metadata, {deadline: Date.now() + timeoutMs}, (err, response) => {
+      if (err) {
+        const code = grpc.status[err.code] || `CODE_${err.code}`;
+        resolve({error: `${code}: ${String(err.details || err.message).replace(/\n/g, ' ')}`});
+      } else {
+        resolve({id: response.toString('utf8')});
+      }
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+async function runCount(client, flags) {
+  let failures = 0;
+  for (let i = 0; i < flags['count']; i++) {
+    const result = await call(client, flags['rpc-timeout-ms']);
+    if (result.error === undefined) {
+      process.stdout.write(`${result.id}\n`);
+    } else {
+      process.stderr.write(`call ${i + 1} failed: ${result.error}\n`);
+      failures++;
+    }
+  }
+  return failures === 0 ? 0 : 1;
+}
+
+async function runContinuous(client, flags) {
+  const interval = flags['interval-ms'];
+  const end = Date.now() + flags['duration-ms'];
+  let ok = 0;
+  let failed = 0;
+  for (let next = Date.now(); next < end; next += interval) {
+    await sleep(next - Date.now());
+    const result = await call(client, flags['rpc-timeout-ms']);
+    if (result.error === undefined) {
+      ok++;
+      process.stdout.write(`ok ${result.id}\n`);
+    } else {
+      failed++;
+      process.stdout.write(`fail ${result.error}\n`);
+    }
+    // After a slow call, carry on from now instead of bursting to catch up.
+    if (Date.now() > next + interval) next = Date.now() - interval;
+  }
+  process.stdout.write(`summary ok=${ok} fail=${failed}\n`);
+  return failed === 0 ? 0 : 1;
+}
+
+async function main() {
+  let flags;
+  try {
+    flags = parseFlags(process.argv.slice(2));
+  } catch (e) {
+    process.stderr.write(`client.js: ${e.message}\n`);
+    return 2;
+  }
+  const client = makeClient(flags['target'], flags['method']);
+  try {
+    return flags['duration-ms'] > 0 ? await runContinuous(client, flags)
+                                     : await runCount(client, flags);
+  } finally {
+    client.close();
+  }
+}
+
+// The xDS client keeps timers alive; exit explicitly once stdout is flushed.
+main().then((code) => {
+  process.stdout.write('', () => process.exit(code));
+});
