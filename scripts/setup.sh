@@ -9,6 +9,9 @@ packages=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The Helm chart test renders the chart with Go text/template + sprig, as
+  # Helm does (Debian has no helm package).
+  golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
 )
 # Node.js and npm fetch the pinned Envoy API protos (and run the Node client
 # tests). Keep a Node that is already installed (e.g. Node 20); install

@@ -1,0 +1,73 @@
+{{/* The chart name, or nameOverride. */}}
+{{- define "facet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The name of the release's objects: fullnameOverride, else the release name
+when it already contains the chart name, else "<release>-<chart>".
+*/}}
+{{- define "facet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "facet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Labels that select the pods; never change them after the first install. */}}
+{{- define "facet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "facet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "facet.labels" -}}
+helm.sh/chart: {{ include "facet.chart" . }}
+{{ include "facet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: controller
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "facet.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "facet.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The xDS server's address as clients in the cluster dial it. */}}
+{{- define "facet.xdsServerUri" -}}
+{{- printf "%s.%s.svc.%s:%v" (include "facet.fullname" .) .Release.Namespace .Values.clusterDomain .Values.xds.port -}}
+{{- end -}}
+
+{{/* Renders a boolean value as a flag value, rejecting anything but true or false. */}}
+{{- define "facet.bool" -}}
+{{- if not (kindIs "bool" .value) -}}
+{{- fail (printf "%s must be true or false, got %v" .name .value) -}}
+{{- end -}}
+{{- .value -}}
+{{- end -}}
+
+{{/*
+The rules of the least-privilege access to XdsResources: read them, write
+their status. Nothing else (no create, delete or patch of the objects).
+*/}}
+{{- define "facet.xdsResourceRules" -}}
+- apiGroups: ["facet.dev"]
+  resources: ["xdsresources"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["facet.dev"]
+  resources: ["xdsresources/status"]
+  verbs: ["update", "patch"]
+{{- end -}}

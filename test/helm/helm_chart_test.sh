@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Checks the Helm chart in helm/facet without a helm binary or a cluster:
+#   1. helm/facet/crds/ holds byte-identical copies of crds/ (always runs);
+#   2. renders the chart with Go's text/template + sprig (render/render.go),
+#      with default values and with the overrides in testdata/, and checks the
+#      objects (check/check.go): Deployment hardening, probes and flags,
+#      least-privilege RBAC, the Service, NOTES.txt and its client bootstrap;
+#   3. runs the rendered XdsAuthority objects through `facet validate`.
+# Step 2 needs Debian's golang-go, golang-github-masterminds-sprig-dev and
+# golang-gopkg-yaml.v3-dev; without them the test reports SKIP (exit 77) after
+# step 1.
+#
+# Usage: helm_chart_test.sh REPO WORK_DIR [FACET_BINARY]
+set -u
+repo=${1:?usage: helm_chart_test.sh REPO WORK_DIR [FACET_BINARY]}
+work=${2:?usage: helm_chart_test.sh REPO WORK_DIR [FACET_BINARY]}
+facet=${3:-}
+chart=${repo}/helm/facet
+here=${repo}/test/helm
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# 1. The chart's CRDs are the project's, byte for byte.
+for crd in "${repo}"/crds/*.yaml; do
+  copy=${chart}/crds/$(basename "${crd}")
+  if [[ ! -f ${copy} ]]; then
+    fail "${copy} is missing (copy ${crd} into the chart)"
+  elif ! cmp -s "${crd}" "${copy}"; then
+    fail "${copy} differs from ${crd} (copy it again)"
+  fi
+done
+for copy in "${chart}"/crds/*; do
+  [[ -f ${repo}/crds/$(basename "${copy}") ]] || fail "${copy} has no counterpart in crds/"
+done
+if ((failures > 0)); then exit 1; fi
+echo "crds: helm/facet/crds/ matches crds/"
+
+# 2. Render and check.
+gopath=/usr/share/gocode
+if ! command -v go >/dev/null 2>&1; then
+  echo "SKIP: go not found; apt-get install golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev"
+  exit 77
+fi
+for package in github.com/Masterminds/sprig gopkg.in/yaml.v3; do
+  if [[ ! -d ${gopath}/src/${package} ]]; then
+    echo "SKIP: Go package ${package} not found under ${gopath}; apt-get install golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev"
+    exit 77
+  fi
+done
+
+mkdir -p "${work}"
+export GO111MODULE=off GOPATH=${gopath} GOCACHE=${work}/go-cache GOFLAGS=
+for tool in render check; do
+  if ! (cd "${here}" && go build -o "${work}/${tool}" "./${tool}"); then
+    echo "FAIL: could not build test/helm/${tool}"
+    exit 1
+  fi
+done
+
+# render_case NAME RELEASE NAMESPACE [VALUES_FILE]: renders into WORK/NAME.yaml
+# and WORK/NAME.notes.txt.
+render_case() {
+  local case=$1 release=$2 namespace=$3
+  local values=()
+  if [[ $# -ge 4 ]]; then values=(--values "$4"); fi
+  if ! "${work}/render" --chart "${chart}" --name "${release}" --namespace "${namespace}" \
+    "${values[@]}" --notes "${work}/${case}.notes.txt" >"${work}/${case}.yaml"; then
+    fail "rendering ${case} failed"
+    return 1
+  fi
+}
+
+check_case() {
+  "${work}/check" "$@" || fail "check ${*}"
+}
+
+if render_case default facet facet-system; then
+  check_case --manifests "${work}/default.yaml" --notes "${work}/default.notes.txt" \
+    --release-namespace facet-system --replicas 2 --lease facet-controller \
+    --server-uri facet.facet-system.svc.cluster.local:18000 \
+    --arg=--xds-address=0.0.0.0:18000 --arg=--admin-address=0.0.0.0:18080 \
+    --arg=--allow-old-style-names=true --arg=--leader-election=true \
+    --arg=--leader-election-namespace=facet-system --arg=--leader-election-lease=facet-controller \
+    --arg=--log-level=info --absent-flag=--namespaces --absent-flag=--node-metadata-params \
+    --absent-flag=--kubeconfig
+fi
+
+if render_case overrides prod xds "${here}/testdata/overrides.yaml"; then
+  check_case --manifests "${work}/overrides.yaml" --notes "${work}/overrides.notes.txt" \
+    --release-namespace xds --replicas 3 --namespaces team-a,team-b --lease facet-leader \
+    --authorities a-example,b.example,xds-example-com \
+    --bootstrap-authorities a.example,b.example,xds.example.com:443 \
+    --server-uri prod-facet.xds.svc.cluster.local:18000 \
+    --arg=--namespaces=team-a,team-b --arg=--node-metadata-params=env,version=app_version \
+    --arg=--allow-old-style-names=false --arg=--leader-election=true \
+    --arg=--leader-election-namespace=xds --arg=--leader-election-lease=facet-leader \
+    --arg=--log-level=debug --authorities-out "${work}/overrides.authorities.yaml"
+  grep -q 'image: "registry.example/facet:0.1.0-test"' "${work}/overrides.yaml" ||
+    fail "overrides: image is not registry.example/facet:0.1.0-test"
+  grep -q '"app_version": "CHANGE_ME"' "${work}/overrides.notes.txt" ||
+    fail "overrides: the bootstrap lacks the node-metadata field app_version"
+fi
+
+if render_case no-leader-election facet facet-system "${here}/testdata/no-leader-election.yaml"; then
+  check_case --manifests "${work}/no-leader-election.yaml" \
+    --notes "${work}/no-leader-election.notes.txt" --release-namespace facet-system --replicas 1 \
+    --arg=--leader-election=false --absent-flag=--leader-election-namespace \
+    --absent-flag=--leader-election-lease
+  grep -q 'serviceAccountName: facet-preexisting' "${work}/no-leader-election.yaml" ||
+    fail "no-leader-election: serviceAccountName is not facet-preexisting"
+fi
+
+# Invalid values are refused with the message in their "# expect:" line.
+for values in "${here}"/testdata/invalid-*.yaml; do
+  want=$(sed -n 's/^# expect: //p' "${values}")
+  if "${work}/render" --chart "${chart}" --values "${values}" >/dev/null 2>"${work}/invalid.err"; then
+    fail "$(basename "${values}"): rendered, want an error"
+  elif ! grep -qF -- "${want}" "${work}/invalid.err"; then
+    fail "$(basename "${values}"): error $(cat "${work}/invalid.err"), want \"${want}\""
+  fi
+done
+
+# 3. The XdsAuthority objects the chart creates pass Facet's own checks.
+if [[ -n ${facet} && ! -x ${facet} ]]; then
+  fail "no facet binary at ${facet} (build the facet target first)"
+elif [[ -n ${facet} && -f ${work}/overrides.authorities.yaml ]]; then
+  if ! "${facet}" validate "${work}/overrides.authorities.yaml"; then
+    fail "facet validate rejects the rendered XdsAuthority objects"
+  fi
+fi
+
+if ((failures > 0)); then exit 1; fi
+echo "helm chart: ok"
