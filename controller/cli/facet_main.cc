@@ -1,4 +1,4 @@
-// The `facet` command: validate, serve, controller.
+// The `facet` command: validate, serve, version.
 #include <iostream>
 #include <string>
 #include <vector>

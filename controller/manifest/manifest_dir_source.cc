@@ -36,9 +36,20 @@ void ManifestDirSource::Run() {
 bool ManifestDirSource::Refresh() {
   std::vector<ManifestProblem> problems;
   std::vector<std::string> listed = ListManifestFiles({options_.directory}, &problems);
-  for (const ManifestProblem& problem : problems) {
-    spdlog::error("manifests: {}: {}", problem.location, problem.message);
+  if (!problems.empty()) {
+    // A directory that cannot be listed is not a directory without files:
+    // keep serving what it last held, and say so once.
+    if (!listing_failed_) {
+      for (const ManifestProblem& problem : problems) {
+        spdlog::error("manifests: {}: {}; the last good content keeps serving", problem.location,
+                      problem.message);
+      }
+    }
+    listing_failed_ = true;
+    return false;
   }
+  if (listing_failed_) spdlog::info("manifests: {} is readable again", options_.directory);
+  listing_failed_ = false;
   bool changed = false;
   std::set<std::string> present(listed.begin(), listed.end());
   for (auto it = files_.begin(); it != files_.end();) {
@@ -105,7 +116,12 @@ void ManifestDirSource::Rebuild() {
       }
     }
     for (const auto& object : state.authorities) {
-      if (seen.insert(object.ref).second) authorities.push_back(object);
+      if (seen.insert(object.ref).second) {
+        authorities.push_back(object);
+      } else {
+        spdlog::error("manifests: {}: {} is defined in more than one file; using the first",
+                      object.location, object.ref.ToString());
+      }
     }
   }
   xds::BuildOptions build = options_.build;

@@ -68,6 +68,7 @@ class ManifestDirSource {
   xds::SnapshotStore& store_;
   std::map<std::string, FileState> files_;  // Worker thread only.
   std::shared_ptr<const xds::Snapshot> last_;  // Worker thread only.
+  bool listing_failed_ = false;                // Worker thread only.
   mutable absl::Mutex mu_;
   std::vector<xds::ObjectStatus> statuses_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> authorities_ ABSL_GUARDED_BY(mu_);

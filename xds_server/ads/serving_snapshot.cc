@@ -35,7 +35,10 @@ std::shared_ptr<const Variant> ServingSnapshot::Select(const ServedResource& res
   }
   {
     absl::MutexLock lock(&mu_);
-    memo_[&resource][params.canonical] = index;
+    auto& memo = memo_[&resource];
+    // Bounded: beyond this many distinct parameter sets per resource, select
+    // without remembering (clients choose their parameters).
+    if (memo.size() < kMaxMemoizedParameterSets) memo[params.canonical] = index;
   }
   return index < 0 ? nullptr : resource.variants[index];
 }

@@ -36,6 +36,9 @@ class ServingSnapshot {
   std::shared_ptr<const Variant> Select(const ServedResource& resource,
                                         const Parameters& params) const;
 
+  // Distinct parameter sets remembered per resource.
+  static constexpr size_t kMaxMemoizedParameterSets = 4096;
+
  private:
   std::shared_ptr<const Snapshot> snapshot_;
   mutable absl::Mutex mu_;

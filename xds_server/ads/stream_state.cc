@@ -146,8 +146,14 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     const std::string key = params->canonical;
     ns.subscriptions[key] = Subscription{std::move(params), true};
   }
-  if (!state.seen_request && next.empty() && !wildcard && IsFullStateType(state.type)) {
-    wildcard = true;  // Legacy wildcard: the first LDS/CDS request names nothing.
+  if (next.empty() && !wildcard && IsFullStateType(state.type) &&
+      (!state.seen_request || state.legacy_wildcard)) {
+    // Legacy wildcard: the first LDS/CDS request names nothing, and so do the
+    // ACKs that follow it. (After explicit names, an empty list unsubscribes.)
+    wildcard = true;
+    state.legacy_wildcard = true;
+  } else {
+    state.legacy_wildcard = false;
   }
 
   bool changed = !state.seen_request || wildcard != state.wildcard;

@@ -102,6 +102,9 @@ class StreamState {
     std::string type_url;
     const ResourceType* type = nullptr;  // Null: a type Facet does not serve.
     bool wildcard = false;
+    // Wildcard by the legacy rule (first LDS/CDS request named nothing):
+    // later requests that name nothing keep it.
+    bool legacy_wildcard = false;
     bool seen_request = false;
     bool response_due = false;  // A request changed subscriptions: answer it.
     std::map<std::string, NameState> names;

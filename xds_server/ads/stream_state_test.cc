@@ -266,6 +266,21 @@ TEST_F(SotwTest, WildcardListenerAndClusterRequestsGetEverything) {
   EXPECT_THAT(Names(Drain().at(0)), ElementsAre("greeter"));
 }
 
+TEST_F(SotwTest, LegacyWildcardSurvivesEmptyAcks) {
+  Request(Sotw(kCds, {}));
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(Request(Sotw(kCds, {}, first[0].nonce())).kind, RequestOutcome::Kind::kAck);
+  EXPECT_THAT(Drain(), IsEmpty());  // Still wildcard: nothing changed, nothing sent.
+  auto objects = Base();
+  objects.push_back(Object("c-extra", "cluster", {{"", Cluster(), "all"}}));
+  objects.push_back(Object("e-extra", "endpoint", {{"", Endpoints(4), "all"}}));
+  state_.SetSnapshot(Serve(objects));
+  auto pushed = Drain();
+  ASSERT_EQ(pushed.size(), 1u);
+  EXPECT_THAT(Names(pushed[0]), UnorderedElementsAre("c-prod", "c-test", "c-extra"));
+}
+
 TEST_F(SotwTest, EmptyNamesAfterSubscriptionsMeansUnsubscribeNotWildcard) {
   Request(Sotw(kCds, {"c-prod"}));
   auto first = Drain();

@@ -136,11 +136,14 @@ class Builder {
                    absl::StrCat(Quote(ns), " is not a namespace name (RFC 1123 label) or \"*\""));
         }
       }
-      auto [it, inserted] = authority_owner_.emplace(object.authority, object.ref);
-      if (!inserted && !status.has_errors()) {
-        AddError(&status.findings, "DuplicateName", "spec.authority",
-                 absl::StrCat("authority ", Quote(object.authority), " is already declared by ",
-                              it->second.ToString()));
+      if (!status.has_errors()) {
+        // Only a valid declaration claims the authority.
+        auto [it, inserted] = authority_owner_.emplace(object.authority, object.ref);
+        if (!inserted) {
+          AddError(&status.findings, "DuplicateName", "spec.authority",
+                   absl::StrCat("authority ", Quote(object.authority), " is already declared by ",
+                                it->second.ToString()));
+        }
       }
     }
     status.accepted = !status.has_errors();
@@ -231,10 +234,10 @@ class Builder {
       AddWarning(findings, "AuthorityNotAllowed", "spec.authority",
                  declared ? absl::StrCat("authority ", Quote(parsed->authority),
                                          " does not admit namespace ", Quote(ref.namespace_),
-                                         "; a controller will refuse this object")
+                                         "; Facet refuses this object wherever XdsAuthority objects are declared")
                           : absl::StrCat("no XdsAuthority in the input declares authority ",
                                          Quote(parsed->authority),
-                                         "; a controller will refuse this object without one"));
+                                         "; Facet refuses it wherever XdsAuthority objects are declared"));
     }
   }
 

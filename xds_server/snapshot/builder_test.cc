@@ -340,6 +340,20 @@ TEST(BuildSnapshotTest, RejectsInvalidAuthorityObjects) {
   EXPECT_THAT(Errors(StatusOf(result, "two")), ElementsAre(HasSubstr("already declared by xdsauthority/one")));
 }
 
+TEST(BuildSnapshotTest, RejectedAuthorityDoesNotClaimItsName) {
+  AuthorityObject bad, good;
+  bad.ref = {kXdsAuthorityKind, "", "a-bad"};
+  good.ref = {kXdsAuthorityKind, "", "b-good"};
+  bad.authority = good.authority = "a.example";
+  bad.allowed_namespaces = {"Not_Valid"};
+  good.allowed_namespaces = {"demo"};
+  ResourceObject object = Object("e", "endpoint", "n", {{"", Endpoints(1)}}, "a.example");
+  BuildResult result = Build({object}, nullptr, {bad, good}, BuildOptions::AuthorityPolicy::kEnforce);
+  EXPECT_FALSE(StatusOf(result, "a-bad").accepted);
+  EXPECT_TRUE(StatusOf(result, "b-good").accepted);
+  EXPECT_TRUE(StatusOf(result, "e").accepted);
+}
+
 TEST(BuildSnapshotTest, RejectsOldStyleNamesWhenDisallowed) {
   BuildOptions options;
   options.allow_old_style_names = false;
