@@ -276,6 +276,11 @@ TEST_F(AdsWireTest, NackIsRecordedPerVariantAndNotResentUntilTheSnapshotChanges)
   auto first = stream->Next(kWait);
   ASSERT_THAT(first, IsOk());
   ASSERT_THAT(stream->Send(Nack(*first, MakeRequest(kRds, {"greeter"}), "", "bad route")), IsOk());
+  // Wait until the server has read the NACK: published after it, a new
+  // response would make the NACK's nonce stale (and rightly ignored).
+  const absl::Time deadline = absl::Now() + kWait;
+  while (ads_->stats().nacks < 1 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_GE(ads_->stats().nacks, 1);
   // An unrelated change re-publishes; the NACKed variant must not come again,
   // so the next response is the one for the changed prod variant.
   Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
