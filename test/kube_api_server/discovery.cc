@@ -1,0 +1,275 @@
+#include "test/kube_api_server/discovery.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "test/kube_api_server/resource_types.h"
+
+namespace facet::testing {
+namespace {
+
+Json GroupVersionJson(const ResourceType& type) {
+  Json version = Json::MakeObject();
+  version["groupVersion"] = type.ApiVersion();
+  version["version"] = type.version;
+  return version;
+}
+
+Json GroupJson(const std::string& group) {
+  Json api_group = Json::MakeObject();
+  api_group["name"] = group;
+  for (const ResourceType& type : ServedResourceTypes()) {
+    if (type.group != group) continue;
+    api_group["versions"] = Json(Json::Array{GroupVersionJson(type)});
+    api_group["preferredVersion"] = GroupVersionJson(type);
+    break;
+  }
+  return api_group;
+}
+
+std::vector<std::string> Groups() {
+  std::vector<std::string> groups;
+  for (const ResourceType& type : ServedResourceTypes()) {
+    if (!type.group.empty() &&
+        std::find(groups.begin(), groups.end(), type.group) == groups.end()) {
+      groups.push_back(type.group);
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  return groups;
+}
+
+Json ResourceListFor(const std::string& group_version) {
+  Json list = Json::MakeObject();
+  list["kind"] = "APIResourceList";
+  list["apiVersion"] = "v1";
+  list["groupVersion"] = group_version;
+  Json::Array resources;
+  for (const ResourceType& type : ServedResourceTypes()) {
+    if (type.ApiVersion() != group_version) continue;
+    Json resource = Json::MakeObject();
+    resource["name"] = type.plural;
+    resource["singularName"] = type.singular;
+    resource["namespaced"] = type.namespaced;
+    resource["kind"] = type.kind;
+    resource["verbs"] = Json::StringArray(type.verbs);
+    if (!type.short_names.empty()) resource["shortNames"] = Json::StringArray(type.short_names);
+    if (!type.categories.empty()) resource["categories"] = Json::StringArray(type.categories);
+    resource["storageVersionHash"] =
+        absl::WebSafeBase64Escape(absl::StrCat(type.group, type.plural)).substr(0, 11);
+    resources.push_back(resource);
+    if (type.status_subresource) {
+      Json status = Json::MakeObject();
+      status["name"] = absl::StrCat(type.plural, "/status");
+      status["singularName"] = "";
+      status["namespaced"] = type.namespaced;
+      status["kind"] = type.kind;
+      status["verbs"] = Json::StringArray({"get", "patch", "update"});
+      resources.push_back(status);
+    }
+  }
+  list["resources"] = Json(std::move(resources));
+  return list;
+}
+
+// apidiscovery.k8s.io/v2 APIGroupDiscovery for `group` ("" = core).
+Json AggregatedGroupJson(const std::string& group) {
+  Json item = Json::MakeObject();
+  item["metadata"] = Json::MakeObject();
+  if (!group.empty()) item["metadata"]["name"] = group;
+  item["metadata"]["creationTimestamp"] = Json();
+  Json version = Json::MakeObject();
+  Json::Array resources;
+  for (const ResourceType& type : ServedResourceTypes()) {
+    if (type.group != group) continue;
+    version["version"] = type.version;
+    Json resource = Json::MakeObject();
+    resource["resource"] = type.plural;
+    Json kind = Json::MakeObject();
+    kind["group"] = type.group;
+    kind["version"] = type.version;
+    kind["kind"] = type.kind;
+    resource["responseKind"] = kind;
+    resource["scope"] = type.namespaced ? "Namespaced" : "Cluster";
+    resource["singularResource"] = type.singular;
+    resource["verbs"] = Json::StringArray(type.verbs);
+    if (!type.short_names.empty()) resource["shortNames"] = Json::StringArray(type.short_names);
+    if (!type.categories.empty()) resource["categories"] = Json::StringArray(type.categories);
+    if (type.status_subresource) {
+      Json status = Json::MakeObject();
+      status["subresource"] = "status";
+      status["responseKind"] = kind;
+      status["verbs"] = Json::StringArray({"get", "patch", "update"});
+      resource["subresources"] = Json(Json::Array{status});
+    }
+    resources.push_back(resource);
+  }
+  version["resources"] = Json(std::move(resources));
+  version["freshness"] = "Current";
+  item["versions"] = Json(Json::Array{version});
+  return item;
+}
+
+Json AggregatedListJson(const std::vector<std::string>& groups) {
+  Json list = Json::MakeObject();
+  list["kind"] = "APIGroupDiscoveryList";
+  list["apiVersion"] = "apidiscovery.k8s.io/v2";
+  list["metadata"] = Json::MakeObject();
+  Json::Array items;
+  for (const std::string& group : groups) items.push_back(AggregatedGroupJson(group));
+  list["items"] = Json(std::move(items));
+  return list;
+}
+
+// ---- OpenAPI v3 (what kubectl apply's field-validation check reads) ----
+
+std::string OpenApiPath(const ResourceType& type) {
+  return type.group.empty() ? absl::StrCat("api/", type.version)
+                            : absl::StrCat("apis/", type.group, "/", type.version);
+}
+
+constexpr char kOpenApiHash[] = "FACETTEST0000000000000000000000000000000000000000000000000000001";
+
+Json OpenApiRoot() {
+  Json root = Json::MakeObject();
+  root["paths"] = Json::MakeObject();
+  for (const ResourceType& type : ServedResourceTypes()) {
+    Json entry = Json::MakeObject();
+    entry["serverRelativeURL"] =
+        absl::StrCat("/openapi/v3/", OpenApiPath(type), "?hash=", kOpenApiHash);
+    root["paths"][OpenApiPath(type)] = entry;
+  }
+  return root;
+}
+
+std::string SchemaName(const ResourceType& type) {
+  std::vector<std::string> parts =
+      absl::StrSplit(type.group.empty() ? "io.k8s.api.core" : type.group, '.');
+  if (!type.group.empty()) std::reverse(parts.begin(), parts.end());
+  return absl::StrCat(absl::StrJoin(parts, "."), ".", type.version, ".", type.kind);
+}
+
+// A GroupVersion document: for each type a PATCH operation that declares the
+// fieldValidation query parameter (so kubectl leaves validation to the server)
+// and a permissive schema.
+Json OpenApiGroupVersion(const std::string& path) {
+  Json doc = Json::MakeObject();
+  doc["openapi"] = "3.0.0";
+  doc["info"]["title"] = "Kubernetes";
+  doc["info"]["version"] = "v1.32.0";
+  doc["paths"] = Json::MakeObject();
+  doc["components"]["schemas"] = Json::MakeObject();
+  for (const ResourceType& type : ServedResourceTypes()) {
+    if (OpenApiPath(type) != path) continue;
+    Json gvk = Json::MakeObject();
+    gvk["group"] = type.group;
+    gvk["version"] = type.version;
+    gvk["kind"] = type.kind;
+    Json::Array parameters;
+    for (const char* name : {"dryRun", "fieldManager", "fieldValidation", "force"}) {
+      Json parameter = Json::MakeObject();
+      parameter["name"] = name;
+      parameter["in"] = "query";
+      parameter["schema"]["type"] = std::string(name) == "force" ? "boolean" : "string";
+      parameter["schema"]["uniqueItems"] = true;
+      parameters.push_back(parameter);
+    }
+    Json ref = Json::MakeObject();
+    ref["$ref"] = absl::StrCat("#/components/schemas/", SchemaName(type));
+    Json response = Json::MakeObject();
+    response["description"] = "OK";
+    response["content"]["application/json"]["schema"] = ref;
+    Json operation = Json::MakeObject();
+    operation["operationId"] = absl::StrCat("patch", type.kind);
+    operation["parameters"] = Json(std::move(parameters));
+    operation["requestBody"]["content"]["application/merge-patch+json"]["schema"]["type"] =
+        "object";
+    operation["responses"]["200"] = response;
+    operation["x-kubernetes-action"] = "patch";
+    operation["x-kubernetes-group-version-kind"] = gvk;
+    std::string item_path = type.namespaced ? absl::StrCat("/", path, "/namespaces/{namespace}/",
+                                                           type.plural, "/{name}")
+                                            : absl::StrCat("/", path, "/", type.plural, "/{name}");
+    doc["paths"][item_path]["patch"] = operation;
+    Json schema = Json::MakeObject();
+    schema["type"] = "object";
+    schema["x-kubernetes-preserve-unknown-fields"] = true;
+    schema["x-kubernetes-group-version-kind"] = Json(Json::Array{gvk});
+    doc["components"]["schemas"][SchemaName(type)] = schema;
+  }
+  return doc;
+}
+
+}  // namespace
+
+const char kAggregatedDiscoveryContentType[] =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+Json VersionJson() {
+  Json version = Json::MakeObject();
+  version["major"] = "1";
+  version["minor"] = "32";
+  version["gitVersion"] = "v1.32.0-facet-test";
+  version["gitCommit"] = "0000000000000000000000000000000000000000";
+  version["gitTreeState"] = "clean";
+  version["buildDate"] = "2025-01-01T00:00:00Z";
+  version["goVersion"] = "go1.23.4";
+  version["compiler"] = "gc";
+  version["platform"] = "linux/amd64";
+  return version;
+}
+
+Json ApiVersionsJson(int port) {
+  Json versions = Json::MakeObject();
+  versions["kind"] = "APIVersions";
+  versions["versions"] = Json::StringArray({"v1"});
+  Json address = Json::MakeObject();
+  address["clientCIDR"] = "0.0.0.0/0";
+  address["serverAddress"] = absl::StrCat("127.0.0.1:", port);
+  versions["serverAddressByClientCIDRs"] = Json(Json::Array{address});
+  return versions;
+}
+
+Json ApiGroupListJson() {
+  Json list = Json::MakeObject();
+  list["kind"] = "APIGroupList";
+  list["apiVersion"] = "v1";
+  Json::Array groups;
+  for (const std::string& group : Groups()) groups.push_back(GroupJson(group));
+  list["groups"] = Json(std::move(groups));
+  return list;
+}
+
+std::optional<Json> ApiGroupJson(const std::string& group) {
+  std::vector<std::string> groups = Groups();
+  if (std::find(groups.begin(), groups.end(), group) == groups.end()) return std::nullopt;
+  Json api_group = GroupJson(group);
+  api_group["kind"] = "APIGroup";
+  api_group["apiVersion"] = "v1";
+  return api_group;
+}
+
+std::optional<Json> ResourceListJson(const std::string& group_version) {
+  for (const ResourceType& type : ServedResourceTypes()) {
+    if (type.ApiVersion() == group_version) return ResourceListFor(group_version);
+  }
+  return std::nullopt;
+}
+
+Json AggregatedDiscoveryJson(bool core) {
+  return AggregatedListJson(core ? std::vector<std::string>{""} : Groups());
+}
+
+Json OpenApiRootJson() { return OpenApiRoot(); }
+
+std::optional<Json> OpenApiGroupVersionJson(const std::string& path) {
+  Json doc = OpenApiGroupVersion(path);
+  if (doc["paths"].object().empty()) return std::nullopt;
+  return doc;
+}
+
+}  // namespace facet::testing

@@ -1,0 +1,38 @@
+// The discovery documents of the test Kubernetes API server: /version, /api,
+// /apis (legacy and aggregated apidiscovery.k8s.io/v2), APIResourceLists and
+// the OpenAPI v3 documents kubectl reads before applying.
+#ifndef FACET_TEST_KUBE_API_SERVER_DISCOVERY_H_
+#define FACET_TEST_KUBE_API_SERVER_DISCOVERY_H_
+
+#include <optional>
+#include <string>
+
+#include "test/kube_api_server/json.h"
+
+namespace facet::testing {
+
+// The Content-Type of aggregated discovery responses.
+extern const char kAggregatedDiscoveryContentType[];
+
+// /version: a v1.32 version.Info.
+Json VersionJson();
+// /api: APIVersions (v1) with this server's address.
+Json ApiVersionsJson(int port);
+// /apis: APIGroupList of every served group.
+Json ApiGroupListJson();
+// /apis/<group>: APIGroup, or nullopt for an unknown group.
+std::optional<Json> ApiGroupJson(const std::string& group);
+// /api/v1 or /apis/<group>/<version>: APIResourceList with the main resources
+// and their status subresources, or nullopt when not served.
+std::optional<Json> ResourceListJson(const std::string& group_version);
+// /api (`core`) or /apis as an apidiscovery.k8s.io/v2 APIGroupDiscoveryList.
+Json AggregatedDiscoveryJson(bool core);
+// /openapi/v3: the index of group-version documents.
+Json OpenApiRootJson();
+// /openapi/v3/<path> ("apis/facet.dev/v1alpha1"): a document whose PATCH
+// operations declare fieldValidation, or nullopt when not served.
+std::optional<Json> OpenApiGroupVersionJson(const std::string& path);
+
+}  // namespace facet::testing
+
+#endif  // FACET_TEST_KUBE_API_SERVER_DISCOVERY_H_

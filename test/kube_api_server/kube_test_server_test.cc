@@ -1,0 +1,1080 @@
+// Tests for KubeTestServer over real HTTP on loopback: every apiserver
+// behaviour it claims to reproduce (docs/testing-kubernetes.md) has a test.
+#include "test/kube_api_server/kube_test_server.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/kube_api_server/json.h"
+#include "test/kube_api_server/test_http_client.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+using ::testing::SizeIs;
+
+constexpr char kXr[] = "/apis/facet.dev/v1alpha1/namespaces/demo/xdsresources";
+constexpr char kAllXr[] = "/apis/facet.dev/v1alpha1/xdsresources";
+constexpr char kXa[] = "/apis/facet.dev/v1alpha1/xdsauthorities";
+constexpr char kLeases[] = "/apis/coordination.k8s.io/v1/namespaces/demo/leases";
+constexpr char kMerge[] = "application/merge-patch+json";
+constexpr absl::Duration kTimeout = absl::Seconds(10);
+
+struct Reply {
+  int code = 0;
+  HttpHead head;
+  std::string raw;
+  Json body;
+
+  std::string Header(const std::string& name) const {
+    auto it = head.headers.find(name);
+    return it == head.headers.end() ? "" : it->second;
+  }
+  std::string rv() const { return body.GetString({"metadata", "resourceVersion"}); }
+  int64_t generation() const {
+    const Json* g = body.FindPath({"metadata", "generation"});
+    return g != nullptr && g->is_int() ? g->int_value() : 0;
+  }
+};
+
+std::string XrBody(const std::string& name, const std::string& type = "listener",
+                   const std::string& extra_metadata = "") {
+  return absl::StrCat(
+      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","metadata":{"name":")", name, "\"",
+      extra_metadata, R"(},"spec":{"type":")", type,
+      R"(","name":"greeter","variants":[{"resource":{}}]},"status":{"servedName":"x"}})");
+}
+
+Json ParseOrDie(const std::string& text) {
+  auto json = Json::Parse(text);
+  EXPECT_THAT(json, IsOk()) << text;
+  return json.ok() ? *json : Json();
+}
+
+class KubeTestServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(KubeTestServer::Options()); }
+
+  void Start(KubeTestServer::Options options) {
+    server_.reset();
+    auto server = KubeTestServer::Start(std::move(options));
+    ASSERT_THAT(server, IsOk());
+    server_ = *std::move(server);
+    ASSERT_THAT(server_->CreateNamespace("demo"), IsOk());
+    ASSERT_THAT(server_->CreateNamespace("other"), IsOk());
+  }
+
+  Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
+             const std::string& content_type = "application/json",
+             std::vector<std::pair<std::string, std::string>> headers = {},
+             std::optional<std::string> token = std::nullopt) {
+    Reply reply;
+    auto connection = HttpConnection::Connect(server_->port());
+    EXPECT_THAT(connection, IsOk());
+    if (!connection.ok()) return reply;
+    std::string bearer = token.value_or(server_->token());
+    if (!bearer.empty()) headers.emplace_back("Authorization", absl::StrCat("Bearer ", bearer));
+    if (!body.empty()) headers.emplace_back("Content-Type", content_type);
+    EXPECT_THAT((*connection)->Send(method, path, headers, body), IsOk());
+    auto head = (*connection)->ReadHead(kTimeout);
+    EXPECT_THAT(head, IsOk());
+    if (!head.ok()) return reply;
+    reply.head = *head;
+    reply.code = head->code;
+    auto raw = (*connection)->ReadBody(*head, kTimeout);
+    EXPECT_THAT(raw, IsOk());
+    reply.raw = raw.value_or("");
+    if (absl::StrContains(reply.Header("content-type"), "json")) reply.body = ParseOrDie(reply.raw);
+    return reply;
+  }
+
+  Reply CreateXr(const std::string& name, const std::string& ns = "demo") {
+    Reply reply =
+        Call("POST", absl::StrCat("/apis/facet.dev/v1alpha1/namespaces/", ns, "/xdsresources"),
+             XrBody(name));
+    EXPECT_EQ(reply.code, 201) << reply.raw;
+    return reply;
+  }
+
+  // Opens a watch and checks the response head (200, chunked).
+  std::unique_ptr<WatchReader> Watch(const std::string& path) {
+    auto connection = HttpConnection::Connect(server_->port());
+    EXPECT_THAT(connection, IsOk());
+    if (!connection.ok()) return nullptr;
+    EXPECT_THAT(
+        (*connection)
+            ->Send("GET", path, {{"Authorization", absl::StrCat("Bearer ", server_->token())}}, ""),
+        IsOk());
+    auto head = (*connection)->ReadHead(kTimeout);
+    EXPECT_THAT(head, IsOk());
+    if (!head.ok()) return nullptr;
+    EXPECT_EQ(head->code, 200);
+    EXPECT_TRUE(head->chunked());
+    return std::make_unique<WatchReader>(*std::move(connection));
+  }
+
+  // Reads the next event as {type, object}.
+  static Json NextEvent(WatchReader& reader, absl::Duration timeout = kTimeout) {
+    auto line = reader.NextLine(timeout);
+    EXPECT_THAT(line, IsOk());
+    if (!line.ok()) return Json();
+    return ParseOrDie(*line);
+  }
+
+  static std::string Type(const Json& event) { return event.GetString({"type"}); }
+  static std::string Name(const Json& event) {
+    return event.GetString({"object", "metadata", "name"});
+  }
+
+  std::unique_ptr<KubeTestServer> server_;
+};
+
+void ExpectStatus(const Reply& reply, int code, const std::string& reason) {
+  EXPECT_EQ(reply.code, code) << reply.raw;
+  EXPECT_EQ(reply.body.GetString({"kind"}), "Status") << reply.raw;
+  EXPECT_EQ(reply.body.GetString({"apiVersion"}), "v1");
+  EXPECT_EQ(reply.body.GetString({"status"}), "Failure");
+  EXPECT_EQ(reply.body.GetString({"reason"}), reason) << reply.raw;
+  const Json* body_code = reply.body.Find("code");
+  ASSERT_NE(body_code, nullptr);
+  EXPECT_EQ(body_code->int_value(), code);
+  EXPECT_NE(reply.body.Find("metadata"), nullptr);
+  EXPECT_FALSE(reply.body.GetString({"message"}).empty());
+}
+
+// ---- Discovery ----
+
+TEST_F(KubeTestServerTest, VersionAndHealthNeedNoToken) {
+  Reply version = Call("GET", "/version", "", "", {}, /*token=*/"");
+  EXPECT_EQ(version.code, 200);
+  EXPECT_EQ(version.body.GetString({"major"}), "1");
+  EXPECT_FALSE(version.body.GetString({"gitVersion"}).empty());
+  EXPECT_EQ(Call("GET", "/healthz", "", "", {}, /*token=*/"").code, 200);
+}
+
+TEST_F(KubeTestServerTest, ServesApiVersionsAndGroupList) {
+  Reply api = Call("GET", "/api");
+  EXPECT_EQ(api.body.GetString({"kind"}), "APIVersions");
+  EXPECT_EQ(api.body.Find("versions")->Dump(), R"(["v1"])");
+  Reply apis = Call("GET", "/apis");
+  EXPECT_EQ(apis.body.GetString({"kind"}), "APIGroupList");
+  std::vector<std::string> groups;
+  for (const Json& group : apis.body.Find("groups")->array()) {
+    groups.push_back(group.GetString({"name"}));
+    EXPECT_FALSE(group.GetString({"preferredVersion", "groupVersion"}).empty());
+  }
+  EXPECT_THAT(groups, ElementsAre("coordination.k8s.io", "facet.dev"));
+  Reply group = Call("GET", "/apis/facet.dev");
+  EXPECT_EQ(group.body.GetString({"kind"}), "APIGroup");
+  EXPECT_EQ(group.body.GetString({"preferredVersion", "groupVersion"}), "facet.dev/v1alpha1");
+}
+
+TEST_F(KubeTestServerTest, ResourceListsNameKindsVerbsShortNamesAndStatus) {
+  Reply list = Call("GET", "/apis/facet.dev/v1alpha1");
+  ASSERT_EQ(list.code, 200);
+  EXPECT_EQ(list.body.GetString({"kind"}), "APIResourceList");
+  EXPECT_EQ(list.body.GetString({"groupVersion"}), "facet.dev/v1alpha1");
+  std::map<std::string, Json> resources;
+  for (const Json& resource : list.body.Find("resources")->array()) {
+    resources[resource.GetString({"name"})] = resource;
+  }
+  ASSERT_EQ(resources.size(), 4u);
+  EXPECT_EQ(resources["xdsresources"].GetString({"kind"}), "XdsResource");
+  EXPECT_TRUE(resources["xdsresources"].Find("namespaced")->bool_value());
+  EXPECT_EQ(resources["xdsresources"].Find("shortNames")->Dump(), R"(["xr","xdsr"])");
+  EXPECT_THAT(resources["xdsresources"].Find("verbs")->Dump(), HasSubstr("\"watch\""));
+  EXPECT_EQ(resources["xdsauthorities"].Find("shortNames")->Dump(), R"(["xa"])");
+  EXPECT_FALSE(resources["xdsauthorities"].Find("namespaced")->bool_value());
+  EXPECT_EQ(resources["xdsresources/status"].Find("verbs")->Dump(), R"(["get","patch","update"])");
+  EXPECT_EQ(resources.count("xdsauthorities/status"), 1u);
+
+  Reply leases = Call("GET", "/apis/coordination.k8s.io/v1");
+  EXPECT_THAT(leases.raw, HasSubstr(R"("kind":"Lease")"));
+  Reply core = Call("GET", "/api/v1");
+  EXPECT_THAT(core.raw, HasSubstr(R"("name":"namespaces")"));
+}
+
+TEST_F(KubeTestServerTest, ServesAggregatedDiscoveryWhenAskedFor) {
+  Reply apis = Call("GET", "/apis", "", "",
+                    {{"Accept",
+                      "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                      "application/json"}});
+  EXPECT_EQ(apis.code, 200);
+  EXPECT_THAT(apis.Header("content-type"), HasSubstr("as=APIGroupDiscoveryList"));
+  EXPECT_EQ(apis.body.GetString({"kind"}), "APIGroupDiscoveryList");
+  EXPECT_THAT(apis.raw, HasSubstr(R"("resource":"xdsresources")"));
+  EXPECT_THAT(apis.raw, HasSubstr(R"("subresource":"status")"));
+}
+
+TEST_F(KubeTestServerTest, OpenApiV3DeclaresFieldValidationForKubectl) {
+  Reply root = Call("GET", "/openapi/v3");
+  std::string url = root.body.GetString({"paths", "apis/facet.dev/v1alpha1", "serverRelativeURL"});
+  ASSERT_FALSE(url.empty()) << root.raw;
+  Reply doc = Call("GET", url);
+  EXPECT_EQ(doc.code, 200);
+  EXPECT_THAT(doc.raw, HasSubstr(R"("name":"fieldValidation")"));
+  EXPECT_THAT(doc.raw, HasSubstr(R"("x-kubernetes-group-version-kind")"));
+  EXPECT_EQ(Call("GET", "/openapi/v2").code, 404);
+}
+
+TEST_F(KubeTestServerTest, UnknownPathsAre404Status) {
+  ExpectStatus(Call("GET", "/apis/facet.dev/v1alpha1/namespaces/demo/widgets"), 404, "NotFound");
+  ExpectStatus(Call("GET", "/nope"), 404, "NotFound");
+  // The cluster-scoped type has no namespaced path.
+  ExpectStatus(Call("GET", "/apis/facet.dev/v1alpha1/namespaces/demo/xdsauthorities"), 404,
+               "NotFound");
+}
+
+// ---- Authentication ----
+
+TEST_F(KubeTestServerTest, MissingOrWrongTokenIs401Status) {
+  ExpectStatus(Call("GET", kXr, "", "", {}, /*token=*/""), 401, "Unauthorized");
+  ExpectStatus(Call("GET", kXr, "", "", {}, /*token=*/"wrong"), 401, "Unauthorized");
+  ExpectStatus(Call("GET", "/apis", "", "", {}, /*token=*/""), 401, "Unauthorized");
+  EXPECT_EQ(Call("GET", kXr).code, 200);
+}
+
+TEST_F(KubeTestServerTest, SetTokenRotatesTheToken) {
+  server_->SetToken("rotated");
+  ExpectStatus(Call("GET", kXr, "", "", {}, /*token=*/"test-token"), 401, "Unauthorized");
+  EXPECT_EQ(Call("GET", kXr, "", "", {}, /*token=*/"rotated").code, 200);
+}
+
+TEST_F(KubeTestServerTest, EmptyTokenOptionTurnsAuthenticationOff) {
+  KubeTestServer::Options options;
+  options.bearer_token = "";
+  Start(options);
+  EXPECT_EQ(Call("GET", kXr, "", "", {}, /*token=*/"").code, 200);
+}
+
+// ---- Create, get, resourceVersion ----
+
+TEST_F(KubeTestServerTest, CreateSetsSystemMetadataAndStripsStatus) {
+  Reply created = CreateXr("a");
+  EXPECT_EQ(created.body.GetString({"metadata", "namespace"}), "demo");
+  EXPECT_THAT(created.body.GetString({"metadata", "uid"}), SizeIs(36));
+  EXPECT_THAT(created.body.GetString({"metadata", "creationTimestamp"}), HasSubstr("T"));
+  EXPECT_EQ(created.generation(), 1);
+  EXPECT_EQ(created.rv(), absl::StrCat(server_->resource_version()));
+  EXPECT_EQ(created.body.Find("status"), nullptr);
+  Reply got = Call("GET", absl::StrCat(kXr, "/a"));
+  EXPECT_EQ(got.code, 200);
+  EXPECT_EQ(got.body, created.body);
+  EXPECT_EQ(*server_->GetObject(absl::StrCat(kXr, "/a")), created.raw);
+}
+
+TEST_F(KubeTestServerTest, ResourceVersionIsOneGlobalCounterAcrossTypes) {
+  int64_t rv1 = std::stoll(CreateXr("a").rv());
+  Reply authority = Call(
+      "POST", kXa,
+      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsAuthority","metadata":{"name":"x"},"spec":{}})");
+  ASSERT_EQ(authority.code, 201) << authority.raw;
+  int64_t rv2 = std::stoll(authority.rv());
+  Reply lease = Call(
+      "POST", kLeases,
+      R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"me"}})");
+  ASSERT_EQ(lease.code, 201) << lease.raw;
+  int64_t rv3 = std::stoll(lease.rv());
+  EXPECT_EQ(rv2, rv1 + 1);
+  EXPECT_EQ(rv3, rv2 + 1);
+  EXPECT_EQ(server_->resource_version(), rv3);
+  EXPECT_TRUE(authority.body.Find("metadata")->Find("namespace") == nullptr);
+  EXPECT_EQ(lease.body.FindPath({"metadata", "generation"}), nullptr);  // Built-ins keep none.
+}
+
+TEST_F(KubeTestServerTest, CreateDuplicateIs409AlreadyExists) {
+  CreateXr("a");
+  Reply again = Call("POST", kXr, XrBody("a"));
+  ExpectStatus(again, 409, "AlreadyExists");
+  EXPECT_EQ(again.body.GetString({"message"}), "xdsresources.facet.dev \"a\" already exists");
+  EXPECT_EQ(again.body.GetString({"details", "kind"}), "xdsresources");
+}
+
+TEST_F(KubeTestServerTest, CreateNeedsAnExistingNamespaceAndAValidName) {
+  Reply missing =
+      Call("POST", "/apis/facet.dev/v1alpha1/namespaces/ghost/xdsresources", XrBody("a"));
+  ExpectStatus(missing, 404, "NotFound");
+  EXPECT_EQ(missing.body.GetString({"message"}), "namespaces \"ghost\" not found");
+  ExpectStatus(Call("POST", kXr, XrBody("Bad_Name")), 422, "Invalid");
+  Reply mismatch = Call(
+      "POST", kXr,
+      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","metadata":{"name":"a","namespace":"other"}})");
+  ExpectStatus(mismatch, 400, "BadRequest");
+  ExpectStatus(
+      Call("POST", kXr,
+           R"({"apiVersion":"facet.dev/v1alpha1","kind":"Lease","metadata":{"name":"a"}})"),
+      400, "BadRequest");
+}
+
+TEST_F(KubeTestServerTest, CreateAcceptsGenerateNameAndYaml) {
+  Reply generated = Call(
+      "POST", kXr,
+      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","metadata":{"generateName":"gen-"}})");
+  ASSERT_EQ(generated.code, 201) << generated.raw;
+  EXPECT_THAT(generated.body.GetString({"metadata", "name"}), SizeIs(9));
+  Reply yaml =
+      Call("POST", kXr, "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: y\n",
+           "application/yaml");
+  EXPECT_EQ(yaml.code, 201) << yaml.raw;
+}
+
+TEST_F(KubeTestServerTest, GetMissingIs404WithDetails) {
+  Reply reply = Call("GET", absl::StrCat(kXr, "/ghost"));
+  ExpectStatus(reply, 404, "NotFound");
+  EXPECT_EQ(reply.body.GetString({"message"}), "xdsresources.facet.dev \"ghost\" not found");
+  EXPECT_EQ(reply.body.GetString({"details", "name"}), "ghost");
+  EXPECT_EQ(reply.body.GetString({"details", "group"}), "facet.dev");
+}
+
+TEST_F(KubeTestServerTest, DryRunCreatesNothing) {
+  int64_t before = server_->resource_version();
+  EXPECT_EQ(Call("POST", absl::StrCat(kXr, "?dryRun=All"), XrBody("a")).code, 201);
+  EXPECT_EQ(server_->resource_version(), before);
+  EXPECT_EQ(server_->GetObject(absl::StrCat(kXr, "/a")), std::nullopt);
+}
+
+// ---- Update ----
+
+TEST_F(KubeTestServerTest, PutWithoutResourceVersionIs422) {
+  CreateXr("a");
+  Reply reply = Call("PUT", absl::StrCat(kXr, "/a"), XrBody("a"));
+  ExpectStatus(reply, 422, "Invalid");
+  EXPECT_THAT(reply.body.GetString({"message"}), HasSubstr("metadata.resourceVersion"));
+  EXPECT_EQ(reply.body.FindPath({"details", "causes"})->array()[0].GetString({"field"}),
+            "metadata.resourceVersion");
+  ExpectStatus(Call("PUT", absl::StrCat(kXr, "/a/status"), XrBody("a")), 422, "Invalid");
+}
+
+TEST_F(KubeTestServerTest, PutWithStaleResourceVersionIs409Conflict) {
+  Reply created = CreateXr("a");
+  std::string rv = created.rv();
+  Json object = created.body;
+  object["metadata"]["labels"]["x"] = "1";
+  ASSERT_EQ(Call("PUT", absl::StrCat(kXr, "/a"), object.Dump()).code, 200);
+  object["metadata"]["labels"]["x"] = "2";  // Still carries the old resourceVersion.
+  Reply conflict = Call("PUT", absl::StrCat(kXr, "/a"), object.Dump());
+  ExpectStatus(conflict, 409, "Conflict");
+  EXPECT_EQ(conflict.body.GetString({"message"}),
+            "Operation cannot be fulfilled on xdsresources.facet.dev \"a\": the object has been "
+            "modified; please apply your changes to the latest version and try again");
+}
+
+TEST_F(KubeTestServerTest, PutBumpsGenerationOnSpecChangeOnlyAndIgnoresStatus) {
+  Json object = CreateXr("a").body;
+  object["metadata"]["labels"]["team"] = "x";
+  object["status"]["servedName"] = "ignored";
+  Reply labeled = Call("PUT", absl::StrCat(kXr, "/a"), object.Dump());
+  ASSERT_EQ(labeled.code, 200) << labeled.raw;
+  EXPECT_EQ(labeled.generation(), 1);
+  EXPECT_EQ(labeled.body.Find("status"), nullptr);
+  object = labeled.body;
+  object["spec"]["type"] = "route";
+  Reply changed = Call("PUT", absl::StrCat(kXr, "/a"), object.Dump());
+  ASSERT_EQ(changed.code, 200) << changed.raw;
+  EXPECT_EQ(changed.generation(), 2);
+  EXPECT_GT(std::stoll(changed.rv()), std::stoll(labeled.rv()));
+  // System fields cannot be overwritten.
+  object = changed.body;
+  object["metadata"]["uid"] = "";
+  object["metadata"]["generation"] = 99;
+  object["metadata"]["creationTimestamp"] = "2000-01-01T00:00:00Z";
+  Reply same = Call("PUT", absl::StrCat(kXr, "/a"), object.Dump());
+  EXPECT_EQ(same.generation(), 2);
+  EXPECT_EQ(same.body.GetString({"metadata", "creationTimestamp"}),
+            changed.body.GetString({"metadata", "creationTimestamp"}));
+}
+
+TEST_F(KubeTestServerTest, NoOpUpdateKeepsResourceVersionAndSendsNoEvent) {
+  Reply created = CreateXr("a");
+  Reply same = Call("PUT", absl::StrCat(kXr, "/a"), created.raw);
+  EXPECT_EQ(same.code, 200);
+  EXPECT_EQ(same.rv(), created.rv());
+  EXPECT_EQ(server_->resource_version(), std::stoll(created.rv()));
+}
+
+TEST_F(KubeTestServerTest, PutStatusChangesOnlyStatusAndNeverGeneration) {
+  Json object = CreateXr("a").body;
+  object["status"]["observedGeneration"] = 1;
+  object["spec"]["type"] = "cluster";             // Ignored by /status.
+  object["metadata"]["labels"]["x"] = "ignored";  // Ignored by /status.
+  Reply status = Call("PUT", absl::StrCat(kXr, "/a/status"), object.Dump());
+  ASSERT_EQ(status.code, 200) << status.raw;
+  EXPECT_EQ(status.body.GetString({"spec", "type"}), "listener");
+  EXPECT_EQ(status.body.FindPath({"metadata", "labels"}), nullptr);
+  EXPECT_EQ(status.body.FindPath({"status", "observedGeneration"})->int_value(), 1);
+  EXPECT_EQ(status.generation(), 1);
+  EXPECT_EQ(Call("GET", absl::StrCat(kXr, "/a/status")).body, status.body);
+  // The main resource keeps status as is.
+  Json main = status.body;
+  main["status"] = Json::MakeObject();
+  Reply put = Call("PUT", absl::StrCat(kXr, "/a"), main.Dump());
+  EXPECT_EQ(put.body.FindPath({"status", "observedGeneration"})->int_value(), 1);
+}
+
+TEST_F(KubeTestServerTest, PutOfMissingObjectIs404ButCreatesALease) {
+  ExpectStatus(Call("PUT", absl::StrCat(kXr, "/ghost"), XrBody("ghost")), 404, "NotFound");
+  Reply lease =
+      Call("PUT", absl::StrCat(kLeases, "/l"),
+           R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"}})");
+  EXPECT_EQ(lease.code, 201) << lease.raw;
+}
+
+TEST_F(KubeTestServerTest, PutNameMustMatchUrl) {
+  Json object = CreateXr("a").body;
+  ExpectStatus(Call("PUT", absl::StrCat(kXr, "/b"), object.Dump()), 400, "BadRequest");
+}
+
+TEST_F(KubeTestServerTest, LeasesFollowTheSameConcurrencyRules) {
+  Reply lease = Call(
+      "POST", kLeases,
+      R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"holderIdentity":"a","leaseDurationSeconds":15}})");
+  ASSERT_EQ(lease.code, 201);
+  ExpectStatus(Call("POST", kLeases, lease.raw), 409, "AlreadyExists");
+  Json object = lease.body;
+  object["spec"]["holderIdentity"] = "b";
+  Json unconditional = object;
+  unconditional["metadata"].Erase("resourceVersion");
+  ExpectStatus(Call("PUT", absl::StrCat(kLeases, "/l"), unconditional.Dump()), 422, "Invalid");
+  Reply taken = Call("PUT", absl::StrCat(kLeases, "/l"), object.Dump());
+  EXPECT_EQ(taken.code, 200);
+  object["spec"]["holderIdentity"] = "c";  // Lost the race: stale resourceVersion.
+  ExpectStatus(Call("PUT", absl::StrCat(kLeases, "/l"), object.Dump()), 409, "Conflict");
+  // Leases accept strategic merge patch (a built-in type).
+  Reply patched = Call("PATCH", absl::StrCat(kLeases, "/l"), R"({"spec":{"leaseTransitions":1}})",
+                       "application/strategic-merge-patch+json");
+  EXPECT_EQ(patched.code, 200) << patched.raw;
+}
+
+// ---- Patch ----
+
+TEST_F(KubeTestServerTest, MergePatchUpdatesAndRemovesFields) {
+  CreateXr("a");
+  Reply patched =
+      Call("PATCH", absl::StrCat(kXr, "/a"),
+           R"({"metadata":{"labels":{"a":"b"}},"spec":{"name":null,"type":"route"}})", kMerge);
+  ASSERT_EQ(patched.code, 200) << patched.raw;
+  EXPECT_EQ(patched.body.GetString({"metadata", "labels", "a"}), "b");
+  EXPECT_EQ(patched.body.FindPath({"spec", "name"}), nullptr);
+  EXPECT_EQ(patched.generation(), 2);
+  // A resourceVersion in the patch is a precondition.
+  ExpectStatus(
+      Call("PATCH", absl::StrCat(kXr, "/a"), R"({"metadata":{"resourceVersion":"1"}})", kMerge),
+      409, "Conflict");
+  ExpectStatus(Call("PATCH", absl::StrCat(kXr, "/ghost"), "{}", kMerge), 404, "NotFound");
+}
+
+TEST_F(KubeTestServerTest, JsonPatchAppliesOperationsAndFailsTests) {
+  CreateXr("a");
+  Reply patched = Call(
+      "PATCH", absl::StrCat(kXr, "/a"),
+      R"([{"op":"replace","path":"/spec/type","value":"cluster"},{"op":"add","path":"/spec/variants/-","value":{"resource":{"x":1}}}])",
+      "application/json-patch+json");
+  ASSERT_EQ(patched.code, 200) << patched.raw;
+  EXPECT_EQ(patched.body.GetString({"spec", "type"}), "cluster");
+  EXPECT_EQ(patched.body.FindPath({"spec", "variants"})->array().size(), 2u);
+  Reply failed = Call("PATCH", absl::StrCat(kXr, "/a"),
+                      R"([{"op":"test","path":"/spec/type","value":"listener"}])",
+                      "application/json-patch+json");
+  ExpectStatus(failed, 422, "Invalid");
+  ExpectStatus(
+      Call("PATCH", absl::StrCat(kXr, "/a"), R"({"op":"add"})", "application/json-patch+json"), 400,
+      "BadRequest");
+}
+
+TEST_F(KubeTestServerTest, ApplyPatchCreatesThenMerges) {
+  const std::string path = absl::StrCat(kXr, "/applied?fieldManager=facet&force=true");
+  Reply created =
+      Call("PATCH", path,
+           "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: applied\n"
+           "spec:\n  type: listener\n  name: \"007\"\n",
+           "application/apply-patch+yaml");
+  ASSERT_EQ(created.code, 201) << created.raw;
+  EXPECT_EQ(created.body.GetString({"spec", "name"}), "007");  // Quoted YAML stays a string.
+  EXPECT_EQ(created.generation(), 1);
+  Reply applied =
+      Call("PATCH", path,
+           "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: applied\n"
+           "spec:\n  type: route\n",
+           "application/apply-patch+yaml");
+  ASSERT_EQ(applied.code, 200) << applied.raw;
+  EXPECT_EQ(applied.body.GetString({"spec", "type"}), "route");
+  EXPECT_EQ(applied.generation(), 2);
+  // Apply to /status changes status only.
+  Reply status = Call(
+      "PATCH", absl::StrCat(kXr, "/applied/status?fieldManager=facet&force=true"),
+      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","metadata":{"name":"applied"},"status":{"variantCount":3}})",
+      "application/apply-patch+yaml");
+  ASSERT_EQ(status.code, 200) << status.raw;
+  EXPECT_EQ(status.body.FindPath({"status", "variantCount"})->int_value(), 3);
+  EXPECT_EQ(status.generation(), 2);
+  ExpectStatus(Call("PATCH", absl::StrCat(kXr, "/applied"), "{}", "application/apply-patch+yaml"),
+               422, "Invalid");
+}
+
+TEST_F(KubeTestServerTest, StrategicMergePatchIs415ForCustomResources) {
+  CreateXr("a");
+  Reply reply =
+      Call("PATCH", absl::StrCat(kXr, "/a"), "{}", "application/strategic-merge-patch+json");
+  ExpectStatus(reply, 415, "UnsupportedMediaType");
+  EXPECT_THAT(reply.body.GetString({"message"}), HasSubstr("application/merge-patch+json"));
+  ExpectStatus(Call("PATCH", absl::StrCat(kXr, "/a?force=true"), "{}", kMerge), 422, "Invalid");
+}
+
+TEST_F(KubeTestServerTest, MergePatchOnStatusSubresource) {
+  CreateXr("a");
+  Reply reply =
+      Call("PATCH", absl::StrCat(kXr, "/a/status"),
+           R"({"status":{"conditions":[{"type":"Accepted","status":"True"}]},"spec":{"type":"x"}})",
+           kMerge);
+  ASSERT_EQ(reply.code, 200) << reply.raw;
+  EXPECT_EQ(reply.body.GetString({"spec", "type"}), "listener");
+  EXPECT_NE(reply.body.FindPath({"status", "conditions"}), nullptr);
+  EXPECT_EQ(reply.generation(), 1);
+}
+
+// ---- Delete ----
+
+TEST_F(KubeTestServerTest, DeleteReturnsSuccessStatusAndEmitsDeletedWithLastState) {
+  Json object = CreateXr("a").body;
+  auto watch = Watch(absl::StrCat(
+      kXr, "?watch=true&resourceVersion=", object.GetString({"metadata", "resourceVersion"})));
+  Reply deleted = Call("DELETE", absl::StrCat(kXr, "/a"));
+  EXPECT_EQ(deleted.code, 200);
+  EXPECT_EQ(deleted.body.GetString({"kind"}), "Status");
+  EXPECT_EQ(deleted.body.GetString({"status"}), "Success");
+  EXPECT_EQ(deleted.body.GetString({"details", "uid"}), object.GetString({"metadata", "uid"}));
+  Json event = NextEvent(*watch);
+  EXPECT_EQ(Type(event), "DELETED");
+  EXPECT_EQ(event.GetString({"object", "spec", "type"}), "listener");
+  EXPECT_EQ(event.GetString({"object", "metadata", "resourceVersion"}),
+            absl::StrCat(server_->resource_version()));
+  ExpectStatus(Call("DELETE", absl::StrCat(kXr, "/a")), 404, "NotFound");
+}
+
+TEST_F(KubeTestServerTest, DeletePreconditionsAreChecked) {
+  CreateXr("a");
+  ExpectStatus(
+      Call("DELETE", absl::StrCat(kXr, "/a"), R"({"preconditions":{"resourceVersion":"1"}})"), 409,
+      "Conflict");
+  ExpectStatus(Call("DELETE", absl::StrCat(kXr, "/a"), R"({"preconditions":{"uid":"nope"}})"), 409,
+               "Conflict");
+}
+
+TEST_F(KubeTestServerTest, DeleteWithFinalizersWaitsForTheirRemoval) {
+  Reply created =
+      Call("POST", kXr, XrBody("a", "listener", R"(,"finalizers":["facet.dev/cleanup"])"));
+  ASSERT_EQ(created.code, 201);
+  Reply marked = Call("DELETE", absl::StrCat(kXr, "/a"));
+  EXPECT_EQ(marked.code, 202);
+  EXPECT_FALSE(marked.body.GetString({"metadata", "deletionTimestamp"}).empty());
+  EXPECT_EQ(marked.generation(), 2);
+  ASSERT_TRUE(server_->GetObject(absl::StrCat(kXr, "/a")).has_value());
+  Reply released =
+      Call("PATCH", absl::StrCat(kXr, "/a"), R"({"metadata":{"finalizers":null}})", kMerge);
+  EXPECT_EQ(released.code, 200) << released.raw;
+  EXPECT_EQ(server_->GetObject(absl::StrCat(kXr, "/a")), std::nullopt);
+}
+
+TEST_F(KubeTestServerTest, DeletingANamespaceDeletesItsObjects) {
+  CreateXr("a");
+  EXPECT_EQ(Call("DELETE", "/api/v1/namespaces/demo").code, 200);
+  EXPECT_EQ(server_->GetObject(absl::StrCat(kXr, "/a")), std::nullopt);
+  EXPECT_EQ(server_->GetObject("/api/v1/namespaces/demo"), std::nullopt);
+}
+
+TEST_F(KubeTestServerTest, ClusterScopedAuthoritiesUseNoNamespace) {
+  Reply created = Call(
+      "POST", kXa,
+      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsAuthority","metadata":{"name":"a-example","namespace":"ignored"},"spec":{"authority":"a.example"}})");
+  ASSERT_EQ(created.code, 201) << created.raw;
+  EXPECT_EQ(created.body.FindPath({"metadata", "namespace"}), nullptr);
+  EXPECT_EQ(Call("GET", absl::StrCat(kXa, "/a-example")).code, 200);
+  Json object = created.body;
+  object["status"]["resources"] = 3;
+  EXPECT_EQ(Call("PUT", absl::StrCat(kXa, "/a-example/status"), object.Dump()).code, 200);
+  EXPECT_EQ(Call("DELETE", absl::StrCat(kXa, "/a-example")).code, 200);
+}
+
+// ---- List ----
+
+TEST_F(KubeTestServerTest, ListCarriesKindAndResourceVersion) {
+  CreateXr("a");
+  CreateXr("b");
+  CreateXr("c", "other");
+  Reply list = Call("GET", kXr);
+  ASSERT_EQ(list.code, 200);
+  EXPECT_EQ(list.body.GetString({"kind"}), "XdsResourceList");
+  EXPECT_EQ(list.body.GetString({"apiVersion"}), "facet.dev/v1alpha1");
+  EXPECT_EQ(list.rv(), absl::StrCat(server_->resource_version()));
+  EXPECT_EQ(list.body.Find("items")->array().size(), 2u);
+  EXPECT_EQ(Call("GET", kAllXr).body.Find("items")->array().size(), 3u);
+  Reply empty = Call("GET", kXa);
+  EXPECT_EQ(empty.body.Find("items")->Dump(), "[]");
+  EXPECT_EQ(server_->list_count(), 3);
+}
+
+TEST_F(KubeTestServerTest, PaginatedListIsConsistentAcrossPages) {
+  for (const char* name : {"a", "b", "c", "d", "e"}) CreateXr(name);
+  Reply first = Call("GET", absl::StrCat(kXr, "?limit=2"));
+  ASSERT_EQ(first.code, 200);
+  EXPECT_EQ(first.body.Find("items")->array().size(), 2u);
+  EXPECT_EQ(first.body.FindPath({"metadata", "remainingItemCount"})->int_value(), 3);
+  std::string token = first.body.GetString({"metadata", "continue"});
+  ASSERT_FALSE(token.empty());
+  // Writes between pages are not visible in later pages.
+  Call("DELETE", absl::StrCat(kXr, "/d"));
+  CreateXr("f");
+  std::vector<std::string> names;
+  for (const Json& item : first.body.Find("items")->array())
+    names.push_back(item.GetString({"metadata", "name"}));
+  while (!token.empty()) {
+    Reply page = Call("GET", absl::StrCat(kXr, "?limit=2&continue=", token));
+    ASSERT_EQ(page.code, 200) << page.raw;
+    EXPECT_EQ(page.rv(), first.rv());
+    for (const Json& item : page.body.Find("items")->array())
+      names.push_back(item.GetString({"metadata", "name"}));
+    token = page.body.GetString({"metadata", "continue"});
+  }
+  EXPECT_THAT(names, ElementsAre("a", "b", "c", "d", "e"));
+}
+
+TEST_F(KubeTestServerTest, ContinueTokenAfterCompactionIs410Expired) {
+  for (const char* name : {"a", "b", "c"}) CreateXr(name);
+  Reply first = Call("GET", absl::StrCat(kXr, "?limit=1"));
+  std::string token = first.body.GetString({"metadata", "continue"});
+  CreateXr("d");
+  server_->CompactHistory();
+  Reply expired = Call("GET", absl::StrCat(kXr, "?limit=1&continue=", token));
+  ExpectStatus(expired, 410, "Expired");
+  EXPECT_THAT(expired.body.GetString({"message"}), HasSubstr("continue parameter is too old"));
+  ExpectStatus(Call("GET", absl::StrCat(kXr, "?continue=garbage")), 400, "BadRequest");
+}
+
+TEST_F(KubeTestServerTest, ResourceVersionZeroListIgnoresLimit) {
+  for (const char* name : {"a", "b", "c"}) CreateXr(name);
+  Reply list = Call("GET", absl::StrCat(kXr, "?resourceVersion=0&limit=1"));
+  EXPECT_EQ(list.body.Find("items")->array().size(), 3u);
+  EXPECT_EQ(list.body.GetString({"metadata", "continue"}), "");
+  Reply quorum = Call("GET", absl::StrCat(kXr, "?resourceVersion=&limit=1"));
+  EXPECT_EQ(quorum.body.Find("items")->array().size(), 1u);
+}
+
+TEST_F(KubeTestServerTest, TooLargeResourceVersionIs504ResourceVersionTooLarge) {
+  int64_t too_large = server_->resource_version() + 10;
+  Reply reply = Call("GET", absl::StrCat(kXr, "?resourceVersion=", too_large));
+  ExpectStatus(reply, 504, "Timeout");
+  EXPECT_EQ(reply.body.FindPath({"details", "causes"})->array()[0].GetString({"reason"}),
+            "ResourceVersionTooLarge");
+  EXPECT_THAT(reply.body.GetString({"message"}), HasSubstr("Too large resource version"));
+}
+
+TEST_F(KubeTestServerTest, ListAtAnOlderResourceVersion) {
+  std::string rv = CreateXr("a").rv();
+  CreateXr("b");
+  Reply not_older = Call("GET", absl::StrCat(kXr, "?resourceVersion=", rv));
+  EXPECT_EQ(not_older.body.Find("items")->array().size(), 2u);
+  Reply exact =
+      Call("GET", absl::StrCat(kXr, "?resourceVersion=", rv, "&resourceVersionMatch=Exact"));
+  EXPECT_EQ(exact.body.Find("items")->array().size(), 1u);
+  EXPECT_EQ(exact.rv(), rv);
+  server_->CompactHistory();
+  ExpectStatus(
+      Call("GET", absl::StrCat(kXr, "?resourceVersion=", rv, "&resourceVersionMatch=Exact")), 410,
+      "Expired");
+}
+
+TEST_F(KubeTestServerTest, LabelAndFieldSelectorsFilterLists) {
+  Call("POST", kXr, XrBody("a", "listener", R"(,"labels":{"tier":"front"})"));
+  Call("POST", kXr, XrBody("b", "listener", R"(,"labels":{"tier":"back"})"));
+  CreateXr("c");
+  auto names = [&](const std::string& query) {
+    std::vector<std::string> result;
+    Reply reply = Call("GET", absl::StrCat(kXr, "?", query));
+    EXPECT_EQ(reply.code, 200) << reply.raw;
+    for (const Json& item : reply.body.Find("items")->array())
+      result.push_back(item.GetString({"metadata", "name"}));
+    return result;
+  };
+  EXPECT_THAT(names("labelSelector=tier%3Dfront"), ElementsAre("a"));
+  EXPECT_THAT(names("labelSelector=tier%21%3Dfront"), ElementsAre("b", "c"));
+  EXPECT_THAT(names("labelSelector=tier"), ElementsAre("a", "b"));
+  EXPECT_THAT(names("labelSelector=%21tier"), ElementsAre("c"));
+  EXPECT_THAT(names("labelSelector=tier+in+(front,back)"), ElementsAre("a", "b"));
+  EXPECT_THAT(names("fieldSelector=metadata.name%3Db"), ElementsAre("b"));
+  ExpectStatus(Call("GET", absl::StrCat(kXr, "?fieldSelector=spec.type%3Dx")), 400, "BadRequest");
+}
+
+TEST_F(KubeTestServerTest, AnswersTablesForKubectlGet) {
+  Json object = CreateXr("a").body;
+  object["status"]["conditions"] =
+      Json(Json::Array{ParseOrDie(R"({"type":"Accepted","status":"True"})")});
+  object["status"]["variantCount"] = 1;
+  ASSERT_EQ(Call("PUT", absl::StrCat(kXr, "/a/status"), object.Dump()).code, 200);
+  Reply table = Call("GET", kXr, "", "",
+                     {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}});
+  ASSERT_EQ(table.code, 200);
+  EXPECT_EQ(table.body.GetString({"kind"}), "Table");
+  std::vector<std::string> columns;
+  for (const Json& column : table.body.Find("columnDefinitions")->array())
+    columns.push_back(column.GetString({"name"}));
+  EXPECT_THAT(columns, ElementsAre("Name", "Type", "xDS Name", "Variants", "Accepted", "Programmed",
+                                   "Authority", "Age"));
+  const Json& row = table.body.Find("rows")->array()[0];
+  EXPECT_EQ(row.Find("cells")->Dump(), R"(["a","listener",null,1,"True",null,null,"0s"])");
+  EXPECT_EQ(row.GetString({"object", "kind"}), "PartialObjectMetadata");
+}
+
+// ---- Watch ----
+
+TEST_F(KubeTestServerTest, WatchFromZeroSendsSyntheticAddedThenChanges) {
+  CreateXr("a");
+  CreateXr("b");
+  auto watch = Watch(absl::StrCat(kXr, "?watch=1&resourceVersion=0"));
+  Json first = NextEvent(*watch);
+  Json second = NextEvent(*watch);
+  EXPECT_EQ(Type(first), "ADDED");
+  EXPECT_EQ(Type(second), "ADDED");
+  EXPECT_EQ(Name(first) + Name(second), "ab");
+  CreateXr("c");
+  Json added = NextEvent(*watch);
+  EXPECT_EQ(Type(added), "ADDED");
+  EXPECT_EQ(Name(added), "c");
+  Call("PATCH", absl::StrCat(kXr, "/c"), R"({"metadata":{"labels":{"x":"y"}}})", kMerge);
+  Json modified = NextEvent(*watch);
+  EXPECT_EQ(Type(modified), "MODIFIED");
+  EXPECT_EQ(modified.GetString({"object", "metadata", "labels", "x"}), "y");
+  EXPECT_EQ(server_->watch_count(), 1);
+  EXPECT_EQ(server_->list_count(), 0);
+}
+
+TEST_F(KubeTestServerTest, WatchFromEmptyResourceVersionAlsoStartsWithState) {
+  CreateXr("a");
+  auto watch = Watch(absl::StrCat(kXr, "?watch=true"));
+  EXPECT_EQ(Type(NextEvent(*watch)), "ADDED");
+}
+
+TEST_F(KubeTestServerTest, WatchFromResourceVersionReplaysLaterHistory) {
+  std::string rv = CreateXr("a").rv();
+  CreateXr("b");
+  Call("DELETE", absl::StrCat(kXr, "/a"));
+  auto watch = Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", rv));
+  Json added = NextEvent(*watch);
+  EXPECT_EQ(Type(added), "ADDED");
+  EXPECT_EQ(Name(added), "b");
+  Json deleted = NextEvent(*watch);
+  EXPECT_EQ(Type(deleted), "DELETED");
+  EXPECT_EQ(Name(deleted), "a");
+}
+
+TEST_F(KubeTestServerTest, WatchFromCompactedResourceVersionIs200ThenError410) {
+  KubeTestServer::Options options;
+  options.watch_history = 2;
+  Start(options);
+  std::string rv = CreateXr("a").rv();
+  for (const char* name : {"b", "c", "d"}) CreateXr(name);
+  auto watch = Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", rv));
+  Json error = NextEvent(*watch);
+  EXPECT_EQ(Type(error), "ERROR");
+  EXPECT_EQ(error.GetString({"object", "kind"}), "Status");
+  EXPECT_EQ(error.GetString({"object", "reason"}), "Expired");
+  EXPECT_EQ(error.FindPath({"object", "code"})->int_value(), 410);
+  EXPECT_THAT(error.GetString({"object", "message"}),
+              HasSubstr(absl::StrCat("too old resource version: ", rv)));
+  EXPECT_THAT(watch->NextLine(), StatusIs(absl::StatusCode::kOutOfRange));  // Clean close.
+}
+
+TEST_F(KubeTestServerTest, WatchTimeoutEndsCleanlyAfterABookmark) {
+  KubeTestServer::Options options;
+  options.bookmark_interval = absl::Hours(1);
+  Start(options);
+  std::string rv = CreateXr("a").rv();
+  auto watch = Watch(absl::StrCat(
+      kXr, "?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=", rv));
+  Json bookmark = NextEvent(*watch);
+  EXPECT_EQ(Type(bookmark), "BOOKMARK");
+  EXPECT_THAT(watch->NextLine(), StatusIs(absl::StatusCode::kOutOfRange));
+  // Without bookmarks the stream just ends.
+  auto plain = Watch(absl::StrCat(kXr, "?watch=true&timeoutSeconds=1&resourceVersion=", rv));
+  EXPECT_THAT(plain->NextLine(), StatusIs(absl::StatusCode::kOutOfRange));
+}
+
+TEST_F(KubeTestServerTest, BookmarksCarryOnlyKindApiVersionAndResourceVersion) {
+  KubeTestServer::Options options;
+  options.bookmark_interval = absl::Milliseconds(50);
+  Start(options);
+  std::string rv = CreateXr("a").rv();
+  auto watch =
+      Watch(absl::StrCat(kXr, "?watch=true&allowWatchBookmarks=true&resourceVersion=", rv));
+  Json bookmark = NextEvent(*watch);
+  ASSERT_EQ(Type(bookmark), "BOOKMARK");
+  EXPECT_EQ(
+      bookmark.Find("object")->Dump(),
+      absl::StrCat(
+          R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","metadata":{"resourceVersion":")",
+          rv, R"("}})"));
+}
+
+TEST_F(KubeTestServerTest, NamespaceWatchSeesOnlyItsNamespace) {
+  auto demo = Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", server_->resource_version()));
+  auto all =
+      Watch(absl::StrCat(kAllXr, "?watch=true&resourceVersion=", server_->resource_version()));
+  CreateXr("x", "other");
+  CreateXr("y", "demo");
+  EXPECT_EQ(Name(NextEvent(*demo)), "y");
+  EXPECT_EQ(Name(NextEvent(*all)), "x");
+  EXPECT_EQ(Name(NextEvent(*all)), "y");
+}
+
+TEST_F(KubeTestServerTest, WatchWithSelectorTurnsLeavingObjectsIntoDeleted) {
+  std::string rv = absl::StrCat(server_->resource_version());
+  auto watch =
+      Watch(absl::StrCat(kXr, "?watch=true&labelSelector=tier%3Dfront&resourceVersion=", rv));
+  CreateXr("a");
+  Call("PATCH", absl::StrCat(kXr, "/a"), R"({"metadata":{"labels":{"tier":"front"}}})", kMerge);
+  Call("PATCH", absl::StrCat(kXr, "/a"), R"({"metadata":{"labels":{"tier":"back"}}})", kMerge);
+  EXPECT_EQ(Type(NextEvent(*watch)), "ADDED");
+  EXPECT_EQ(Type(NextEvent(*watch)), "DELETED");
+}
+
+TEST_F(KubeTestServerTest, SendInitialEventsEndsWithAnnotatedBookmark) {
+  CreateXr("a");
+  auto watch = Watch(absl::StrCat(kXr,
+                                  "?watch=true&sendInitialEvents=true&allowWatchBookmarks=true"
+                                  "&resourceVersionMatch=NotOlderThan"));
+  EXPECT_EQ(Type(NextEvent(*watch)), "ADDED");
+  Json bookmark = NextEvent(*watch);
+  EXPECT_EQ(Type(bookmark), "BOOKMARK");
+  EXPECT_EQ(bookmark.GetString({"object", "metadata", "annotations", "k8s.io/initial-events-end"}),
+            "true");
+}
+
+TEST_F(KubeTestServerTest, DeprecatedWatchPathWatchesOneObject) {
+  CreateXr("a");
+  CreateXr("b");
+  auto watch = Watch("/apis/facet.dev/v1alpha1/watch/namespaces/demo/xdsresources/b");
+  EXPECT_EQ(Name(NextEvent(*watch)), "b");
+}
+
+// ---- Fault injection ----
+
+TEST_F(KubeTestServerTest, DropWatchesCutsStreamsWithoutTerminatingChunk) {
+  auto watch =
+      Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", server_->resource_version()));
+  ASSERT_TRUE(server_->WaitForOpenWatches(1, kTimeout));
+  server_->DropWatches();
+  EXPECT_THAT(watch->NextLine(), StatusIs(absl::StatusCode::kUnavailable));
+}
+
+TEST_F(KubeTestServerTest, DropWatchesMidEventLeavesATruncatedLine) {
+  auto watch =
+      Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", server_->resource_version()));
+  ASSERT_TRUE(server_->WaitForOpenWatches(1, kTimeout));
+  server_->DropWatches(/*mid_event=*/true);
+  EXPECT_THAT(watch->NextLine(), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(watch->partial(), HasSubstr(R"({"type":"MODIFIED")"));
+}
+
+TEST_F(KubeTestServerTest, ExpireWatchesSendsError410AndCompacts) {
+  std::string rv = CreateXr("a").rv();
+  CreateXr("b");
+  auto watch =
+      Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", server_->resource_version()));
+  ASSERT_TRUE(server_->WaitForOpenWatches(1, kTimeout));
+  server_->ExpireWatches();
+  Json error = NextEvent(*watch);
+  EXPECT_EQ(Type(error), "ERROR");
+  EXPECT_EQ(error.FindPath({"object", "code"})->int_value(), 410);
+  EXPECT_THAT(watch->NextLine(), StatusIs(absl::StatusCode::kOutOfRange));
+  // Older resourceVersions are now too old for new watches.
+  auto again = Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", rv));
+  EXPECT_EQ(Type(NextEvent(*again)), "ERROR");
+}
+
+TEST_F(KubeTestServerTest, ChunkingCanSplitAndCoalesceEvents) {
+  server_->SetChunking(/*split_events=*/true, /*coalesce_events=*/false);
+  CreateXr("a");
+  auto split = Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=0"));
+  EXPECT_EQ(Name(NextEvent(*split)), "a");
+  ASSERT_THAT(split->chunks(), SizeIs(2));
+  EXPECT_THAT(split->chunks()[0], Not(HasSubstr("\n")));
+
+  server_->SetChunking(/*split_events=*/false, /*coalesce_events=*/true);
+  CreateXr("b");
+  auto coalesced = Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=0"));
+  EXPECT_EQ(Name(NextEvent(*coalesced)), "a");
+  EXPECT_EQ(Name(NextEvent(*coalesced)), "b");
+  EXPECT_THAT(coalesced->chunks(), SizeIs(1));
+}
+
+TEST_F(KubeTestServerTest, FailNextRequestsAnswersWithStatusAndRetryAfter) {
+  server_->FailNextRequests(2, 429, /*retry_after_seconds=*/3);
+  Reply first = Call("GET", kXr);
+  ExpectStatus(first, 429, "TooManyRequests");
+  EXPECT_EQ(first.Header("retry-after"), "3");
+  EXPECT_EQ(first.body.FindPath({"details", "retryAfterSeconds"})->int_value(), 3);
+  ExpectStatus(Call("GET", absl::StrCat(kXr, "?watch=true")), 429, "TooManyRequests");
+  EXPECT_EQ(Call("GET", kXr).code, 200);
+  server_->FailNextRequests(1, 500);
+  ExpectStatus(Call("GET", kXr), 500, "InternalError");
+  EXPECT_EQ(Call("GET", kXr).code, 200);
+}
+
+TEST_F(KubeTestServerTest, LatencyDelaysResponses) {
+  server_->SetLatency(absl::Milliseconds(200));
+  absl::Time start = absl::Now();
+  EXPECT_EQ(Call("GET", kXr).code, 200);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(200));
+}
+
+TEST_F(KubeTestServerTest, HangHoldsRequestsUntilReleased) {
+  server_->SetHang(true);
+  auto connection = HttpConnection::Connect(server_->port());
+  ASSERT_THAT(connection, IsOk());
+  ASSERT_THAT((*connection)->Send("GET", kXr, {{"Authorization", "Bearer test-token"}}, ""),
+              IsOk());
+  EXPECT_THAT((*connection)->ReadHead(absl::Milliseconds(300)),
+              StatusIs(absl::StatusCode::kDeadlineExceeded));
+  server_->SetHang(false);
+  auto head = (*connection)->ReadHead(kTimeout);
+  ASSERT_THAT(head, IsOk());
+  EXPECT_EQ(head->code, 200);
+}
+
+TEST_F(KubeTestServerTest, RestartKeepsStateAndCutsConnections) {
+  CreateXr("a");
+  auto watch =
+      Watch(absl::StrCat(kXr, "?watch=true&resourceVersion=", server_->resource_version()));
+  ASSERT_TRUE(server_->WaitForOpenWatches(1, kTimeout));
+  int port = server_->port();
+  ASSERT_THAT(server_->Restart(), IsOk());
+  EXPECT_THAT(watch->NextLine(), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(server_->port(), port);
+  EXPECT_EQ(Call("GET", absl::StrCat(kXr, "/a")).code, 200);
+}
+
+TEST_F(KubeTestServerTest, StopListeningRefusesConnectionsUntilResumed) {
+  server_->StopListening();
+  EXPECT_THAT(HttpConnection::Connect(server_->port()), StatusIs(absl::StatusCode::kUnavailable));
+  ASSERT_THAT(server_->ResumeListening(), IsOk());
+  EXPECT_EQ(Call("GET", kXr).code, 200);
+}
+
+// ---- HTTP and test access ----
+
+TEST_F(KubeTestServerTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  auto connection = HttpConnection::Connect(server_->port());
+  ASSERT_THAT(connection, IsOk());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT((*connection)->Send("GET", kXr, {{"Authorization", "Bearer test-token"}}, ""),
+                IsOk());
+    auto head = (*connection)->ReadHead(kTimeout);
+    ASSERT_THAT(head, IsOk());
+    EXPECT_EQ(head->code, 200);
+    ASSERT_THAT((*connection)->ReadBody(*head, kTimeout), IsOk());
+  }
+}
+
+TEST_F(KubeTestServerTest, GetObjectReturnsObjectsAndLists) {
+  CreateXr("a");
+  EXPECT_THAT(*server_->GetObject(kXr), HasSubstr(R"("kind":"XdsResourceList")"));
+  EXPECT_EQ(server_->GetObject(absl::StrCat(kXr, "/missing")), std::nullopt);
+  EXPECT_EQ(server_->GetObject("/not/a/path"), std::nullopt);
+}
+
+TEST_F(KubeTestServerTest, KubeconfigPointsAtTheServerWithItsToken) {
+  std::string kubeconfig = KubeconfigFor(*server_, "demo");
+  EXPECT_THAT(kubeconfig, HasSubstr(absl::StrCat("server: ", server_->url())));
+  EXPECT_THAT(kubeconfig, HasSubstr("token: \"test-token\""));
+  EXPECT_THAT(kubeconfig, HasSubstr("namespace: demo"));
+  EXPECT_THAT(kubeconfig, HasSubstr("current-context: facet-test"));
+}
+
+TEST(KubeTestServerTlsTest, ServesHttpsWithATestCaAndPutsItInTheKubeconfig) {
+  KubeTestServer::Options options;
+  options.tls = true;
+  auto server = KubeTestServer::Start(options);
+  ASSERT_THAT(server, IsOk());
+  EXPECT_TRUE(absl::StartsWith((*server)->url(), "https://127.0.0.1:"));
+  EXPECT_THAT((*server)->ca_pem(), HasSubstr("BEGIN CERTIFICATE"));
+  auto connection = HttpConnection::Connect((*server)->port(), (*server)->ca_pem());
+  ASSERT_THAT(connection, IsOk());
+  ASSERT_THAT((*connection)
+                  ->Send("GET", "/apis/facet.dev/v1alpha1/xdsresources",
+                         {{"Authorization", "Bearer test-token"}}, ""),
+              IsOk());
+  auto head = (*connection)->ReadHead(kTimeout);
+  ASSERT_THAT(head, IsOk());
+  EXPECT_EQ(head->code, 200);
+  auto body = (*connection)->ReadBody(*head, kTimeout);
+  ASSERT_THAT(body, IsOk());
+  EXPECT_THAT(*body, HasSubstr("XdsResourceList"));
+  EXPECT_THAT(KubeconfigFor(**server), HasSubstr("certificate-authority-data: "));
+  // A client that does not trust the test CA fails the handshake.
+  auto other = KubeTestServer::Start(options);
+  ASSERT_THAT(other, IsOk());
+  EXPECT_THAT(HttpConnection::Connect((*server)->port(), (*other)->ca_pem()), Not(IsOk()));
+}
+
+TEST_F(KubeTestServerTest, AcceptsAProtobufNamespaceAsKubectlCreateSendsIt) {
+  // "k8s\0" + Unknown{typeMeta{apiVersion "v1", kind "Namespace"}, raw Namespace{
+  //   metadata{name "pb", generateName ""}}}, as `kubectl create namespace pb` sends it.
+  const std::string meta = std::string("\x0a\x02pb\x12\x00", 6);
+  const std::string ns = std::string("\x0a") + static_cast<char>(meta.size()) + meta;
+  const std::string type_meta = std::string("\x0a\x02v1\x12\x09Namespace", 15);
+  const std::string body = std::string("k8s\0", 4) + "\x0a" + static_cast<char>(type_meta.size()) +
+                           type_meta + "\x12" + static_cast<char>(ns.size()) + ns;
+  Reply created = Call("POST", "/api/v1/namespaces", body, "application/vnd.kubernetes.protobuf");
+  ASSERT_EQ(created.code, 201) << created.raw;
+  EXPECT_EQ(created.body.GetString({"metadata", "name"}), "pb");
+  EXPECT_EQ(created.body.FindPath({"metadata", "generateName"}), nullptr);
+  EXPECT_EQ(created.body.GetString({"status", "phase"}), "Active");
+  ExpectStatus(
+      Call("POST", kXr, std::string("k8s\0\x0a\x00", 6), "application/vnd.kubernetes.protobuf"),
+      415, "UnsupportedMediaType");
+}
+
+// ---- JSON helpers ----
+
+TEST(JsonTest, RoundTripsWithSortedKeysAndInt64) {
+  auto json =
+      Json::Parse(R"({"b":[1,2.5,"\u00e9\n"],"a":{"big":9007199254740993,"t":true,"n":null}})");
+  ASSERT_THAT(json, IsOk());
+  EXPECT_EQ(
+      json->Dump(),
+      "{\"a\":{\"big\":9007199254740993,\"n\":null,\"t\":true},\"b\":[1,2.5,\"\xc3\xa9\\n\"]}");
+  EXPECT_THAT(Json::Parse("{\"a\":}"), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(JsonTest, MergePatchFollowsRfc7386) {
+  Json target = *Json::Parse(R"({"a":"b","c":{"d":"e","f":"g"}})");
+  Json patch = *Json::Parse(R"({"a":"z","c":{"f":null}})");
+  EXPECT_EQ(MergePatch(target, patch).Dump(), R"({"a":"z","c":{"d":"e"}})");
+}
+
+TEST(JsonTest, JsonPatchFollowsRfc6902) {
+  Json target = *Json::Parse(R"({"a":[1,2],"b":{"c":1}})");
+  auto patched = ApplyJsonPatch(
+      target,
+      *Json::Parse(
+          R"([{"op":"add","path":"/a/1","value":9},{"op":"remove","path":"/b/c"},{"op":"copy","from":"/a/0","path":"/d"},{"op":"move","from":"/d","path":"/e"},{"op":"test","path":"/e","value":1}])"));
+  ASSERT_THAT(patched, IsOk());
+  EXPECT_EQ(patched->Dump(), R"({"a":[1,9,2],"b":{},"e":1})");
+  EXPECT_THAT(ApplyJsonPatch(target, *Json::Parse(R"([{"op":"remove","path":"/x"}])")),
+              StatusIs(absl::StatusCode::kFailedPrecondition));
+}
+
+}  // namespace
+}  // namespace facet::testing

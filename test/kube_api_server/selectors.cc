@@ -1,0 +1,153 @@
+#include "test/kube_api_server/selectors.h"
+
+#include <algorithm>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace facet::testing {
+namespace {
+
+// Splits on commas outside parentheses.
+std::vector<std::string> SplitTerms(absl::string_view text) {
+  std::vector<std::string> terms;
+  std::string current;
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      terms.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  terms.push_back(current);
+  return terms;
+}
+
+std::string FieldValue(const Json& object, const std::string& field) {
+  std::vector<std::string> parts = absl::StrSplit(field, '.');
+  const Json* node = &object;
+  for (const std::string& part : parts) {
+    node = node->Find(part);
+    if (node == nullptr) return "";
+  }
+  return node->is_string() ? node->string_value() : node->Dump();
+}
+
+}  // namespace
+
+absl::StatusOr<LabelSelector> LabelSelector::Parse(absl::string_view text) {
+  LabelSelector selector;
+  if (absl::StripAsciiWhitespace(text).empty()) return selector;
+  for (const std::string& raw : SplitTerms(text)) {
+    absl::string_view term = absl::StripAsciiWhitespace(raw);
+    if (term.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("empty term in label selector \"", text, "\""));
+    }
+    Requirement requirement;
+    size_t pos;
+    if (absl::ConsumePrefix(&term, "!")) {
+      requirement.key = std::string(absl::StripAsciiWhitespace(term));
+      requirement.op = Op::kNotExists;
+    } else if ((pos = term.find("!=")) != absl::string_view::npos) {
+      requirement.key = std::string(absl::StripAsciiWhitespace(term.substr(0, pos)));
+      requirement.op = Op::kNotIn;
+      requirement.values.emplace_back(absl::StripAsciiWhitespace(term.substr(pos + 2)));
+    } else if ((pos = term.find('=')) != absl::string_view::npos) {
+      requirement.key = std::string(absl::StripAsciiWhitespace(term.substr(0, pos)));
+      requirement.op = Op::kIn;
+      absl::string_view value = term.substr(pos + 1);
+      absl::ConsumePrefix(&value, "=");
+      requirement.values.emplace_back(absl::StripAsciiWhitespace(value));
+    } else if (size_t paren = term.find('('); paren != absl::string_view::npos) {
+      std::vector<std::string> head =
+          absl::StrSplit(term.substr(0, paren), ' ', absl::SkipWhitespace());
+      if (head.size() != 2 || (head[1] != "in" && head[1] != "notin") || term.back() != ')') {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unable to parse requirement \"", term, "\""));
+      }
+      requirement.key = head[0];
+      requirement.op = head[1] == "in" ? Op::kIn : Op::kNotIn;
+      for (absl::string_view value :
+           absl::StrSplit(term.substr(paren + 1, term.size() - paren - 2), ',')) {
+        requirement.values.emplace_back(absl::StripAsciiWhitespace(value));
+      }
+    } else {
+      requirement.key = std::string(term);
+      requirement.op = Op::kExists;
+    }
+    if (requirement.key.empty() || requirement.key.find_first_of(" ()!=") != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid label key in \"", term, "\""));
+    }
+    selector.requirements_.push_back(std::move(requirement));
+  }
+  return selector;
+}
+
+bool LabelSelector::Matches(const Json& object) const {
+  const Json* labels = object.FindPath({"metadata", "labels"});
+  for (const Requirement& requirement : requirements_) {
+    const Json* value = labels != nullptr ? labels->Find(requirement.key) : nullptr;
+    bool has = value != nullptr && value->is_string();
+    bool in = has && std::find(requirement.values.begin(), requirement.values.end(),
+                               value->string_value()) != requirement.values.end();
+    switch (requirement.op) {
+      case Op::kExists:
+        if (!has) return false;
+        break;
+      case Op::kNotExists:
+        if (has) return false;
+        break;
+      case Op::kIn:
+        if (!in) return false;
+        break;
+      case Op::kNotIn:
+        if (in) return false;
+        break;
+    }
+  }
+  return true;
+}
+
+absl::StatusOr<FieldSelector> FieldSelector::Parse(absl::string_view text,
+                                                   const std::vector<std::string>& extra_fields) {
+  FieldSelector selector;
+  if (absl::StripAsciiWhitespace(text).empty()) return selector;
+  for (absl::string_view raw : absl::StrSplit(text, ',')) {
+    absl::string_view term = absl::StripAsciiWhitespace(raw);
+    Term parsed;
+    size_t pos;
+    if ((pos = term.find("!=")) != absl::string_view::npos) {
+      parsed = {std::string(term.substr(0, pos)), false, std::string(term.substr(pos + 2))};
+    } else if ((pos = term.find("==")) != absl::string_view::npos) {
+      parsed = {std::string(term.substr(0, pos)), true, std::string(term.substr(pos + 2))};
+    } else if ((pos = term.find('=')) != absl::string_view::npos) {
+      parsed = {std::string(term.substr(0, pos)), true, std::string(term.substr(pos + 1))};
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("invalid selector: '", text, "'; can't understand '", term, "'"));
+    }
+    if (parsed.field != "metadata.name" && parsed.field != "metadata.namespace" &&
+        std::find(extra_fields.begin(), extra_fields.end(), parsed.field) == extra_fields.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("field label not supported: ", parsed.field));
+    }
+    selector.terms_.push_back(std::move(parsed));
+  }
+  return selector;
+}
+
+bool FieldSelector::Matches(const Json& object) const {
+  for (const Term& term : terms_) {
+    if ((FieldValue(object, term.field) == term.value) != term.equal) return false;
+  }
+  return true;
+}
+
+}  // namespace facet::testing

@@ -1,0 +1,165 @@
+#include "test/kube_api_server/table.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace facet::testing {
+namespace {
+
+constexpr char kNameDescription[] =
+    "Name must be unique within a namespace. Is required when creating resources, although some "
+    "resources may allow a client to request the generation of an appropriate name "
+    "automatically. Name is primarily intended for creation idempotence and configuration "
+    "definition. Cannot be updated. More info: "
+    "https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+
+Json Cell(const PrinterColumn& column, const Json* value, absl::Time now) {
+  if (value == nullptr || value->is_null()) return Json();
+  if (column.type == "string") return value->is_string() ? *value : Json(value->Dump());
+  if (column.type == "integer") {
+    if (value->is_int()) return *value;
+    if (value->is_number()) return Json(static_cast<int64_t>(value->double_value()));
+    return Json();
+  }
+  if (column.type == "number") return value->is_number() ? Json(value->double_value()) : Json();
+  if (column.type == "boolean") return value->is_bool() ? *value : Json();
+  if (column.type == "date") {
+    if (!value->is_string()) return Json();
+    absl::Time time;
+    std::string error;
+    if (!absl::ParseTime(absl::RFC3339_full, value->string_value(), &time, &error)) {
+      return Json("<invalid>");
+    }
+    return Json(HumanDuration(now - time));
+  }
+  return Json();
+}
+
+}  // namespace
+
+const Json* EvaluateJsonPath(const Json& object, absl::string_view path) {
+  const Json* node = &object;
+  size_t pos = 0;
+  while (pos < path.size() && node != nullptr) {
+    if (path[pos] == '.') {
+      size_t end = path.find_first_of(".[", pos + 1);
+      if (end == absl::string_view::npos) end = path.size();
+      node = node->Find(path.substr(pos + 1, end - pos - 1));
+      pos = end;
+    } else if (path[pos] == '[') {
+      size_t end = path.find(']', pos);
+      if (end == absl::string_view::npos) return nullptr;
+      absl::string_view filter = path.substr(pos + 1, end - pos - 1);
+      pos = end + 1;
+      // Only ?(@.key=="value") filters are supported.
+      size_t eq = filter.find("==");
+      if (filter.substr(0, 4) != "?(@." || eq == absl::string_view::npos || !node->is_array()) {
+        return nullptr;
+      }
+      absl::string_view key = filter.substr(4, eq - 4);
+      absl::string_view literal = filter.substr(eq + 2);
+      if (literal.size() < 3) return nullptr;
+      literal = literal.substr(1, literal.size() - 3);  // Strip the quotes and ')'.
+      const Json* found = nullptr;
+      for (const Json& item : node->array()) {
+        const Json* field = item.Find(key);
+        if (field != nullptr && field->is_string() && field->string_value() == literal) {
+          found = &item;
+          break;
+        }
+      }
+      node = found;
+    } else {
+      return nullptr;
+    }
+  }
+  return node;
+}
+
+std::string HumanDuration(absl::Duration d) {
+  int64_t seconds = absl::ToInt64Seconds(d);
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 60 * 2) return absl::StrCat(seconds, "s");
+  int64_t minutes = seconds / 60;
+  if (minutes < 10) {
+    int64_t s = seconds % 60;
+    return s == 0 ? absl::StrCat(minutes, "m") : absl::StrCat(minutes, "m", s, "s");
+  }
+  if (minutes < 60 * 3) return absl::StrCat(minutes, "m");
+  int64_t hours = minutes / 60;
+  if (hours < 8) {
+    int64_t m = minutes % 60;
+    return m == 0 ? absl::StrCat(hours, "h") : absl::StrCat(hours, "h", m, "m");
+  }
+  if (hours < 48) return absl::StrCat(hours, "h");
+  if (hours < 24 * 8) {
+    int64_t h = hours % 24;
+    return h == 0 ? absl::StrCat(hours / 24, "d") : absl::StrCat(hours / 24, "d", h, "h");
+  }
+  if (hours < 24 * 365 * 2) return absl::StrCat(hours / 24, "d");
+  if (hours < 24 * 365 * 8) {
+    int64_t dy = (hours / 24) % 365;
+    return dy == 0 ? absl::StrCat(hours / 24 / 365, "y")
+                   : absl::StrCat(hours / 24 / 365, "y", dy, "d");
+  }
+  return absl::StrCat(hours / 24 / 365, "y");
+}
+
+Json MakeTable(const ResourceType& type, const std::vector<const Json*>& objects,
+               const std::string& resource_version, const std::string& continue_token,
+               absl::string_view include_object, absl::Time now) {
+  Json table = Json::MakeObject();
+  table["kind"] = "Table";
+  table["apiVersion"] = "meta.k8s.io/v1";
+  Json& metadata = table["metadata"];
+  metadata = Json::MakeObject();
+  if (!resource_version.empty()) metadata["resourceVersion"] = resource_version;
+  if (!continue_token.empty()) metadata["continue"] = continue_token;
+  Json::Array columns;
+  Json name_column = Json::MakeObject();
+  name_column["name"] = "Name";
+  name_column["type"] = "string";
+  name_column["format"] = "name";
+  name_column["description"] = kNameDescription;
+  name_column["priority"] = 0;
+  columns.push_back(name_column);
+  for (const PrinterColumn& column : type.columns) {
+    Json definition = Json::MakeObject();
+    definition["name"] = column.name;
+    definition["type"] = column.type;
+    definition["format"] = "";
+    definition["description"] =
+        column.description.empty()
+            ? absl::StrCat("Custom resource definition column (in JSONPath format): ",
+                           column.json_path)
+            : column.description;
+    definition["priority"] = column.priority;
+    columns.push_back(definition);
+  }
+  table["columnDefinitions"] = Json(std::move(columns));
+  Json::Array rows;
+  for (const Json* object : objects) {
+    Json row = Json::MakeObject();
+    Json::Array cells;
+    cells.push_back(Json(object->GetString({"metadata", "name"})));
+    for (const PrinterColumn& column : type.columns) {
+      cells.push_back(Cell(column, EvaluateJsonPath(*object, column.json_path), now));
+    }
+    row["cells"] = Json(std::move(cells));
+    if (include_object == "Object") {
+      row["object"] = *object;
+    } else if (include_object != "None") {
+      Json partial = Json::MakeObject();
+      partial["kind"] = "PartialObjectMetadata";
+      partial["apiVersion"] = "meta.k8s.io/v1";
+      const Json* object_metadata = object->Find("metadata");
+      partial["metadata"] = object_metadata != nullptr ? *object_metadata : Json::MakeObject();
+      row["object"] = std::move(partial);
+    }
+    rows.push_back(std::move(row));
+  }
+  table["rows"] = Json(std::move(rows));
+  return table;
+}
+
+}  // namespace facet::testing
