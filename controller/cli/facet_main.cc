@@ -1,8 +1,9 @@
-// The `facet` command: validate, serve, version.
+// The `facet` command: validate, serve, controller, version.
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "controller/cli/controller_command.h"
 #include "controller/cli/serve_command.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
@@ -16,6 +17,7 @@ constexpr char kUsage[] =
     "  validate PATH...   check manifests offline (see facet validate --help)\n"
     "  serve --manifests DIR\n"
     "                     serve a directory of manifests over xDS (see facet serve --help)\n"
+    "  controller         serve XdsResources from the Kubernetes API (see facet controller --help)\n"
     "  version            print the version\n";
 
 }  // namespace
@@ -32,6 +34,9 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "validate") {
     return facet::controller::RunValidate(args, std::cout, std::cerr);
+  }
+  if (command == "controller") {
+    return facet::controller::RunController(args, std::cout, std::cerr);
   }
   if (command == "serve") {
     return facet::controller::RunServe(args, std::cout, std::cerr);

@@ -38,6 +38,14 @@ MATCHER_P2(StatusIs, code, message_matcher,
                                        result_listener);
 }
 
+MATCHER_P(IsOkAndHolds, value_matcher, "is OK and holds a matching value") {
+  if (!arg.ok()) {
+    *result_listener << "status is " << arg.status();
+    return false;
+  }
+  return ::testing::ExplainMatchResult(value_matcher, *arg, result_listener);
+}
+
 }  // namespace facet::testing
 
 #endif  // FACET_XDS_SERVER_COMMON_STATUS_MATCHERS_H_

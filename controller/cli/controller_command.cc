@@ -1,0 +1,214 @@
+#include "controller/cli/controller_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "controller/admin/admin_server.h"
+#include "controller/cli/flags.h"
+#include "controller/kube/cpprest_kube_client.h"
+#include "controller/kube/kube_config.h"
+#include "controller/kube_source/kube_source.h"
+#include "controller/leader_election/leader_elector.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+#include "xds_server/ads/ads_service.h"
+
+namespace facet::controller {
+namespace {
+
+std::string Identity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "facet");
+  absl::BitGen gen;
+  return absl::StrCat(host, "_", absl::Uniform<uint32_t>(gen, 0, 1u << 31));
+}
+
+std::string Metrics(const KubeSource& source, const xds::AdsService& ads, bool leading) {
+  const auto s = source.stats();
+  const auto a = ads.stats();
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, double value) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
+                    " ", value, "\n");
+  };
+  metric("facet_xds_streams_open", "gauge", "Open ADS streams.", a.streams_open);
+  metric("facet_xds_streams_total", "counter", "ADS streams opened.", a.streams_total);
+  metric("facet_xds_pushes_total", "counter", "Responses sent on ADS streams.", a.pushes);
+  metric("facet_xds_acks_total", "counter", "ACKs received.", a.acks);
+  metric("facet_xds_nacks_total", "counter", "NACKs received.", a.nacks);
+  metric("facet_snapshot_builds_total", "counter", "Snapshot builds.", s.builds);
+  metric("facet_snapshot_build_seconds", "gauge", "Duration of the last snapshot build.",
+         absl::ToDoubleSeconds(s.last_build_duration));
+  metric("facet_objects_rejected", "gauge", "Objects whose latest generation is rejected.",
+         s.rejected_objects);
+  metric("facet_status_writes_total", "counter", "Status subresource writes.", s.status_writes);
+  metric("facet_status_write_errors_total", "counter", "Failed status writes.", s.status_errors);
+  metric("facet_leader", "gauge", "1 while this replica leads (writes status).", leading ? 1 : 0);
+  return out;
+}
+
+}  // namespace
+
+int RunController(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Flags flags;
+  flags.Define("kubeconfig", "", "kubeconfig file (empty: $KUBECONFIG, in-cluster, ~/.kube/config)");
+  flags.Define("context", "", "kubeconfig context (empty: current-context)");
+  flags.Define("namespaces", "", "comma-separated namespaces to watch (empty: all)");
+  flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server");
+  flags.Define("admin-address", "0.0.0.0:18080",
+               "HOST:PORT for /healthz, /readyz, /metrics (empty: disabled)");
+  flags.Define("node-metadata-params", "", "PARAM[=METADATA_KEY],... from node.metadata");
+  flags.Define("allow-old-style-names", "true", "serve resources with non-xdstp names", true);
+  flags.Define("leader-election", "true", "elect one replica to write status", true);
+  flags.Define("leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE)");
+  flags.Define("leader-election-lease", "facet-controller", "name of the Lease");
+  flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once ready");
+  flags.Define("log-level", "info", "trace, debug, info, warn or error");
+  flags.Define("help", "false", "print this help", true);
+  const std::string usage = absl::StrCat("usage: facet controller [flags]\n", flags.Help());
+  if (absl::Status s = flags.Parse(args); !s.ok() || !flags.positional().empty()) {
+    err << "facet controller: " << (s.ok() ? "unexpected argument" : s.message()) << "\n" << usage;
+    return 2;
+  }
+  if (flags.GetBool("help")) {
+    out << usage;
+    return 0;
+  }
+  spdlog::level::level_enum level = spdlog::level::from_str(flags.Get("log-level"));
+  if (level == spdlog::level::off && flags.Get("log-level") != "off") {
+    err << "facet controller: --log-level: unknown level \"" << flags.Get("log-level") << "\"\n";
+    return 2;
+  }
+  spdlog::set_level(level);
+  auto mapping = xds::ParameterMapping::Parse(flags.Get("node-metadata-params"));
+  if (!mapping.ok()) {
+    err << "facet controller: --node-metadata-params: " << mapping.status().message() << "\n";
+    return 2;
+  }
+
+  kube::ProcessEnvironment environment;
+  auto config = kube::LoadClusterConfig(environment, flags.Get("kubeconfig"), flags.Get("context"));
+  if (!config.ok()) {
+    err << "facet controller: " << config.status().message() << "\n";
+    return 1;
+  }
+  auto client = kube::CpprestKubeClient::Create(*config);
+  if (!client.ok()) {
+    err << "facet controller: " << client.status().message() << "\n";
+    return 1;
+  }
+  std::string lease_namespace = flags.Get("leader-election-namespace");
+  if (lease_namespace.empty()) {
+    lease_namespace = environment.GetEnv("POD_NAMESPACE").value_or(config->default_namespace);
+  }
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  xds::SnapshotStore store;
+  xds::AdsService::Options ads_options;
+  ads_options.mapping = std::make_shared<const xds::ParameterMapping>(*std::move(mapping));
+  xds::AdsService ads(store, ads_options);
+
+  kube::RealClock clock;
+  std::unique_ptr<LeaderElector> elector;
+  KubeSource* source_ptr = nullptr;
+  if (flags.GetBool("leader-election")) {
+    LeaderElector::Options election;
+    election.lease_namespace = lease_namespace;
+    election.lease_name = flags.Get("leader-election-lease");
+    election.identity = Identity();
+    auto created = LeaderElector::Create(**client, clock, election, [&source_ptr](bool leading) {
+      if (leading && source_ptr != nullptr) source_ptr->RequestStatusSync();
+    });
+    if (!created.ok()) {
+      err << "facet controller: " << created.status().message() << "\n";
+      return 2;
+    }
+    elector = *std::move(created);
+  }
+  KubeSource::Options source_options;
+  if (!flags.Get("namespaces").empty()) {
+    source_options.namespaces = absl::StrSplit(flags.Get("namespaces"), ',', absl::SkipEmpty());
+  }
+  source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+  LeaderElector* elector_ptr = elector.get();
+  KubeSource source(**client, store, &ads,
+                    elector_ptr == nullptr ? std::function<bool()>()
+                                           : [elector_ptr] { return elector_ptr->is_leader(); },
+                    source_options);
+  source_ptr = &source;
+  source.Start();
+  if (elector) elector->Start();
+
+  grpc::ServerBuilder builder;
+  int xds_port = 0;
+  builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
+  builder.RegisterService(&ads);
+  builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || xds_port == 0) {
+    err << "facet controller: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";
+    return 1;
+  }
+  auto host_port = SplitHostPort(flags.Get("xds-address"));
+  std::string host = host_port.ok() ? host_port->first : "127.0.0.1";
+  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+  const std::string xds_address = absl::StrCat(host, ":", xds_port);
+
+  std::unique_ptr<AdminServer> admin;
+  if (!flags.Get("admin-address").empty()) {
+    auto started = AdminServer::Start(
+        flags.Get("admin-address"),
+        {{"/healthz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
+         {"/readyz",
+          [&] {
+            return source.ready()
+                       ? AdminResponse{200, "text/plain; charset=utf-8", "ready\n"}
+                       : AdminResponse{503, "text/plain; charset=utf-8",
+                                       "waiting for the initial list of every watched collection\n"};
+          }},
+         {"/metrics", [&] {
+            return AdminResponse{200, "text/plain; version=0.0.4",
+                                 Metrics(source, ads, elector_ptr == nullptr || elector_ptr->is_leader())};
+          }}});
+    if (!started.ok()) {
+      err << "facet controller: --admin-address: " << started.status().message() << "\n";
+      server->Shutdown();
+      return 1;
+    }
+    admin = *std::move(started);
+  }
+  spdlog::info("facet controller: xDS on {}{}; watching {}", xds_address,
+               admin ? absl::StrCat(", admin on http://", admin->address()) : "",
+               flags.Get("namespaces").empty() ? "all namespaces" : flags.Get("namespaces"));
+  if (!flags.Get("ready-file").empty()) {
+    const std::string path = flags.Get("ready-file");
+    std::ofstream(path + ".tmp") << "{\"xds_address\":\"" << xds_address << "\",\"admin_address\":\""
+                                 << (admin ? admin->address() : "") << "\"}\n";
+    std::rename((path + ".tmp").c_str(), path.c_str());
+  }
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  spdlog::info("received {}; shutting down", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  if (elector) elector->Stop();  // Releases the lease so another replica leads at once.
+  ads.Drain();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  source.Stop();
+  admin.reset();
+  return 0;
+}
+
+}  // namespace facet::controller

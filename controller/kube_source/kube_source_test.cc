@@ -1,0 +1,111 @@
+#include "controller/kube_source/kube_source.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "absl/time/clock.h"
+#include "controller/kube/yaml_fields.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fakes/fake_kube_client.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::controller {
+namespace {
+
+using ::facet::testing::FakeKubeClient;
+
+constexpr char kResources[] = "/apis/facet.dev/v1alpha1/xdsresources";
+constexpr char kAuthorities[] = "/apis/facet.dev/v1alpha1/xdsauthorities";
+
+// Polls `predicate` until it holds (the fake and the worker run on their own
+// threads; there is no single event to wait for).
+bool Eventually(const std::function<bool()>& predicate) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (predicate()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return predicate();
+}
+
+void ApplyExamples(FakeKubeClient& client) {
+  for (const auto& entry : std::filesystem::directory_iterator(FACET_SOURCE_DIR "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    for (const YAML::Node& document : YAML::LoadAllFromFile(entry.path().string())) {
+      if (!document.IsMap()) continue;
+      const std::string kind = kube::StringAt(document, {"kind"});
+      client.Put(kind == "XdsAuthority" ? kAuthorities : kResources, document);
+    }
+  }
+}
+
+std::string Condition(FakeKubeClient& client, const std::string& key, const std::string& type,
+                      const std::string& field) {
+  YAML::Node object = client.Objects(kResources)[key];
+  for (const YAML::Node& c : kube::FieldAt(object, {"status", "conditions"})) {
+    if (kube::StringAt(c, {"type"}) == type) return kube::StringAt(c, {field});
+  }
+  return "";
+}
+
+class KubeSourceTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<KubeSource> Start(std::function<bool()> is_leader = nullptr) {
+    KubeSource::Options options;
+    options.debounce = absl::Milliseconds(5);
+    options.status_resync = absl::Milliseconds(50);
+    auto source = std::make_unique<KubeSource>(client_, store_, nullptr, std::move(is_leader), options);
+    source->Start();
+    return source;
+  }
+  FakeKubeClient client_;
+  xds::SnapshotStore store_;
+};
+
+TEST_F(KubeSourceTest, ServesTheClusterStateAndWritesStatus) {
+  ApplyExamples(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  EXPECT_EQ(store_.Current()->size(), 22u);
+  ASSERT_TRUE(Eventually([&] {
+    return Condition(client_, "demo/greeter-routes", "Programmed", "status") == "True";
+  }));
+  EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Accepted", "status"), "True");
+  YAML::Node authority = client_.Objects(kAuthorities)["a-example"];
+  // examples/20-authority-a.yaml declares 8 XdsResources under a.example.
+  EXPECT_EQ(kube::StringAt(authority, {"status", "resources"}), "8");
+}
+
+TEST_F(KubeSourceTest, RejectedEditKeepsServingAndIsReportedDeletionRemoves) {
+  ApplyExamples(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  const auto* before = store_.Current()->Find(xds::RouteConfigurationType(), "greeter");
+  ASSERT_NE(before, nullptr);
+  const std::string version = before->variants[0]->version;
+  // Make two route variants overlap.
+  YAML::Node route = YAML::Clone(client_.Objects(kResources)["demo/greeter-routes"]);
+  route["spec"]["variants"][1]["match"] = route["spec"]["variants"][0]["match"];
+  client_.Put(kResources, route);
+  ASSERT_TRUE(Eventually([&] {
+    return Condition(client_, "demo/greeter-routes", "Accepted", "reason") == "OverlappingVariants";
+  }));
+  EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Programmed", "reason"), "ServingPreviousRevision");
+  EXPECT_EQ(store_.Current()->Find(xds::RouteConfigurationType(), "greeter")->variants[0]->version, version);
+  // Deleting the listener removes it for clients.
+  ASSERT_TRUE(client_.Delete(kResources, "demo", "greeter-listener"));
+  ASSERT_TRUE(Eventually([&] { return store_.Current()->Find(xds::ListenerType(), "greeter") == nullptr; }));
+}
+
+TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
+  ApplyExamples(client_);
+  auto source = Start([] { return false; });
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  absl::SleepFor(absl::Milliseconds(200));  // Several resync periods: still nothing written.
+  EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Accepted", "status"), "");
+  EXPECT_EQ(source->stats().status_writes, 0);
+}
+
+}  // namespace
+}  // namespace facet::controller
