@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "controller/admin/admin_server.h"
+#include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
 #include "controller/kube/cpprest_kube_client.h"
 #include "controller/kube/kube_config.h"
@@ -32,26 +33,27 @@ std::string Identity() {
 }
 
 std::string Metrics(const KubeSource& source, const xds::AdsService& ads, bool leading) {
-  const auto s = source.stats();
-  const auto a = ads.stats();
+  const KubeSource::Stats s = source.stats();
   std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
-                    " ", value, "\n");
-  };
-  metric("facet_xds_streams_open", "gauge", "Open ADS streams.", a.streams_open);
-  metric("facet_xds_streams_total", "counter", "ADS streams opened.", a.streams_total);
-  metric("facet_xds_pushes_total", "counter", "Responses sent on ADS streams.", a.pushes);
-  metric("facet_xds_acks_total", "counter", "ACKs received.", a.acks);
-  metric("facet_xds_nacks_total", "counter", "NACKs received.", a.nacks);
-  metric("facet_snapshot_builds_total", "counter", "Snapshot builds.", s.builds);
-  metric("facet_snapshot_build_seconds", "gauge", "Duration of the last snapshot build.",
-         absl::ToDoubleSeconds(s.last_build_duration));
-  metric("facet_objects_rejected", "gauge", "Objects whose latest generation is rejected.",
-         s.rejected_objects);
-  metric("facet_status_writes_total", "counter", "Status subresource writes.", s.status_writes);
-  metric("facet_status_write_errors_total", "counter", "Failed status writes.", s.status_errors);
-  metric("facet_leader", "gauge", "1 while this replica leads (writes status).", leading ? 1 : 0);
+  AppendAdsMetrics(ads, &out);
+  AppendMetric("facet_snapshot_builds_total", "counter", "Snapshot builds.", s.builds, &out);
+  AppendMetric("facet_snapshot_build_seconds", "gauge", "Duration of the last snapshot build.",
+               absl::ToDoubleSeconds(s.last_build_duration), &out);
+  AppendMetric("facet_objects_rejected", "gauge", "Objects whose latest generation is rejected.",
+               s.rejected_objects, &out);
+  AppendMetric("facet_status_writes_total", "counter", "Status subresource writes.",
+               s.status_writes, &out);
+  AppendMetric("facet_status_write_errors_total", "counter", "Failed status writes.",
+               s.status_errors, &out);
+  AppendMetric("facet_leader", "gauge", "1 while this replica leads (writes status).",
+               leading ? 1 : 0, &out);
+  AppendMetric("facet_kube_lists_total", "counter", "Complete lists of watched collections.",
+               s.reflectors.lists, &out);
+  AppendMetric("facet_kube_watches_total", "counter", "Watches started (each restart counts).",
+               s.reflectors.watches, &out);
+  AppendMetric("facet_kube_watch_errors_total", "counter",
+               "List+watch rounds that ended in an error and relisted.", s.reflectors.watch_errors,
+               &out);
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "controller/admin/admin_server.h"
+#include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
 #include "controller/manifest/manifest_dir_source.h"
 #include "google/protobuf/struct.pb.h"
@@ -142,22 +143,13 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
 }
 
 std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& ads) {
-  const xds::AdsStats stats = ads.stats();
   int rejected = 0;
   for (const auto& status : source.statuses()) rejected += status.accepted ? 0 : 1;
   std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
-                    " ", value, "\n");
-  };
-  metric("facet_xds_streams_open", "gauge", "Open ADS streams.", stats.streams_open);
-  metric("facet_xds_streams_total", "counter", "ADS streams opened.", stats.streams_total);
-  metric("facet_xds_pushes_total", "counter", "Responses sent on ADS streams.", stats.pushes);
-  metric("facet_xds_acks_total", "counter", "ACKs received.", stats.acks);
-  metric("facet_xds_nacks_total", "counter", "NACKs received.", stats.nacks);
-  metric("facet_snapshots_published_total", "counter", "Snapshots published.", stats.snapshots);
-  metric("facet_snapshot_builds_total", "counter", "Snapshot builds.", source.builds());
-  metric("facet_objects_rejected", "gauge", "Objects whose latest revision is rejected.", rejected);
+  AppendAdsMetrics(ads, &out);
+  AppendMetric("facet_snapshot_builds_total", "counter", "Snapshot builds.", source.builds(), &out);
+  AppendMetric("facet_objects_rejected", "gauge", "Objects whose latest revision is rejected.",
+               rejected, &out);
   return out;
 }
 

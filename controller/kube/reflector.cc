@@ -90,6 +90,7 @@ void Reflector::Run() {
   while (!stopping()) {
     const absl::Status status = ListAndWatch();
     if (stopping()) break;
+    if (!status.ok()) watch_errors_++;
     if (IsResourceExpired(status)) {
       spdlog::info("reflector {}: {}; relisting", name_, std::string(status.message()));
     } else if (!status.ok()) {
@@ -115,7 +116,10 @@ absl::StatusOr<Reflector::FullList> Reflector::ListAll(const std::string& resour
     ASSIGN_OR_RETURN(ListResult page, client_.List(options_.collection_path, options));
     list.resource_version = std::move(page.resource_version);
     std::move(page.items.begin(), page.items.end(), std::back_inserter(list.items));
-    if (page.continue_token.empty()) return list;
+    if (page.continue_token.empty()) {
+      lists_++;
+      return list;
+    }
     if (stopping()) return absl::CancelledError("stopping");
     list.paginated = true;
     options.continue_token = std::move(page.continue_token);
@@ -173,6 +177,7 @@ absl::Status Reflector::WatchLoop() {
       watch_id = ++watch_id_;
       queue_.clear();
     }
+    watches_++;
     absl::StatusOr<std::unique_ptr<WatchHandle>> handle = client_.Watch(
         options_.collection_path, options,
         [this, watch_id](WatchEvent event) {

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -82,6 +83,16 @@ class Reflector {
   // Cancels the watch and any backoff wait and joins the worker; waits for a
   // List in flight to return. Idempotent.
   void Stop();
+
+  // Counts of what the reflector did, for metrics. Thread-safe.
+  struct Counters {
+    int64_t lists = 0;         // Complete lists (all pages).
+    int64_t watches = 0;       // Watches started.
+    int64_t watch_errors = 0;  // List+watch rounds that ended in an error (then relist).
+  };
+  Counters counters() const {
+    return {lists_.load(), watches_.load(), watch_errors_.load()};
+  }
 
   // Whether a complete list has been applied (stays true).
   bool has_synced() const;
@@ -147,6 +158,9 @@ class Reflector {
 
   absl::Notification stop_;  // Interrupts backoff waits.
   std::thread worker_;
+  std::atomic<int64_t> lists_{0};
+  std::atomic<int64_t> watches_{0};
+  std::atomic<int64_t> watch_errors_{0};
 };
 
 }  // namespace facet::controller::kube

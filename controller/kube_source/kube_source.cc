@@ -19,7 +19,7 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
       options_(std::move(options)),
       owned_clock_(options_.clock == nullptr ? std::make_unique<kube::RealClock>() : nullptr),
       clock_(options_.clock != nullptr ? options_.clock : owned_clock_.get()),
-      status_writer_(client, *clock_) {
+      status_writer_(client) {
   auto make = [&](const std::string& path, const std::string& name) {
     kube::Reflector::Options reflector_options;
     reflector_options.collection_path = path;
@@ -70,8 +70,20 @@ void KubeSource::RequestStatusSync() {
 }
 
 KubeSource::Stats KubeSource::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  Stats stats;
+  {
+    absl::MutexLock lock(&mu_);
+    stats = stats_;
+  }
+  auto add = [&stats](const kube::Reflector& reflector) {
+    const kube::Reflector::Counters counters = reflector.counters();
+    stats.reflectors.lists += counters.lists;
+    stats.reflectors.watches += counters.watches;
+    stats.reflectors.watch_errors += counters.watch_errors;
+  };
+  for (const auto& reflector : resource_reflectors_) add(*reflector);
+  if (authority_reflector_) add(*authority_reflector_);
+  return stats;
 }
 
 std::vector<xds::ObjectStatus> KubeSource::statuses() const {

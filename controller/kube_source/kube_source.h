@@ -44,6 +44,7 @@ class KubeSource {
     int64_t status_errors = 0;
     int rejected_objects = 0;
     absl::Duration last_build_duration;
+    kube::Reflector::Counters reflectors;  // Summed over every reflector.
   };
 
   // `ads` (for client feedback) may be null. `is_leader` says whether this

@@ -90,7 +90,7 @@ void LeaderElector::SetLeading(bool leading) {
 }
 
 bool LeaderElector::TryCreate(absl::Time now) {
-  YAML::Node lease;
+  YAML::Node lease(YAML::NodeType::Map);
   SetString(lease, "apiVersion", "coordination.k8s.io/v1");
   SetString(lease, "kind", "Lease");
   SetString(lease["metadata"], "name", options_.lease_name);
@@ -98,8 +98,8 @@ bool LeaderElector::TryCreate(absl::Time now) {
   YAML::Node spec = lease["spec"];
   SetString(spec, "holderIdentity", options_.identity);
   spec["leaseDurationSeconds"] = absl::ToInt64Seconds(options_.lease_duration);
-  SetString(spec, "acquireTime", FormatMicroTime(now));
-  SetString(spec, "renewTime", FormatMicroTime(now));
+  SetString(spec, "acquireTime", FormatMicroTime(options_.wall_now()));
+  SetString(spec, "renewTime", FormatMicroTime(options_.wall_now()));
   spec["leaseTransitions"] = 0;
   absl::StatusOr<std::string> json = ToJson(lease);
   if (!json.ok()) return false;
@@ -151,11 +151,11 @@ bool LeaderElector::Tick() {
     int64_t transitions = 0;
     (void)absl::SimpleAtoi(StringAt(object, {"spec", "leaseTransitions"}), &transitions);
     SetString(spec, "holderIdentity", options_.identity);
-    SetString(spec, "acquireTime", FormatMicroTime(now));
+    SetString(spec, "acquireTime", FormatMicroTime(options_.wall_now()));
     spec["leaseTransitions"] = transitions + 1;
   }
   spec["leaseDurationSeconds"] = absl::ToInt64Seconds(options_.lease_duration);
-  SetString(spec, "renewTime", FormatMicroTime(now));
+  SetString(spec, "renewTime", FormatMicroTime(options_.wall_now()));
   absl::StatusOr<std::string> json = ToJson(object);
   absl::StatusOr<YAML::Node> updated =
       json.ok() ? client_.Update(LeasePath(), *json) : absl::StatusOr<YAML::Node>(json.status());
@@ -179,7 +179,7 @@ void LeaderElector::Release() {
   YAML::Node object = YAML::Clone(*lease);
   SetString(object["spec"], "holderIdentity", "");
   object["spec"]["leaseDurationSeconds"] = 1;
-  SetString(object["spec"], "renewTime", FormatMicroTime(clock_.Now()));
+  SetString(object["spec"], "renewTime", FormatMicroTime(options_.wall_now()));
   absl::StatusOr<std::string> json = ToJson(object);
   if (json.ok()) (void)client_.Update(LeasePath(), *json);
 }

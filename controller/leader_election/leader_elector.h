@@ -32,6 +32,9 @@ class LeaderElector {
     absl::Duration lease_duration = absl::Seconds(15);
     absl::Duration renew_deadline = absl::Seconds(10);
     absl::Duration retry_period = absl::Seconds(2);
+    // Wall-clock time written into acquireTime/renewTime. Expiry is judged
+    // on the monotonic Clock, never on these.
+    std::function<absl::Time()> wall_now = [] { return absl::Now(); };
   };
   // Called with true when this replica starts leading, false when it stops.
   // Runs on the elector's thread: must only enqueue.

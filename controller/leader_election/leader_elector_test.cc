@@ -52,6 +52,10 @@ TEST_F(LeaderElectorTest, FirstReplicaCreatesTheLeaseAndLeads) {
   EXPECT_TRUE(a->is_leader());
   EXPECT_EQ(Holder(), "a");
   EXPECT_EQ(changes, std::vector<bool>{true});
+  YAML::Node lease = client_.Objects(kLeases)["facet-system/facet-controller"];
+  EXPECT_EQ(kube::StringAt(lease, {"kind"}), "Lease");
+  EXPECT_EQ(kube::StringAt(lease, {"apiVersion"}), "coordination.k8s.io/v1");
+  EXPECT_EQ(kube::StringAt(lease, {"spec", "leaseDurationSeconds"}), "15");
 }
 
 TEST_F(LeaderElectorTest, OthersWaitAFullLeaseDurationOfSilenceBeforeTakingOver) {

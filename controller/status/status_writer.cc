@@ -207,7 +207,7 @@ absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
     }
     YAML::Node copy = YAML::Clone(*object);
     YAML::Node current = kube::Field(copy, "status");
-    YAML::Node desired = DesiredStatus(status, current, feedback, authority_resources, clock_.Now());
+    YAML::Node desired = DesiredStatus(status, current, feedback, authority_resources, wall_now_());
     if (SameStatus(current, desired)) return false;
     copy["status"] = desired;
     absl::StatusOr<std::string> json = json::YamlToJson(copy, path);

@@ -4,6 +4,7 @@
 #ifndef FACET_CONTROLLER_STATUS_STATUS_WRITER_H_
 #define FACET_CONTROLLER_STATUS_STATUS_WRITER_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <tuple>
@@ -38,7 +39,10 @@ bool SameStatus(const YAML::Node& a, const YAML::Node& b);
 // Thread-compatible: call from one thread (the controller's worker).
 class StatusWriter {
  public:
-  StatusWriter(kube::KubeClient& client, kube::Clock& clock) : client_(client), clock_(clock) {}
+  // `wall_now` gives the time written into lastTransitionTime.
+  explicit StatusWriter(kube::KubeClient& client,
+                        std::function<absl::Time()> wall_now = [] { return absl::Now(); })
+      : client_(client), wall_now_(std::move(wall_now)) {}
 
   // Writes the status of one object through its /status subresource when it
   // differs from what is stored: returns true when it wrote, false when
@@ -49,7 +53,7 @@ class StatusWriter {
 
  private:
   kube::KubeClient& client_;
-  kube::Clock& clock_;
+  std::function<absl::Time()> wall_now_;
 };
 
 // Returns the API path of an object ("/apis/facet.dev/v1alpha1/...").

@@ -33,7 +33,7 @@ xds::ObjectStatus Accepted() {
 
 class StatusWriterTest : public ::testing::Test {
  protected:
-  StatusWriterTest() : writer_(client_, clock_) {
+  StatusWriterTest() : writer_(client_, [this] { return clock_.Now(); }) {
     client_.Put(kResources, YAML::Load("{apiVersion: facet.dev/v1alpha1, kind: XdsResource, "
                                        "metadata: {name: route, namespace: demo}, spec: {}}"));
   }
@@ -147,7 +147,7 @@ class ConflictOnce final : public kube::KubeClient {
 
 TEST_F(StatusWriterTest, RetriesConflicts) {
   ConflictOnce client(client_);
-  StatusWriter writer(client, clock_);
+  StatusWriter writer(client, [this] { return clock_.Now(); });
   EXPECT_THAT(writer.Sync(Accepted(), {}), IsOkAndHolds(true));
   EXPECT_EQ(client.updates_, 2);
   EXPECT_EQ(ConditionField("Accepted", "status"), "True");

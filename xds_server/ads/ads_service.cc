@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/names/names.h"
 
 namespace facet::xds {
 
@@ -409,6 +410,25 @@ std::vector<NackRecord> AdsService::nacks() const {
   std::vector<NackRecord> out;
   for (const auto& [key, record] : nacks_) out.push_back(record);
   return out;
+}
+
+std::map<std::string, int> AdsService::StreamsPerAuthority() const {
+  std::vector<std::shared_ptr<StreamCore>> cores;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, core] : streams_) cores.push_back(core);
+  }
+  std::map<std::string, int> counts;
+  for (const auto& core : cores) {
+    std::set<std::string> authorities;
+    for (const auto& [type_url, name, version] : core->Holdings()) {
+      absl::StatusOr<XdstpName> parsed =
+          IsXdstpName(name) ? ParseXdstpName(name) : absl::StatusOr<XdstpName>(XdstpName{});
+      authorities.insert(parsed.ok() ? parsed->authority : "");
+    }
+    for (const std::string& authority : authorities) counts[authority]++;
+  }
+  return counts;
 }
 
 std::map<std::tuple<std::string, std::string, std::string>, int> AdsService::ClientsPerVariant()

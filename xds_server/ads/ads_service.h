@@ -71,6 +71,9 @@ class AdsService final
   // Thread-safe introspection.
   AdsStats stats() const;
   std::vector<NackRecord> nacks() const;
+  // Returns how many open streams hold at least one resource of each
+  // authority ("" for old-style names).
+  std::map<std::string, int> StreamsPerAuthority() const;
   // Returns how many streams hold each variant, keyed by (type URL, name, version).
   std::map<std::tuple<std::string, std::string, std::string>, int> ClientsPerVariant() const;
 

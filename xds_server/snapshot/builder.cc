@@ -104,6 +104,7 @@ class Builder {
       ObjectStatus& status = result.statuses[candidate.status_index];
       if (candidate.is_previous) {
         status.serving_previous = true;
+        status.variants = candidate.resource->variants;  // What is served instead.
       } else {
         status.accepted = true;
         status.variants = candidate.resource->variants;

@@ -37,7 +37,9 @@ struct ObjectStatus {
   bool accepted = false;
   bool serving_previous = false;
   std::vector<Finding> findings;  // Errors and warnings, in field order.
-  std::vector<std::shared_ptr<const Variant>> variants;  // As served, when accepted.
+  // The variants served for this object: this revision's when accepted, the
+  // previous revision's when serving_previous, none otherwise.
+  std::vector<std::shared_ptr<const Variant>> variants;
 
   bool has_errors() const;
 };

@@ -247,6 +247,8 @@ TEST(BuildSnapshotTest, KeepsServingThePreviousGoodRevision) {
   const ServedResource* served = second.snapshot->Find(ClusterLoadAssignmentType(), "greeter-prod");
   ASSERT_NE(served, nullptr);
   EXPECT_EQ(served->variants[0]->version, old_version);
+  ASSERT_EQ(status.variants.size(), 1u);  // The status reports what is served.
+  EXPECT_EQ(status.variants[0]->version, old_version);
   // Nothing that depends on it is disturbed.
   for (const auto& s : second.statuses) {
     if (s.ref.name != "greeter-prod-endpoints") EXPECT_TRUE(s.accepted) << s.ref.ToString();

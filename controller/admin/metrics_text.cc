@@ -1,0 +1,34 @@
+#include "controller/admin/metrics_text.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace facet::controller {
+
+void AppendMetric(const char* name, const char* type, const char* help, double value,
+                  std::string* out) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
+                  value, "\n");
+}
+
+void AppendAdsMetrics(const xds::AdsService& ads, std::string* out) {
+  const xds::AdsStats stats = ads.stats();
+  AppendMetric("facet_xds_streams_open", "gauge", "Open ADS streams.", stats.streams_open, out);
+  AppendMetric("facet_xds_streams_total", "counter", "ADS streams opened.", stats.streams_total,
+               out);
+  AppendMetric("facet_xds_pushes_total", "counter", "Responses sent on ADS streams.", stats.pushes,
+               out);
+  AppendMetric("facet_xds_acks_total", "counter", "ACKs received.", stats.acks, out);
+  AppendMetric("facet_xds_nacks_total", "counter", "NACKs received.", stats.nacks, out);
+  AppendMetric("facet_snapshots_published_total", "counter", "Snapshots published.",
+               stats.snapshots, out);
+  absl::StrAppend(out,
+                  "# HELP facet_xds_streams_by_authority Open ADS streams holding resources of "
+                  "an authority (\"\" for old-style names).\n"
+                  "# TYPE facet_xds_streams_by_authority gauge\n");
+  for (const auto& [authority, count] : ads.StreamsPerAuthority()) {
+    absl::StrAppend(out, "facet_xds_streams_by_authority{authority=\"", authority, "\"} ", count,
+                    "\n");
+  }
+}
+
+}  // namespace facet::controller
