@@ -156,6 +156,9 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     state.legacy_wildcard = false;
   }
 
+  if (!state.seen_request && request.response_nonce().empty() && !request.version_info().empty()) {
+    state.resume_version = request.version_info();
+  }
   bool changed = !state.seen_request || wildcard != state.wildcard;
   // Keep what the client holds for names still subscribed (or still covered
   // by the wildcard); forget the rest, so a resubscription sends it again.
@@ -387,7 +390,43 @@ StreamState::TypeState* StreamState::PickNext(bool* removal_phase, Diff* diff) {
 
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
+std::string StreamState::HeldDigest(const std::map<std::string, NameState>& names) {
+  std::string input;
+  for (const auto& [name, ns] : names) {
+    for (const auto& [version, variant] : ns.held) absl::StrAppend(&input, name, "\n", version, "\n");
+  }
+  return ContentDigest(input);
+}
+
+void StreamState::ResumeFromClientVersions() {
+  for (auto& [url, state] : types_) {
+    if (state.resume_version.empty()) continue;
+    const std::string claimed = std::exchange(state.resume_version, "");
+    // What this stream would hold after answering: every subscribed (or
+    // wildcard-covered) name with its selected variants.
+    std::map<std::string, NameState> would_hold;
+    for (const auto& [name, ns] : state.names) {
+      auto desired = Desired(state, name, ns);
+      if (!desired.empty()) would_hold[name].held = std::move(desired);
+    }
+    if (state.wildcard && state.type != nullptr) {
+      static const NameState kEmpty;
+      for (const auto& [name, resource] : snapshot_->snapshot().resources(*state.type)) {
+        if (state.names.count(name) > 0) continue;
+        auto desired = Desired(state, name, kEmpty);
+        if (!desired.empty()) would_hold[name].held = std::move(desired);
+      }
+    }
+    if (HeldDigest(would_hold) != claimed) continue;
+    for (auto& [name, held] : would_hold) state.names[name].held = std::move(held.held);
+    for (auto& [name, ns] : state.names) ns.answered = true;
+    state.response_due = false;
+    state.last_version = claimed;
+  }
+}
+
 bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) {
+  ResumeFromClientVersions();
   while (true) {
     bool removal_phase = false;
     Diff diff;
@@ -427,13 +466,9 @@ bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) 
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
-    std::string digest_input;
-    for (const auto& [name, ns] : state->names) {
-      for (const auto& [version, variant] : ns.held) absl::StrAppend(&digest_input, name, "\n", version, "\n");
-    }
     response->Clear();
     response->set_type_url(state->type_url);
-    response->set_version_info(ContentDigest(digest_input));
+    response->set_version_info(HeldDigest(state->names));
     response->set_nonce(NextNonce());
     record->type_url = state->type_url;
     record->version_info = response->version_info();

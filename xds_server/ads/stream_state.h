@@ -107,6 +107,9 @@ class StreamState {
     bool legacy_wildcard = false;
     bool seen_request = false;
     bool response_due = false;  // A request changed subscriptions: answer it.
+    // SotW: the version_info a reconnecting client's first request carried
+    // (what it holds from another stream, possibly to another replica).
+    std::string resume_version;
     std::map<std::string, NameState> names;
     std::string last_nonce;
     std::string last_version;
@@ -134,6 +137,12 @@ class StreamState {
   // Picks the type to answer next and whether it is the removal phase.
   TypeState* PickNext(bool* removal_phase, Diff* diff);
   std::string NextNonce();
+  // Returns the SotW version_info of a set of held variants (a content
+  // digest, the same on every replica).
+  static std::string HeldDigest(const std::map<std::string, NameState>& names);
+  // SotW: when a reconnecting client already holds exactly the current state
+  // of a type (its version_info matches), records that instead of resending.
+  void ResumeFromClientVersions();
   bool wraps_plain_resources() const;
 
   Protocol protocol_;

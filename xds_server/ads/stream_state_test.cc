@@ -399,6 +399,55 @@ TEST_F(SotwTest, PushesReferencedResourcesBeforeReferrersAndRemovalsAfter) {
   EXPECT_THAT(Names(responses[3]), UnorderedElementsAre("c-new", "c-test"));
 }
 
+TEST_F(SotwTest, ReconnectingClientHoldingTheCurrentStateIsNotResentIt) {
+  Request(Sotw(kCds, {}));
+  Request(Sotw(kRds, {"r"}));
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 2u);
+  // The same client reconnects to another replica with the same state: its
+  // first requests carry the versions it holds, so nothing is resent.
+  StreamState other(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  other.SetSnapshot(Serve(Base()));
+  for (const auto& response : first) {
+    DiscoveryRequest request = Sotw(
+        response.type_url(),
+        response.type_url() == kRds ? std::vector<std::string>{"r"} : std::vector<std::string>{});
+    request.set_version_info(response.version_info());
+    *request.mutable_node() = node_;
+    RequestOutcome outcome;
+    ASSERT_THAT(other.OnRequest(request, &outcome), IsOk());
+  }
+  DiscoveryResponse response;
+  PushRecord record;
+  EXPECT_FALSE(other.NextResponse(&response, &record));
+  // It holds the state: a later change to it is pushed as usual.
+  auto objects = Base();
+  objects.push_back(Object("c-extra", "cluster", {{"", Cluster(), "all"}}));
+  objects.push_back(Object("e-extra", "endpoint", {{"", Endpoints(4), "all"}}));
+  other.SetSnapshot(Serve(objects));
+  ASSERT_TRUE(other.NextResponse(&response, &record));
+  EXPECT_THAT(Names(response), UnorderedElementsAre("c-prod", "c-test", "c-extra"));
+}
+
+TEST_F(SotwTest, ReconnectingClientWithAnOlderStateGetsTheCurrentOne) {
+  Request(Sotw(kRds, {"r"}));
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  StreamState other(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  auto objects = Base();
+  objects[1] = Object("r", "route", {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  other.SetSnapshot(Serve(objects));
+  DiscoveryRequest request = Sotw(kRds, {"r"});
+  request.set_version_info(first[0].version_info());
+  *request.mutable_node() = node_;
+  RequestOutcome outcome;
+  ASSERT_THAT(other.OnRequest(request, &outcome), IsOk());
+  DiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(other.NextResponse(&response, &record));
+  EXPECT_EQ(Decode(response)[0].route_cluster, "c-test");
+}
+
 TEST(StreamStateTest, RejectsRequestsWithoutTypeOrWithTooManyNames) {
   StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
   RequestOutcome outcome;
