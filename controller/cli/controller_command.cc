@@ -70,7 +70,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   flags.Define("node-metadata-params", "", "PARAM[=METADATA_KEY],... from node.metadata");
   flags.Define("allow-old-style-names", "true", "serve resources with non-xdstp names", true);
   flags.Define("leader-election", "true", "elect one replica to write status", true);
-  flags.Define("leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE)");
+  flags.Define("leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig's namespace)");
   flags.Define("leader-election-lease", "facet-controller", "name of the Lease");
   flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once ready");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
@@ -154,21 +154,6 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   source.Start();
   if (elector) elector->Start();
 
-  grpc::ServerBuilder builder;
-  int xds_port = 0;
-  builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
-  builder.RegisterService(&ads);
-  builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || xds_port == 0) {
-    err << "facet controller: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";
-    return 1;
-  }
-  auto host_port = SplitHostPort(flags.Get("xds-address"));
-  std::string host = host_port.ok() ? host_port->first : "127.0.0.1";
-  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
-  const std::string xds_address = absl::StrCat(host, ":", xds_port);
-
   std::unique_ptr<AdminServer> admin;
   if (!flags.Get("admin-address").empty()) {
     auto started = AdminServer::Start(
@@ -187,11 +172,42 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
           }}});
     if (!started.ok()) {
       err << "facet controller: --admin-address: " << started.status().message() << "\n";
-      server->Shutdown();
       return 1;
     }
     admin = *std::move(started);
   }
+  // Open the xDS port only once the cluster's state is known: a client that
+  // connected earlier would be told its resources do not exist.
+  spdlog::info("facet controller: waiting for the initial list of every watched collection");
+  while (!source.ready()) {
+    const timespec poll{0, 100'000'000};
+    const int received = sigtimedwait(&signals, nullptr, &poll);
+    if (received == SIGTERM || received == SIGINT) {
+      spdlog::info("received a signal before the first sync; shutting down");
+      if (elector) elector->Stop();
+      source.Stop();
+      return 0;
+    }
+  }
+
+  grpc::ServerBuilder builder;
+  int xds_port = 0;
+  builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
+  builder.RegisterService(&ads);
+  builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
+  // gRPC sets SO_REUSEPORT by default: a second process could then share the
+  // port silently. Fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || xds_port == 0) {
+    err << "facet controller: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";
+    return 1;
+  }
+  auto host_port = SplitHostPort(flags.Get("xds-address"));
+  std::string host = host_port.ok() ? host_port->first : "127.0.0.1";
+  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
+  const std::string xds_address = absl::StrCat(host, ":", xds_port);
+
   spdlog::info("facet controller: xDS on {}{}; watching {}", xds_address,
                admin ? absl::StrCat(", admin on http://", admin->address()) : "",
                flags.Get("namespaces").empty() ? "all namespaces" : flags.Get("namespaces"));

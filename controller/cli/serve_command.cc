@@ -230,6 +230,9 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
   builder.RegisterService(&ads);
   builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
+  // gRPC sets SO_REUSEPORT by default: a second process could then share the
+  // port silently. Fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || xds_port == 0) {
     err << "facet serve: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";

@@ -4,8 +4,10 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "controller/kube/yaml_fields.h"
 #include "controller/manifest/object_parser.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/names/names.h"
 
 namespace facet::controller {
 
@@ -125,7 +127,25 @@ void KubeSource::Run() {
   }
 }
 
+std::string KubeSource::SpecFingerprint() const {
+  // Status writes and metadata edits leave every (key, uid, generation) as
+  // it was; only spec changes, creations and deletions alter it.
+  std::string fingerprint;
+  auto add = [&fingerprint](const kube::Reflector& reflector) {
+    for (const auto& [key, object] : *reflector.Snapshot()) {
+      absl::StrAppend(&fingerprint, key, " ", kube::StringAt(object, {"metadata", "uid"}), " ",
+                      kube::StringAt(object, {"metadata", "generation"}), "\n");
+    }
+  };
+  for (const auto& reflector : resource_reflectors_) add(*reflector);
+  add(*authority_reflector_);
+  return fingerprint;
+}
+
 void KubeSource::BuildAndPublish() {
+  std::string fingerprint = SpecFingerprint();
+  if (last_ != nullptr && fingerprint == last_fingerprint_) return;  // Nothing to rebuild.
+  last_fingerprint_ = std::move(fingerprint);
   std::vector<xds::ResourceObject> resources;
   std::vector<xds::AuthorityObject> authorities;
   auto collect = [&](const kube::Reflector& reflector) {
@@ -179,17 +199,23 @@ void KubeSource::SyncStatus() {
     }
   }
   std::vector<xds::ObjectStatus> statuses = this->statuses();
+  // Served resources per authority, counted from what is actually served
+  // (previous revisions that keep serving included).
   std::map<std::string, int> per_authority;
-  for (const auto& status : statuses) {
-    if (status.accepted && status.served_name.rfind("xdstp://", 0) == 0) {
-      const std::string rest = status.served_name.substr(8);
-      per_authority[rest.substr(0, rest.find('/'))]++;
+  if (last_ != nullptr) {
+    for (const xds::ResourceType* type : xds::AllResourceTypes()) {
+      for (const auto& [name, resource] : last_->resources(*type)) {
+        absl::StatusOr<xds::XdstpName> parsed = xds::ParseXdstpName(name);
+        if (xds::IsXdstpName(name) && parsed.ok()) per_authority[parsed->authority]++;
+      }
     }
   }
   int64_t writes = 0, errors = 0;
   for (const auto& status : statuses) {
-    const int resources =
-        status.ref.kind == xds::kXdsAuthorityKind ? per_authority[status.served_name] : 0;
+    // A rejected XdsAuthority (e.g. a duplicate) owns nothing.
+    const int resources = status.ref.kind == xds::kXdsAuthorityKind && status.accepted
+                              ? per_authority[status.served_name]
+                              : 0;
     absl::StatusOr<bool> wrote = status_writer_.Sync(status, feedback, resources);
     if (!wrote.ok()) {
       ++errors;

@@ -67,6 +67,7 @@ class KubeSource {
   void Notify();
   void Run();
   void BuildAndPublish();
+  std::string SpecFingerprint() const;
   void SyncStatus();
 
   kube::KubeClient& client_;
@@ -90,6 +91,7 @@ class KubeSource {
 
   // Worker thread only:
   std::shared_ptr<const xds::Snapshot> last_;
+  std::string last_fingerprint_;
   absl::Time last_status_sync_ = absl::InfinitePast();
   std::thread worker_;
 };

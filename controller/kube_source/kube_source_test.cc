@@ -72,6 +72,11 @@ TEST_F(KubeSourceTest, ServesTheClusterStateAndWritesStatus) {
     return Condition(client_, "demo/greeter-routes", "Programmed", "status") == "True";
   }));
   EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Accepted", "status"), "True");
+  // Its own status writes come back as watch events, but change no spec:
+  // they must not trigger rebuilds.
+  absl::SleepFor(absl::Milliseconds(200));  // Several debounce and resync periods.
+  EXPECT_EQ(source->stats().builds, 1);
+  EXPECT_GE(source->stats().status_writes, 24);
   YAML::Node authority = client_.Objects(kAuthorities)["a-example"];
   // examples/20-authority-a.yaml declares 8 XdsResources under a.example.
   EXPECT_EQ(kube::StringAt(authority, {"status", "resources"}), "8");

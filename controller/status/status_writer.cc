@@ -16,6 +16,8 @@ namespace {
 
 constexpr size_t kMaxMessage = 32768;
 constexpr size_t kMaxNacksPerVariant = 32;
+// The CRD bounds status.variants[].nacks[].detail and status.warnings[].
+constexpr size_t kMaxDetail = 4096;
 constexpr size_t kMaxWarnings = 64;
 
 void SetString(YAML::Node node, const std::string& value) {
@@ -33,9 +35,9 @@ std::string FormatConditionTime(absl::Time time) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
 }
 
-std::string Truncate(std::string text) {
-  if (text.size() > kMaxMessage) {
-    text.resize(kMaxMessage - 3);
+std::string Truncate(std::string text, size_t limit = kMaxMessage) {
+  if (text.size() > limit) {
+    text.resize(limit - 3);
     text += "...";
   }
   return text;
@@ -168,7 +170,7 @@ YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& curr
         YAML::Node n;
         n["client"] = StringNode(record.node_id);
         n["version"] = StringNode(record.version);
-        n["detail"] = StringNode(Truncate(record.error_detail));
+        n["detail"] = StringNode(Truncate(record.error_detail, kMaxDetail));
         nacks.push_back(n);
       }
     }
@@ -182,7 +184,8 @@ YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& curr
     for (const xds::Finding* finding : warnings) {
       if (list.size() >= kMaxWarnings) break;
       list.push_back(StringNode(Truncate(
-          absl::StrCat(finding->field.empty() ? "" : finding->field + ": ", finding->message))));
+          absl::StrCat(finding->field.empty() ? "" : finding->field + ": ", finding->message),
+          kMaxDetail)));
     }
     out["warnings"] = list;
   }

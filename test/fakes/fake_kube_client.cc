@@ -108,6 +108,17 @@ std::string FakeKubeClient::PutLocked(const std::string& collection, YAML::Node 
       object["metadata"]["creationTimestamp"] = "2024-01-01T00:00:00Z";
     }
   }
+  if (existed) {
+    // As the API server does: a spec change bumps metadata.generation.
+    const YAML::Node& previous = stored.at(*key);
+    int64_t generation = 1;
+    (void)absl::SimpleAtoi(StringAt(previous, {"metadata", "generation"}), &generation);
+    if (SpecText(controller::kube::Field(previous, "spec")) !=
+            SpecText(controller::kube::Field(object, "spec")) &&
+        StringAt(object, {"metadata", "generation"}) == StringAt(previous, {"metadata", "generation"})) {
+      object["metadata"]["generation"] = generation + 1;
+    }
+  }
   stored.erase(*key);  // Not operator=: it would write through to the old node.
   stored.emplace(*key, object);
   RecordLocked(collection, StringAt(object, {"metadata", "namespace"}),
