@@ -14,6 +14,7 @@
 #include "controller/admin/admin_server.h"
 #include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
+#include "controller/cli/xds_listener.h"
 #include "controller/kube/cpprest_kube_client.h"
 #include "controller/kube/kube_config.h"
 #include "controller/kube_source/kube_source.h"
@@ -190,32 +191,23 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
     }
   }
 
-  grpc::ServerBuilder builder;
-  int xds_port = 0;
-  builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
-  builder.RegisterService(&ads);
-  builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
-  // gRPC sets SO_REUSEPORT by default: a second process could then share the
-  // port silently. Fail instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || xds_port == 0) {
-    err << "facet controller: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";
+  absl::StatusOr<XdsListener> listener =
+      StartXdsListener(flags.Get("xds-address"), ads, ads_options.max_request_bytes);
+  if (!listener.ok()) {
+    err << "facet controller: --xds-address: " << listener.status().message() << "\n";
+    if (elector) elector->Stop();
+    source.Stop();
     return 1;
   }
-  auto host_port = SplitHostPort(flags.Get("xds-address"));
-  std::string host = host_port.ok() ? host_port->first : "127.0.0.1";
-  if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
-  const std::string xds_address = absl::StrCat(host, ":", xds_port);
+  std::unique_ptr<grpc::Server> server = std::move(listener->server);
+  const std::string xds_address = listener->address;
 
   spdlog::info("facet controller: xDS on {}{}; watching {}", xds_address,
                admin ? absl::StrCat(", admin on http://", admin->address()) : "",
                flags.Get("namespaces").empty() ? "all namespaces" : flags.Get("namespaces"));
-  if (!flags.Get("ready-file").empty()) {
-    const std::string path = flags.Get("ready-file");
-    std::ofstream(path + ".tmp") << "{\"xds_address\":\"" << xds_address << "\",\"admin_address\":\""
-                                 << (admin ? admin->address() : "") << "\"}\n";
-    std::rename((path + ".tmp").c_str(), path.c_str());
+  if (!flags.Get("ready-file").empty() &&
+      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {
+    spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
   }
 
   int signal_number = 0;

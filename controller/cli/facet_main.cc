@@ -1,4 +1,7 @@
 // The `facet` command: validate, serve, controller, version.
+#include <pthread.h>
+#include <signal.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,6 +35,17 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
+  if (command == "serve" || command == "controller") {
+    // These commands wait for SIGTERM/SIGINT with sigwait on the main thread.
+    // Block the signals now, before any library starts a thread, so every
+    // thread inherits the mask and no signal can land elsewhere and kill the
+    // process before the lease is released and streams are drained.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  }
   if (command == "validate") {
     return facet::controller::RunValidate(args, std::cout, std::cerr);
   }

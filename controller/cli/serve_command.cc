@@ -15,6 +15,7 @@
 #include "controller/admin/admin_server.h"
 #include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
+#include "controller/cli/xds_listener.h"
 #include "controller/manifest/manifest_dir_source.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -153,16 +154,6 @@ std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& 
   return out;
 }
 
-bool WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << content;
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
 }  // namespace
 
 int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -225,23 +216,14 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   ManifestDirSource source(source_options, store);
   source.Start();  // The first snapshot is published before any client can connect.
 
-  grpc::ServerBuilder builder;
-  int xds_port = 0;
-  builder.AddListeningPort(flags.Get("xds-address"), grpc::InsecureServerCredentials(), &xds_port);
-  builder.RegisterService(&ads);
-  builder.SetMaxReceiveMessageSize(ads_options.max_request_bytes);
-  // gRPC sets SO_REUSEPORT by default: a second process could then share the
-  // port silently. Fail instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (server == nullptr || xds_port == 0) {
-    err << "facet serve: cannot listen on --xds-address " << flags.Get("xds-address") << "\n";
+  absl::StatusOr<XdsListener> listener =
+      StartXdsListener(flags.Get("xds-address"), ads, ads_options.max_request_bytes);
+  if (!listener.ok()) {
+    err << "facet serve: --xds-address: " << listener.status().message() << "\n";
     return 1;
   }
-  auto host_port = SplitHostPort(flags.Get("xds-address"));
-  std::string host = host_port.ok() ? host_port->first : "127.0.0.1";
-  if (host == "0.0.0.0" || host == "::" || host.empty()) host = "127.0.0.1";
-  const std::string xds_address = absl::StrCat(host, ":", xds_port);
+  std::unique_ptr<grpc::Server> server = std::move(listener->server);
+  const std::string xds_address = listener->address;
 
   std::unique_ptr<AdminServer> admin;
   if (!flags.Get("admin-address").empty()) {
@@ -268,13 +250,9 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
       << "Client bootstrap (save it as bootstrap.json and set GRPC_XDS_BOOTSTRAP=bootstrap.json):\n"
       << ClientBootstrap(xds_address, source.authorities()) << "\n";
   out.flush();
-  if (!flags.Get("ready-file").empty()) {
-    Struct ready;
-    (*ready.mutable_fields())["xds_address"] = StringValue(xds_address);
-    (*ready.mutable_fields())["admin_address"] = StringValue(admin ? admin->address() : "");
-    if (!WriteFileAtomically(flags.Get("ready-file"), ToJson(ready, false) + "\n")) {
-      spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
-    }
+  if (!flags.Get("ready-file").empty() &&
+      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {
+    spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
   }
 
   int signal_number = 0;

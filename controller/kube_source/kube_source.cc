@@ -132,7 +132,10 @@ std::string KubeSource::SpecFingerprint() const {
   // it was; only spec changes, creations and deletions alter it.
   std::string fingerprint;
   auto add = [&fingerprint](const kube::Reflector& reflector) {
-    for (const auto& [key, object] : *reflector.Snapshot()) {
+    // Hold the snapshot for the whole loop: the reflector may replace its
+    // cache meanwhile, and a temporary shared_ptr would die before the body.
+    const auto snapshot = reflector.Snapshot();
+    for (const auto& [key, object] : *snapshot) {
       absl::StrAppend(&fingerprint, key, " ", kube::StringAt(object, {"metadata", "uid"}), " ",
                       kube::StringAt(object, {"metadata", "generation"}), "\n");
     }
@@ -149,7 +152,10 @@ void KubeSource::BuildAndPublish() {
   std::vector<xds::ResourceObject> resources;
   std::vector<xds::AuthorityObject> authorities;
   auto collect = [&](const kube::Reflector& reflector) {
-    for (const auto& [key, object] : *reflector.Snapshot()) {
+    // Hold the snapshot for the whole loop: the reflector may replace its
+    // cache meanwhile, and a temporary shared_ptr would die before the body.
+    const auto snapshot = reflector.Snapshot();
+    for (const auto& [key, object] : *snapshot) {
       ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
       if (auto* resource = std::get_if<xds::ResourceObject>(&parsed)) {
         resources.push_back(std::move(*resource));
