@@ -14,7 +14,7 @@
 #include "controller/admin/admin_server.h"
 #include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
-#include "controller/cli/xds_listener.h"
+#include "controller/cli/serving_common.h"
 #include "controller/kube/cpprest_kube_client.h"
 #include "controller/kube/kube_config.h"
 #include "controller/kube_source/kube_source.h"
@@ -85,15 +85,9 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
     out << usage;
     return 0;
   }
-  spdlog::level::level_enum level = spdlog::level::from_str(flags.Get("log-level"));
-  if (level == spdlog::level::off && flags.Get("log-level") != "off") {
-    err << "facet controller: --log-level: unknown level \"" << flags.Get("log-level") << "\"\n";
-    return 2;
-  }
-  spdlog::set_level(level);
-  auto mapping = xds::ParameterMapping::Parse(flags.Get("node-metadata-params"));
+  absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
   if (!mapping.ok()) {
-    err << "facet controller: --node-metadata-params: " << mapping.status().message() << "\n";
+    err << "facet controller: " << mapping.status().message() << "\n";
     return 2;
   }
 
@@ -113,15 +107,14 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
     lease_namespace = environment.GetEnv("POD_NAMESPACE").value_or(config->default_namespace);
   }
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Normally done by main() already; repeated for callers that run the
+  // command in-process.
+  BlockShutdownSignals();
+  const sigset_t signals = ShutdownSignals();
 
   xds::SnapshotStore store;
   xds::AdsService::Options ads_options;
-  ads_options.mapping = std::make_shared<const xds::ParameterMapping>(*std::move(mapping));
+  ads_options.mapping = *std::move(mapping);
   xds::AdsService ads(store, ads_options);
 
   kube::RealClock clock;

@@ -1,13 +1,11 @@
 // The `facet` command: validate, serve, controller, version.
-#include <pthread.h>
-#include <signal.h>
-
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "controller/cli/controller_command.h"
 #include "controller/cli/serve_command.h"
+#include "controller/cli/serving_common.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "controller/cli/validate_command.h"
@@ -40,11 +38,7 @@ int main(int argc, char** argv) {
     // Block the signals now, before any library starts a thread, so every
     // thread inherits the mask and no signal can land elsewhere and kill the
     // process before the lease is released and streams are drained.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    facet::controller::BlockShutdownSignals();
   }
   if (command == "validate") {
     return facet::controller::RunValidate(args, std::cout, std::cerr);

@@ -15,7 +15,7 @@
 #include "controller/admin/admin_server.h"
 #include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
-#include "controller/cli/xds_listener.h"
+#include "controller/cli/serving_common.h"
 #include "controller/manifest/manifest_dir_source.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -186,28 +186,20 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     err << "facet serve: --manifests " << flags.Get("manifests") << ": not a directory\n";
     return 1;
   }
-  spdlog::level::level_enum level = spdlog::level::from_str(flags.Get("log-level"));
-  if (level == spdlog::level::off && flags.Get("log-level") != "off") {
-    err << "facet serve: --log-level: unknown level \"" << flags.Get("log-level") << "\"\n";
-    return 2;
-  }
-  spdlog::set_level(level);
-  auto mapping = xds::ParameterMapping::Parse(flags.Get("node-metadata-params"));
+  absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
   if (!mapping.ok()) {
-    err << "facet serve: --node-metadata-params: " << mapping.status().message() << "\n";
+    err << "facet serve: " << mapping.status().message() << "\n";
     return 2;
   }
 
-  // Handle SIGTERM/SIGINT on this thread only: block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Normally done by main() already; repeated for callers that run the
+  // command in-process.
+  BlockShutdownSignals();
+  const sigset_t signals = ShutdownSignals();
 
   xds::SnapshotStore store;
   xds::AdsService::Options ads_options;
-  ads_options.mapping = std::make_shared<const xds::ParameterMapping>(*std::move(mapping));
+  ads_options.mapping = *std::move(mapping);
   xds::AdsService ads(store, ads_options);
 
   ManifestDirSource::Options source_options;

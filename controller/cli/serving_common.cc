@@ -1,4 +1,6 @@
-#include "controller/cli/xds_listener.h"
+#include "controller/cli/serving_common.h"
+
+#include <pthread.h>
 
 #include <cstdio>
 #include <fstream>
@@ -6,8 +8,39 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "controller/admin/admin_server.h"
+#include "spdlog/spdlog.h"
 
 namespace facet::controller {
+
+sigset_t ShutdownSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  return signals;
+}
+
+void BlockShutdownSignals() {
+  const sigset_t signals = ShutdownSignals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
+absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> ApplyCommonFlags(const Flags& flags) {
+  const std::string& level_name = flags.Get("log-level");
+  const spdlog::level::level_enum level = spdlog::level::from_str(level_name);
+  if (level == spdlog::level::off && level_name != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log-level: unknown level \"", level_name, "\""));
+  }
+  spdlog::set_level(level);
+  absl::StatusOr<xds::ParameterMapping> mapping =
+      xds::ParameterMapping::Parse(flags.Get("node-metadata-params"));
+  if (!mapping.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-metadata-params: ", mapping.status().message()));
+  }
+  return std::make_shared<const xds::ParameterMapping>(*std::move(mapping));
+}
 
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
                                              int max_request_bytes) {

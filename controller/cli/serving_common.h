@@ -1,16 +1,30 @@
-// Starting the ADS gRPC server and writing the ready file: shared by
-// `facet serve` and `facet controller`.
-#ifndef FACET_CONTROLLER_CLI_XDS_LISTENER_H_
-#define FACET_CONTROLLER_CLI_XDS_LISTENER_H_
+// What `facet serve` and `facet controller` share: shutdown signals, the
+// flags both take, starting the ADS gRPC server, and the ready file.
+#ifndef FACET_CONTROLLER_CLI_SERVING_COMMON_H_
+#define FACET_CONTROLLER_CLI_SERVING_COMMON_H_
+
+#include <signal.h>
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "controller/cli/flags.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
 
 namespace facet::controller {
+
+// Returns {SIGTERM, SIGINT}, the signals a serving command waits for.
+sigset_t ShutdownSignals();
+
+// Blocks ShutdownSignals() in the calling thread, and so in every thread it
+// starts later: call before any library starts a thread, then sigwait.
+void BlockShutdownSignals();
+
+// Applies --log-level and parses --node-metadata-params. Errors name the flag
+// and the reason.
+absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> ApplyCommonFlags(const Flags& flags);
 
 struct XdsListener {
   std::unique_ptr<grpc::Server> server;
@@ -30,4 +44,4 @@ bool WriteReadyFile(const std::string& path, const std::string& xds_address,
 
 }  // namespace facet::controller
 
-#endif  // FACET_CONTROLLER_CLI_XDS_LISTENER_H_
+#endif  // FACET_CONTROLLER_CLI_SERVING_COMMON_H_

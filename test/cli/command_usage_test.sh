@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Checks that `facet serve` and `facet controller` refuse bad flags with exit
+# status 2 and a message naming the flag, before starting anything.
+set -u
+facet=$1
+repo=$2
+failures=0
+expect_usage_error() {
+  local want=$1
+  shift
+  local output
+  output=$("${facet}" "$@" 2>&1 >/dev/null)
+  local got=$?
+  if [[ ${got} -ne 2 ]]; then
+    echo "FAIL: facet $* exited ${got}, want 2"
+    failures=$((failures + 1))
+  elif [[ ${output} != *"${want}"* ]]; then
+    echo "FAIL: facet $*: message \"${output}\" lacks \"${want}\""
+    failures=$((failures + 1))
+  fi
+}
+expect_usage_error '--log-level: unknown level "loud"' serve --manifests "${repo}/examples" --log-level loud
+expect_usage_error '--node-metadata-params: node metadata mapping entry ""' \
+  serve --manifests "${repo}/examples" --node-metadata-params 'a,,b'
+expect_usage_error 'unknown flag --bogus' serve --manifests "${repo}/examples" --bogus
+expect_usage_error '--manifests DIR is required' serve
+expect_usage_error '--log-level: unknown level "loud"' controller --log-level loud
+expect_usage_error 'parameter "a" is listed twice' \
+  controller --node-metadata-params 'a,a=b'
+expect_usage_error 'unexpected argument' controller extra
+if [[ ${failures} -gt 0 ]]; then exit 1; fi
+echo "command usage errors: ok"
