@@ -106,23 +106,20 @@ void ManifestDirSource::Rebuild() {
   std::vector<xds::ResourceObject> resources;
   std::vector<xds::AuthorityObject> authorities;
   std::set<xds::ObjectRef> seen;
+  // Keeps the first definition of each object, in file-name order.
+  auto take = [&seen](const auto& objects, auto* out) {
+    for (const auto& object : objects) {
+      if (seen.insert(object.ref).second) {
+        out->push_back(object);
+      } else {
+        spdlog::error("manifests: {}: {} is defined in more than one file; using the first",
+                      object.location, object.ref.ToString());
+      }
+    }
+  };
   for (const auto& [path, state] : files_) {
-    for (const auto& object : state.resources) {
-      if (seen.insert(object.ref).second) {
-        resources.push_back(object);
-      } else {
-        spdlog::error("manifests: {}: {} is defined in more than one file; using the first",
-                      object.location, object.ref.ToString());
-      }
-    }
-    for (const auto& object : state.authorities) {
-      if (seen.insert(object.ref).second) {
-        authorities.push_back(object);
-      } else {
-        spdlog::error("manifests: {}: {} is defined in more than one file; using the first",
-                      object.location, object.ref.ToString());
-      }
-    }
+    take(state.resources, &resources);
+    take(state.authorities, &authorities);
   }
   xds::BuildOptions build = options_.build;
   if (options_.authorities_from_directory) {

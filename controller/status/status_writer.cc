@@ -20,11 +20,6 @@ constexpr size_t kMaxNacksPerVariant = 32;
 constexpr size_t kMaxDetail = 4096;
 constexpr size_t kMaxWarnings = 64;
 
-void SetString(YAML::Node node, const std::string& value) {
-  node = value;
-  node.SetTag("!");
-}
-
 YAML::Node StringNode(const std::string& value) {
   YAML::Node node(value);
   node.SetTag("!");

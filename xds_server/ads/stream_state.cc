@@ -259,9 +259,8 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
   for (const std::string& name : request.resource_names_unsubscribe()) {
     if (name == kWildcard) {
       state.wildcard = false;
-      for (auto it = state.names.begin(); it != state.names.end();) {
-        it = it->second.subscriptions.empty() ? state.names.erase(it) : std::next(it);
-      }
+      // Names held only through the wildcard are forgotten with it.
+      std::erase_if(state.names, [](const auto& entry) { return entry.second.subscriptions.empty(); });
       continue;
     }
     auto it = state.names.find(CanonicalName(name));
@@ -388,6 +387,13 @@ StreamState::TypeState* StreamState::PickNext(bool* removal_phase, Diff* diff) {
   return nullptr;
 }
 
+void StreamState::DropIdleNames(TypeState& state) {
+  // Wildcard-covered names that no longer hold anything need no state.
+  std::erase_if(state.names, [](const auto& entry) {
+    return entry.second.subscriptions.empty() && entry.second.held.empty();
+  });
+}
+
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
 std::string StreamState::HeldDigest(const std::map<std::string, NameState>& names) {
@@ -457,11 +463,7 @@ bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) 
         for (const auto& [version, variant] : ns.held) carried.emplace_back(name, variant);
       }
     }
-    // Drop wildcard-only entries that hold nothing.
-    for (auto it = state->names.begin(); it != state->names.end();) {
-      it = (it->second.subscriptions.empty() && it->second.held.empty()) ? state->names.erase(it)
-                                                                          : std::next(it);
-    }
+    DropIdleNames(*state);
     if (removal_phase && !full_state && !state->response_due) {
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
@@ -562,10 +564,7 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
         ns.held = std::move(desired);
         ns.answered = true;
       }
-      for (auto it = state->names.begin(); it != state->names.end();) {
-        it = (it->second.subscriptions.empty() && it->second.held.empty()) ? state->names.erase(it)
-                                                                            : std::next(it);
-      }
+      DropIdleNames(*state);
     }
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
     response->set_type_url(state->type_url);

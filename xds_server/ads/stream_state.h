@@ -137,6 +137,7 @@ class StreamState {
   // Picks the type to answer next and whether it is the removal phase.
   TypeState* PickNext(bool* removal_phase, Diff* diff);
   std::string NextNonce();
+  static void DropIdleNames(TypeState& state);
   // Returns the SotW version_info of a set of held variants (a content
   // digest, the same on every replica).
   static std::string HeldDigest(const std::map<std::string, NameState>& names);

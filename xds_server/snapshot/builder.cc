@@ -118,12 +118,19 @@ class Builder {
   }
 
  private:
-  ObjectStatus CheckAuthority(const AuthorityObject& object) {
+  // Starts an object's status from what the source found while parsing it.
+  template <typename Object>
+  static ObjectStatus StatusOf(const Object& object) {
     ObjectStatus status;
     status.ref = object.ref;
     status.generation = object.generation;
     status.location = object.location;
     status.findings = object.findings;
+    return status;
+  }
+
+  ObjectStatus CheckAuthority(const AuthorityObject& object) {
+    ObjectStatus status = StatusOf(object);
     if (status.findings.empty()) {
       absl::StatusOr<std::string> probe =
           BuildXdstpName(object.authority, "envoy.config.listener.v3.Listener", "probe", {});
@@ -245,11 +252,7 @@ class Builder {
   // Validates one object's new revision; sets `*served` when it is valid.
   ObjectStatus ValidateObject(const ResourceObject& object,
                               std::shared_ptr<ServedResource>* served) {
-    ObjectStatus status;
-    status.ref = object.ref;
-    status.generation = object.generation;
-    status.location = object.location;
-    status.findings = object.findings;
+    ObjectStatus status = StatusOf(object);
     if (!object.spec.has_value()) {
       if (!status.has_errors()) AddError(&status.findings, "InvalidSpec", "spec", "is missing");
       return status;
