@@ -17,37 +17,26 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 namespace {
 
 // (type URL, name) pairs whose variants changed between two snapshots.
-struct ChangeSet {
+struct WakeSet {
   bool all = false;
   std::set<std::pair<std::string, std::string>> keys;
 };
 
-std::vector<std::string> VersionsOf(const ServedResource& resource) {
-  std::vector<std::string> versions;
-  for (const auto& variant : resource.variants) versions.push_back(variant->version);
-  return versions;
-}
-
-ChangeSet Changes(const Snapshot* before, const Snapshot& after) {
-  ChangeSet changes;
-  if (before == nullptr) {
-    changes.all = true;
-    return changes;
+// Uses the snapshot's own change set when it was derived from `before`;
+// anything else (a first snapshot, a skipped one) wakes every stream.
+WakeSet Changes(const Snapshot* before, const Snapshot& after) {
+  WakeSet wake;
+  const ChangeSet& changes = after.changes();
+  if (before == nullptr || changes.all || after.base_version() != before->version()) {
+    wake.all = true;
+    return wake;
   }
-  for (const ResourceType* type : AllResourceTypes()) {
-    const auto& old_map = before->resources(*type);
-    const auto& new_map = after.resources(*type);
-    for (const auto& [name, resource] : new_map) {
-      auto it = old_map.find(name);
-      if (it == old_map.end() || VersionsOf(*it->second) != VersionsOf(*resource)) {
-        changes.keys.emplace(type->type_url(), name);
-      }
-    }
-    for (const auto& [name, resource] : old_map) {
-      if (new_map.find(name) == new_map.end()) changes.keys.emplace(type->type_url(), name);
+  for (const auto& [type, names] : changes.by_type) {
+    for (const auto* list : {&names.added, &names.changed, &names.removed}) {
+      for (const std::string& name : *list) wake.keys.emplace(type->type_url(), name);
     }
   }
-  return changes;
+  return wake;
 }
 
 std::string ShortType(const std::string& type_url) {
@@ -73,7 +62,7 @@ class AdsService::StreamCore {
   virtual ~StreamCore() = default;
 
   virtual void Notify(const std::shared_ptr<const ServingSnapshot>& serving,
-                      const ChangeSet& changes) = 0;
+                      const WakeSet& changes) = 0;
   virtual std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const = 0;
   virtual void Drain() = 0;
   virtual std::string node_id() const = 0;
@@ -147,7 +136,7 @@ class Core final : public AdsService::StreamCore {
   }
 
   void Notify(const std::shared_ptr<const ServingSnapshot>& serving,
-              const ChangeSet& changes) override {
+              const WakeSet& changes) override {
     {
       absl::MutexLock lock(&mu_);
       state_.SetSnapshot(serving);
@@ -307,7 +296,7 @@ AdsService::DeltaAggregatedResources(grpc::CallbackServerContext* context) {
 void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   auto serving = std::make_shared<ServingSnapshot>(std::move(snapshot));
   std::vector<std::shared_ptr<StreamCore>> cores;
-  ChangeSet changes;
+  WakeSet changes;
   {
     absl::MutexLock lock(&mu_);
     changes = Changes(current_ ? &current_->snapshot() : nullptr, serving->snapshot());

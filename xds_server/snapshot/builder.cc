@@ -85,6 +85,11 @@ class Builder {
   BuildResult Build(absl::Span<const ResourceObject> resources,
                     absl::Span<const AuthorityObject> authorities) {
     BuildResult result;
+    if (options_.authority_policy == BuildOptions::AuthorityPolicy::kEnforceWhenDeclared) {
+      options_.authority_policy = authorities.empty()
+                                      ? BuildOptions::AuthorityPolicy::kWarnUndeclared
+                                      : BuildOptions::AuthorityPolicy::kEnforce;
+    }
     for (const AuthorityObject& authority : authorities) {
       result.statuses.push_back(CheckAuthority(authority));
     }
@@ -111,7 +116,7 @@ class Builder {
       }
       served.push_back(std::move(candidate.resource));
     }
-    result.snapshot = std::make_shared<const Snapshot>(std::move(served));
+    result.snapshot = std::make_shared<const Snapshot>(std::move(served), previous_);
     std::sort(result.statuses.begin(), result.statuses.end(),
               [](const ObjectStatus& a, const ObjectStatus& b) { return a.ref < b.ref; });
     return result;
@@ -319,6 +324,8 @@ class Builder {
                                            const VariantSpec& spec, size_t index,
                                            std::vector<Finding>* findings) {
     auto variant = std::make_shared<Variant>();
+    variant->type = &type;
+    variant->name = served_name;
     variant->label = spec.label;
     absl::StatusOr<Constraint> constraint = Constraint::Compile(spec.constraints, options_.limits);
     bool ok = true;
@@ -576,12 +583,25 @@ class Builder {
   }
 
   const Snapshot* previous_;
-  const BuildOptions& options_;
+  BuildOptions options_;
   absl::flat_hash_map<std::string, ObjectRef> authority_owner_;
   std::map<std::string, std::set<std::string>> admitted_;
 };
 
 }  // namespace
+
+bool operator==(const ObjectStatus& a, const ObjectStatus& b) {
+  if (!(std::tie(a.ref, a.generation, a.location, a.served_name, a.accepted, a.serving_previous,
+                 a.findings) == std::tie(b.ref, b.generation, b.location, b.served_name,
+                                         b.accepted, b.serving_previous, b.findings))) {
+    return false;
+  }
+  if (a.variants.size() != b.variants.size()) return false;
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    if (a.variants[i]->version != b.variants[i]->version) return false;
+  }
+  return true;
+}
 
 bool ObjectStatus::has_errors() const {
   return std::any_of(findings.begin(), findings.end(),

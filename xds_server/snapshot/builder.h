@@ -19,8 +19,10 @@ struct BuildOptions {
   // kEnforce: an authority must be declared by an XdsAuthority that admits the
   //   object's namespace (error AuthorityNotAllowed otherwise);
   // kWarnUndeclared: authorities are not enforced; an authority no XdsAuthority
-  //   declares gets a warning (for linting manifests without authorities).
-  enum class AuthorityPolicy { kEnforce, kWarnUndeclared };
+  //   declares gets a warning (for linting manifests without authorities);
+  // kEnforceWhenDeclared: kEnforce when the input holds any XdsAuthority
+  //   object, kWarnUndeclared otherwise (a manifest directory).
+  enum class AuthorityPolicy { kEnforce, kWarnUndeclared, kEnforceWhenDeclared };
   AuthorityPolicy authority_policy = AuthorityPolicy::kEnforce;
   // Whether objects may publish old-style (non-xdstp) names.
   bool allow_old_style_names = true;
@@ -42,6 +44,8 @@ struct ObjectStatus {
   std::vector<std::shared_ptr<const Variant>> variants;
 
   bool has_errors() const;
+  // Equal content (variants compared by version).
+  friend bool operator==(const ObjectStatus& a, const ObjectStatus& b);
 };
 
 struct BuildResult {

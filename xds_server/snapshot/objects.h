@@ -47,6 +47,11 @@ struct Finding {
   std::string reason;
   std::string field;    // e.g. "spec.variants[1].match"; empty for the whole object.
   std::string message;  // What is wrong and what to do, in words.
+
+  friend bool operator==(const Finding& a, const Finding& b) {
+    return std::tie(a.severity, a.reason, a.field, a.message) ==
+           std::tie(b.severity, b.reason, b.field, b.message);
+  }
 };
 
 struct VariantSpec {

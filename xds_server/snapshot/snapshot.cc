@@ -2,8 +2,12 @@
 
 #include <openssl/sha.h>
 
+#include <cstring>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "envoy/service/discovery/v3/discovery.pb.h"
+#include "google/protobuf/any.pb.h"
 
 namespace facet::xds {
 
@@ -19,6 +23,47 @@ std::string ContentDigest(absl::string_view data) {
       absl::string_view(reinterpret_cast<const char*>(digest), 8));
 }
 
+const std::string& Variant::EncodedAny() const {
+  absl::call_once(any_once_, [this] {
+    google::protobuf::Any any;
+    any.set_type_url(type->type_url());
+    any.set_value(serialized);
+    any.SerializeToString(&any_);
+  });
+  return any_;
+}
+
+const std::string& Variant::EncodedWrapper(bool locator) const {
+  const int index = locator ? 1 : 0;
+  absl::call_once(wrapper_once_[index], [this, locator, index] {
+    // Serialized by hand around the shared Any bytes, so the resource is not
+    // copied into a message first. Field numbers from discovery.proto:
+    // Resource.name = 3, version = 1, resource = 2, resource_name = 8.
+    envoy::service::discovery::v3::Resource head;
+    if (locator) {
+      auto* resource_name = head.mutable_resource_name();
+      resource_name->set_name(name);
+      *resource_name->mutable_dynamic_parameter_constraints() = constraints.proto();
+    } else {
+      head.set_name(name);
+    }
+    head.set_version(version);
+    std::string out = head.SerializeAsString();
+    const std::string& any = EncodedAny();
+    // Field 2 (resource), wire type 2: tag, length, bytes.
+    out.push_back(static_cast<char>((2 << 3) | 2));
+    uint64_t length = any.size();
+    while (length >= 0x80) {
+      out.push_back(static_cast<char>((length & 0x7f) | 0x80));
+      length >>= 7;
+    }
+    out.push_back(static_cast<char>(length));
+    out.append(any);
+    wrapper_[index] = std::move(out);
+  });
+  return wrapper_[index];
+}
+
 const Variant* ServedResource::Select(const ParameterSet& params) const {
   for (const auto& variant : variants) {
     if (variant->constraints.Matches(params)) return variant.get();
@@ -26,20 +71,126 @@ const Variant* ServedResource::Select(const ParameterSet& params) const {
   return nullptr;
 }
 
-Snapshot::Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources) {
-  std::string digest_input;
-  for (auto& resource : resources) {
-    by_owner_[resource->owner] = resource;
-    by_type_[resource->type][resource->name] = std::move(resource);
+size_t ChangeSet::size() const {
+  size_t n = 0;
+  for (const auto& [type, changes] : by_type) {
+    n += changes.added.size() + changes.changed.size() + changes.removed.size();
   }
+  return n;
+}
+
+uint64_t ResourceDigest(const ServedResource& resource) {
+  std::string input = absl::StrCat(resource.type->type_url(), "\n", resource.name, "\n");
+  for (const auto& variant : resource.variants) absl::StrAppend(&input, variant->version, ",");
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
+  uint64_t out;
+  std::memcpy(&out, digest, sizeof(out));
+  return out;
+}
+
+namespace {
+
+bool SameVersions(const ServedResource& a, const ServedResource& b) {
+  if (a.variants.size() != b.variants.size()) return false;
+  for (size_t i = 0; i < a.variants.size(); ++i) {
+    if (a.variants[i]->version != b.variants[i]->version) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Snapshot::Insert(std::shared_ptr<const ServedResource> resource) {
+  digest_sum_ += ResourceDigest(*resource);
+  by_owner_[resource->owner] = resource;
+  auto& slot = by_type_[resource->type][resource->name];
+  slot = std::move(resource);
+}
+
+void Snapshot::Erase(const ResourceType* type, absl::string_view name) {
+  auto type_it = by_type_.find(type);
+  if (type_it == by_type_.end()) return;
+  auto it = type_it->second.find(name);
+  if (it == type_it->second.end()) return;
+  digest_sum_ -= ResourceDigest(*it->second);
+  auto owner = by_owner_.find(it->second->owner);
+  if (owner != by_owner_.end() && owner->second == it->second) by_owner_.erase(owner);
+  type_it->second.erase(it);
+  if (type_it->second.empty()) by_type_.erase(type_it);
+}
+
+void Snapshot::SetVersion() {
+  version_ = absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(&digest_sum_), sizeof(digest_sum_)));
+}
+
+Snapshot::Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
+                   const Snapshot* base) {
+  for (auto& resource : resources) Insert(std::move(resource));
+  SetVersion();
+  if (base == nullptr) return;
+  base_version_ = base->version();
+  changes_.all = false;
   for (const ResourceType* type : AllResourceTypes()) {
-    for (const auto& [name, resource] : this->resources(*type)) {
-      absl::StrAppend(&digest_input, type->type_url(), "\n", name, "\n");
-      for (const auto& variant : resource->variants) absl::StrAppend(&digest_input, variant->version, ",");
-      digest_input.push_back('\n');
+    const ResourceMap& before = base->resources(*type);
+    const ResourceMap& after = this->resources(*type);
+    TypeChanges changes;
+    for (const auto& [name, resource] : after) {
+      auto it = before.find(name);
+      if (it == before.end()) {
+        changes.added.push_back(name);
+      } else if (!SameVersions(*it->second, *resource)) {
+        changes.changed.push_back(name);
+      }
+    }
+    for (const auto& [name, resource] : before) {
+      if (after.find(name) == after.end()) changes.removed.push_back(name);
+    }
+    if (!changes.empty()) changes_.by_type[type] = std::move(changes);
+  }
+}
+
+std::shared_ptr<const Snapshot> Snapshot::Derive(
+    const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
+    const std::vector<std::pair<const ResourceType*, std::string>>& removals) {
+  auto out = std::make_shared<Snapshot>();
+  out->by_type_ = base.by_type_;
+  out->by_owner_ = base.by_owner_;
+  out->digest_sum_ = base.digest_sum_;
+  out->base_version_ = base.version();
+  out->changes_.all = false;
+  std::map<const ResourceType*, std::map<std::string, int>> touched;  // -1 removed, 1 added, 0 changed.
+  for (const auto& [type, name] : removals) {
+    if (base.Find(*type, name) == nullptr) continue;
+    out->Erase(type, name);
+    touched[type][name] = -1;
+  }
+  for (auto& resource : upserts) {
+    const ServedResource* before = base.Find(*resource->type, resource->name);
+    const ResourceType* type = resource->type;
+    const std::string name = resource->name;
+    // Replace even when the versions are equal: the owner may differ.
+    out->Erase(type, name);
+    const bool same = before != nullptr && SameVersions(*before, *resource);
+    out->Insert(std::move(resource));
+    if (before == nullptr) {
+      touched[type][name] = 1;
+    } else if (!same) {
+      touched[type][name] = 0;
+    } else {
+      touched[type].erase(name);  // Re-added with the same content: no change.
     }
   }
-  version_ = ContentDigest(digest_input);
+  for (const auto& [type, names] : touched) {
+    TypeChanges changes;
+    for (const auto& [name, kind] : names) {
+      (kind < 0 ? changes.removed : kind > 0 ? changes.added : changes.changed).push_back(name);
+    }
+    if (!changes.empty()) out->changes_.by_type[type] = std::move(changes);
+  }
+  out->SetVersion();
+  return out;
 }
 
 const ServedResource* Snapshot::Find(const ResourceType& type, absl::string_view name) const {

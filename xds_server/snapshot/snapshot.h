@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "xds_server/constraints/constraints.h"
@@ -15,9 +16,11 @@
 
 namespace facet::xds {
 
-// One variant of a served resource. Immutable; shared by snapshots and
-// streams (thread-safe).
+// One variant of a served resource. Immutable once published; shared by
+// snapshots and streams (thread-safe).
 struct Variant {
+  const ResourceType* type = nullptr;
+  std::string name;  // The served (normalised) name of its resource.
   std::string label;
   Constraint constraints;
   std::shared_ptr<const google::protobuf::Message> resource;
@@ -28,6 +31,21 @@ struct Variant {
   // same version on every replica.
   std::string version;
   std::vector<ResourceReference> references;
+
+  // Returns the variant as a serialized google.protobuf.Any of its type.
+  // Encoded on first use, then shared by every stream that sends it.
+  const std::string& EncodedAny() const;
+  // Returns the serialized TP2 envoy.service.discovery.v3.Resource wrapper:
+  // `name` (or, when `locator`, `resource_name` with the variant's
+  // constraints), `version` and the resource. Encoded on first use, then
+  // shared.
+  const std::string& EncodedWrapper(bool locator) const;
+
+ private:
+  mutable absl::once_flag any_once_;
+  mutable std::string any_;
+  mutable absl::once_flag wrapper_once_[2];
+  mutable std::string wrapper_[2];
 };
 
 // All variants of one (type, name). Immutable (thread-safe).
@@ -44,13 +62,42 @@ struct ServedResource {
   const Variant* Select(const ParameterSet& params) const;
 };
 
+// The names of one type whose variants changed from one snapshot to the
+// next, each list sorted.
+struct TypeChanges {
+  std::vector<std::string> added;    // Served now, not before.
+  std::vector<std::string> changed;  // Served before and now, with other variant versions.
+  std::vector<std::string> removed;  // Served before, not now.
+  bool empty() const { return added.empty() && changed.empty() && removed.empty(); }
+};
+
+// What changed between two snapshots.
+struct ChangeSet {
+  // True when the base is unknown: anything may have changed.
+  bool all = true;
+  std::map<const ResourceType*, TypeChanges> by_type;  // Only types with changes.
+
+  size_t size() const;  // Changed names over every type.
+};
+
 // Immutable once built: thread-safe.
 class Snapshot {
  public:
   using ResourceMap = std::map<std::string, std::shared_ptr<const ServedResource>, std::less<>>;
 
   Snapshot() = default;
-  explicit Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources);
+  // Makes a snapshot of `resources` whose changes() are relative to `base`
+  // (every name counts as changed when `base` is null).
+  explicit Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
+                    const Snapshot* base = nullptr);
+
+  // Returns `base` with `upserts` replacing (or adding) the resources of the
+  // same type and name and the resources of `removals` (type, name) removed.
+  // Work is proportional to the size of the change, not of `base`, apart from
+  // copying `base`'s indexes (pointers only). changes() says what differs.
+  static std::shared_ptr<const Snapshot> Derive(
+      const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
+      const std::vector<std::pair<const ResourceType*, std::string>>& removals);
 
   // Returns the resource of `type` named `name` (normalised), or null.
   const ServedResource* Find(const ResourceType& type, absl::string_view name) const;
@@ -58,15 +105,34 @@ class Snapshot {
   const ResourceMap& resources(const ResourceType& type) const;
   // Returns the resource the object `owner` declares, or null.
   std::shared_ptr<const ServedResource> FindByOwner(const ObjectRef& owner) const;
-  // Returns a digest of every served variant version.
+  // Returns a digest of every served variant version: equal for equal
+  // content, whatever the history, on every replica.
   const std::string& version() const { return version_; }
+  // Returns the version of the snapshot changes() are relative to ("" when
+  // there is none).
+  const std::string& base_version() const { return base_version_; }
+  // Returns what changed from the base snapshot.
+  const ChangeSet& changes() const { return changes_; }
   size_t size() const;
 
  private:
+  void Insert(std::shared_ptr<const ServedResource> resource);
+  void Erase(const ResourceType* type, absl::string_view name);
+  void SetVersion();
+
   std::map<const ResourceType*, ResourceMap> by_type_;
   std::map<ObjectRef, std::shared_ptr<const ServedResource>> by_owner_;
+  // The sum (mod 2^64) of a digest per served resource: order-independent,
+  // so a derived snapshot updates it in O(change).
+  uint64_t digest_sum_ = 0;
   std::string version_;
+  std::string base_version_;
+  ChangeSet changes_;
 };
+
+// Returns the 64-bit content digest of one served resource (its type, name
+// and variant versions).
+uint64_t ResourceDigest(const ServedResource& resource);
 
 // Returns a short hex digest (SHA-256, 16 hex digits) of `data`.
 std::string ContentDigest(absl::string_view data);
