@@ -1,90 +1,637 @@
 #include "xds_server/snapshot/incremental_builder.h"
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "xds_server/snapshot/validation.h"
+
 namespace facet::xds {
+namespace {
+
+using NameKey = std::pair<const ResourceType*, std::string>;
+
+std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+// Deep equality of two YAML documents (scalars with their tags, so a quoted
+// "80" differs from a plain 80), by const access only.
+bool YamlEqual(const YAML::Node& a, const YAML::Node& b) {
+  if (a.Type() != b.Type()) return false;
+  switch (a.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return true;
+    case YAML::NodeType::Scalar:
+      return a.Scalar() == b.Scalar() && a.Tag() == b.Tag();
+    case YAML::NodeType::Sequence:
+    case YAML::NodeType::Map: {
+      if (a.size() != b.size()) return false;
+      auto ia = a.begin();
+      auto ib = b.begin();
+      for (; ia != a.end() && ib != b.end(); ++ia, ++ib) {
+        if (a.Type() == YAML::NodeType::Sequence) {
+          if (!YamlEqual(*ia, *ib)) return false;
+        } else if (!YamlEqual(ia->first, ib->first) || !YamlEqual(ia->second, ib->second)) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SameSpec(const ResourceObject& a, const ResourceObject& b) {
+  if (!(a.findings == b.findings) || a.spec.has_value() != b.spec.has_value()) return false;
+  if (!a.spec.has_value()) return true;
+  const ResourceSpec& x = *a.spec;
+  const ResourceSpec& y = *b.spec;
+  if (x.type != y.type || x.name != y.name || x.authority != y.authority ||
+      x.context_params != y.context_params || x.variants.size() != y.variants.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < x.variants.size(); ++i) {
+    const VariantSpec& v = x.variants[i];
+    const VariantSpec& w = y.variants[i];
+    if (v.label != w.label || v.constraints_field != w.constraints_field ||
+        !google::protobuf::util::MessageDifferencer::Equals(v.constraints, w.constraints) ||
+        !YamlEqual(v.resource, w.resource)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameAuthority(const AuthorityObject& a, const AuthorityObject& b) {
+  return a.authority == b.authority && a.allowed_namespaces == b.allowed_namespaces &&
+         a.findings == b.findings;
+}
+
+}  // namespace
 
 class IncrementalBuilder::State {
  public:
-  std::map<ObjectRef, ResourceObject> resources;
+  explicit State(const BuildOptions& options) : options_(options) {}
+
+  struct Entry {
+    ResourceObject object;
+    internal::OwnValidation own;
+    std::vector<Finding> admission;
+    bool new_ok = false;  // own.resource set and admitted.
+    // What this object serves now (its new revision or an earlier one).
+    std::shared_ptr<const ServedResource> served;
+    // What it served when this build first touched it: the earlier
+    // revision it may fall back to.
+    std::shared_ptr<const ServedResource> fallback;
+    uint64_t touched_build = 0;
+    // The object that won the name this object claims, when not this one.
+    std::optional<ObjectRef> duplicate_of;
+    std::vector<Finding> new_problems;       // Why the new revision does not serve.
+    std::optional<Finding> fallback_problem;  // Why the earlier revision stopped serving.
+    std::optional<NameKey> claim;            // The name this object asks to serve.
+    std::vector<NameKey> indexed;            // Keys under which it is in referrers_.
+    std::shared_ptr<const ObjectStatus> status;
+  };
+
+  // --- pending changes -----------------------------------------------------
+  std::map<ObjectRef, ResourceObject> pending_resources;
+  std::map<ObjectRef, AuthorityObject> pending_authorities;
+  std::set<ObjectRef> pending_removals;
+  std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
+
+  // --- held state ----------------------------------------------------------
+  std::map<ObjectRef, Entry> entries;
   std::map<ObjectRef, AuthorityObject> authorities;
-  std::map<ObjectRef, std::shared_ptr<const ObjectStatus>> statuses;
-  std::set<ObjectRef> removed;
-  bool pending = false;
+  std::map<ObjectRef, std::shared_ptr<const ObjectStatus>> authority_statuses;
+  internal::AuthorityTable table;
+  std::map<NameKey, std::set<ObjectRef>> claims;
+  std::map<NameKey, std::set<ObjectRef>> referrers;
+  std::shared_ptr<const Snapshot> snapshot = std::make_shared<const Snapshot>();
+  // A snapshot whose owners' revisions may serve as fallbacks for objects
+  // seen for the first time (BuildSnapshot's `previous`).
+  const Snapshot* seed = nullptr;
+  uint64_t build_number = 0;
+
+  Result Build();
+
+ private:
+  // The served state while a build runs: the snapshot plus this build's edits.
+  const ServedResource* Served(const ResourceType* type, absl::string_view name) const {
+    auto it = overlay_.find(NameKey(type, std::string(name)));
+    if (it != overlay_.end()) return it->second.get();
+    return snapshot->Find(*type, name);
+  }
+  std::optional<ObjectRef> ServedOwner(const NameKey& key) const {
+    const ServedResource* resource = Served(key.first, key.second);
+    if (resource == nullptr) return std::nullopt;
+    return resource->owner;
+  }
+
+  // The earlier revision an object may serve instead of its new one: not
+  // when its name is no longer admitted by its authority.
+  static std::shared_ptr<const ServedResource> Fallback(const Entry& entry) {
+    if (entry.fallback != nullptr && entry.fallback->name == entry.own.served_name &&
+        internal::HasErrors(entry.admission)) {
+      return nullptr;
+    }
+    return entry.fallback;
+  }
+
+  void Touch(Entry& entry) {
+    if (entry.touched_build == build_number) return;
+    entry.touched_build = build_number;
+    entry.fallback = entry.served;
+    touched_.insert(entry.object.ref);
+  }
+  void Reindex(Entry& entry);
+  void Unindex(Entry& entry);
+  void UpdateClaim(Entry& entry, std::set<NameKey>* names);
+  void SetServed(Entry& entry, std::shared_ptr<const ServedResource> resource);
+  void Revalidate(Entry& entry);
+  void Readmit(Entry& entry);
+  void ApplyAuthorities();
+  // Returns the objects whose right to their name changed.
+  std::set<ObjectRef> ResolveClaims(const std::set<NameKey>& names);
+  void Upgrade(std::set<ObjectRef> queue);
+  void Prune(const std::set<ObjectRef>& start);
+  std::shared_ptr<const ObjectStatus> MakeStatus(const Entry& entry) const;
+
+  const BuildOptions& options_;
+  absl::flat_hash_map<NameKey, std::shared_ptr<const ServedResource>> overlay_;
+  std::set<ObjectRef> touched_;
+  std::set<NameKey> changed_names_;
+  Result* result_ = nullptr;
 };
+
+void IncrementalBuilder::State::Unindex(Entry& entry) {
+  for (const NameKey& key : entry.indexed) {
+    auto it = referrers.find(key);
+    if (it == referrers.end()) continue;
+    it->second.erase(entry.object.ref);
+    if (it->second.empty()) referrers.erase(it);
+  }
+  entry.indexed.clear();
+}
+
+void IncrementalBuilder::State::Reindex(Entry& entry) {
+  Unindex(entry);
+  std::set<NameKey> keys;
+  for (const auto* resource : {entry.own.resource.get(), entry.served.get()}) {
+    if (resource == nullptr) continue;
+    for (const auto& variant : resource->variants) {
+      for (const ResourceReference& ref : variant->references) {
+        keys.emplace(ref.target, ref.name);
+      }
+    }
+  }
+  for (const NameKey& key : keys) {
+    referrers[key].insert(entry.object.ref);
+    entry.indexed.push_back(key);
+  }
+}
+
+void IncrementalBuilder::State::UpdateClaim(Entry& entry, std::set<NameKey>* names) {
+  std::optional<NameKey> claim;
+  const ServedResource* primary = entry.new_ok ? entry.own.resource.get() : Fallback(entry).get();
+  if (primary != nullptr) claim = NameKey(primary->type, primary->name);
+  if (claim == entry.claim) return;
+  if (entry.claim) {
+    names->insert(*entry.claim);
+    auto it = claims.find(*entry.claim);
+    if (it != claims.end()) {
+      it->second.erase(entry.object.ref);
+      if (it->second.empty()) claims.erase(it);
+    }
+  }
+  entry.claim = claim;
+  if (claim) {
+    names->insert(*claim);
+    claims[*claim].insert(entry.object.ref);
+  }
+}
+
+void IncrementalBuilder::State::SetServed(Entry& entry,
+                                          std::shared_ptr<const ServedResource> resource) {
+  if (entry.served == resource) return;
+  Touch(entry);
+  if (entry.served != nullptr) {
+    NameKey key(entry.served->type, entry.served->name);
+    const ServedResource* current = Served(key.first, key.second);
+    if (current != nullptr && current->owner == entry.object.ref) {
+      overlay_[key] = nullptr;
+      changed_names_.insert(key);
+    }
+  }
+  entry.served = std::move(resource);
+  if (entry.served != nullptr) {
+    NameKey key(entry.served->type, entry.served->name);
+    overlay_[key] = entry.served;
+    changed_names_.insert(key);
+  }
+  Reindex(entry);
+}
+
+void IncrementalBuilder::State::Revalidate(Entry& entry) {
+  entry.own = internal::ValidateResourceObject(entry.object, options_);
+  ++result_->validated_objects;
+  Readmit(entry);
+}
+
+void IncrementalBuilder::State::Readmit(Entry& entry) {
+  entry.admission.clear();
+  if (!entry.own.served_name.empty()) {
+    internal::CheckAdmission(entry.object.ref, entry.own.served_name, table, options_,
+                             &entry.admission);
+  }
+  entry.new_ok = entry.own.resource != nullptr && !internal::HasErrors(entry.admission);
+}
+
+void IncrementalBuilder::State::ApplyAuthorities() {
+  for (auto& [ref, object] : pending_authorities) authorities[ref] = std::move(object);
+  pending_authorities.clear();
+  std::vector<const AuthorityObject*> objects;
+  for (const auto& [ref, object] : authorities) objects.push_back(&object);
+  internal::AuthorityTable next;
+  std::vector<ObjectStatus> statuses = internal::CheckAuthorities(objects, options_, &next);
+  for (ObjectStatus& status : statuses) {
+    auto& slot = authority_statuses[status.ref];
+    if (slot == nullptr || !(*slot == status)) {
+      slot = std::make_shared<const ObjectStatus>(std::move(status));
+      result_->changed_statuses.push_back(slot);
+    }
+  }
+  if (next == table) return;
+  table = std::move(next);
+  // Admission changed: re-check it everywhere (a rare, cheap check).
+  for (auto& [ref, entry] : entries) {
+    std::vector<Finding> before = entry.admission;
+    Readmit(entry);
+    if (!(before == entry.admission)) Touch(entry);
+  }
+}
+
+// Decides, for each name whose claimants changed, which claimant may serve
+// it: the one serving it now if it still claims it, otherwise the first by
+// reference. The others are duplicates.
+std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<NameKey>& names) {
+  std::set<ObjectRef> moved;
+  for (const NameKey& key : names) {
+    auto it = claims.find(key);
+    if (it == claims.end()) continue;
+    std::optional<ObjectRef> owner = ServedOwner(key);
+    if (!owner && seed != nullptr) {
+      if (const ServedResource* before = seed->Find(*key.first, key.second)) owner = before->owner;
+    }
+    ObjectRef winner = *it->second.begin();
+    if (owner && it->second.count(*owner) > 0) winner = *owner;
+    for (const ObjectRef& ref : it->second) {
+      Entry& entry = entries.at(ref);
+      std::optional<ObjectRef> duplicate_of;
+      if (!(ref == winner)) duplicate_of = winner;
+      if (duplicate_of != entry.duplicate_of) {
+        Touch(entry);
+        entry.duplicate_of = duplicate_of;
+        moved.insert(ref);
+      }
+    }
+  }
+  return moved;
+}
+
+// Optimistically serves every touched object's preferred revision, and
+// upgrades waiting objects whose references may now resolve; Prune() then
+// takes back whatever does not resolve.
+void IncrementalBuilder::State::Upgrade(std::set<ObjectRef> queue) {
+  std::set<NameKey> seen_names;
+  while (!queue.empty()) {
+    for (const ObjectRef& ref : queue) {
+      Entry& entry = entries.at(ref);
+      std::shared_ptr<const ServedResource> desired;
+      if (!entry.duplicate_of) desired = entry.new_ok ? entry.own.resource : Fallback(entry);
+      SetServed(entry, std::move(desired));
+    }
+    queue.clear();
+    for (const NameKey& key : changed_names_) {
+      if (!seen_names.insert(key).second) continue;
+      auto it = referrers.find(key);
+      if (it == referrers.end()) continue;
+      for (const ObjectRef& ref : it->second) {
+        Entry& entry = entries.at(ref);
+        if (entry.new_ok && !entry.duplicate_of && entry.served != entry.own.resource) {
+          Touch(entry);
+          queue.insert(ref);
+        }
+      }
+    }
+  }
+}
+
+void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
+  // Lower push ranks first, so targets settle before their referrers.
+  std::set<std::pair<int, ObjectRef>> work;
+  auto rank_of = [](const Entry& entry) {
+    return entry.served != nullptr ? entry.served->type->push_rank() : 0;
+  };
+  for (const ObjectRef& ref : start) work.emplace(rank_of(entries.at(ref)), ref);
+  for (const NameKey& key : changed_names_) {
+    auto it = referrers.find(key);
+    if (it == referrers.end()) continue;
+    for (const ObjectRef& ref : it->second) work.emplace(rank_of(entries.at(ref)), ref);
+  }
+  auto lookup = [this](const ResourceType* type, absl::string_view name) {
+    return Served(type, name);
+  };
+  while (!work.empty()) {
+    const ObjectRef ref = work.begin()->second;
+    work.erase(work.begin());
+    Entry& entry = entries.at(ref);
+    if (entry.served == nullptr) continue;
+    ++result_->reference_checks;
+    std::vector<Finding> problems = internal::CheckReferences(*entry.served, lookup, options_);
+    const bool is_new = entry.served == entry.own.resource;
+    if (problems.empty()) {
+      if (is_new) entry.new_problems.clear();
+      continue;
+    }
+    Touch(entry);
+    const NameKey old_key(entry.served->type, entry.served->name);
+    if (is_new) {
+      entry.new_problems = std::move(problems);
+      std::shared_ptr<const ServedResource> fallback = Fallback(entry);
+      if (fallback != nullptr && fallback != entry.own.resource) {
+        const ServedResource* holder = Served(fallback->type, fallback->name);
+        const bool name_free = holder == nullptr || holder->owner == ref ||
+                               (fallback->type == old_key.first && fallback->name == old_key.second);
+        if (!name_free) fallback = nullptr;
+      } else {
+        fallback = nullptr;
+      }
+      SetServed(entry, std::move(fallback));
+      if (entry.served != nullptr) work.emplace(rank_of(entry), ref);  // Check it too.
+    } else {
+      entry.fallback_problem = Finding{
+          Severity::kError, "DanglingReference", "spec",
+          absl::StrCat("the previously accepted revision no longer resolves either (",
+                       problems.front().message, "), so it stopped serving")};
+      SetServed(entry, nullptr);
+    }
+    // Whatever referred to the name this object gave up is checked again.
+    if (auto it = referrers.find(old_key); it != referrers.end()) {
+      for (const ObjectRef& other : it->second) {
+        if (!(other == ref)) work.emplace(rank_of(entries.at(other)), other);
+      }
+    }
+  }
+}
+
+std::shared_ptr<const ObjectStatus> IncrementalBuilder::State::MakeStatus(
+    const Entry& entry) const {
+  ObjectStatus status;
+  status.ref = entry.object.ref;
+  status.generation = entry.object.generation;
+  status.location = entry.object.location;
+  status.served_name = entry.own.served_name;
+  status.findings.reserve(entry.own.findings.size() + entry.admission.size() + 2);
+  const size_t at = entry.own.admission_at;
+  status.findings.insert(status.findings.end(), entry.own.findings.begin(),
+                         entry.own.findings.begin() + at);
+  status.findings.insert(status.findings.end(), entry.admission.begin(), entry.admission.end());
+  status.findings.insert(status.findings.end(), entry.own.findings.begin() + at,
+                         entry.own.findings.end());
+  if (entry.duplicate_of) {
+    const ResourceType* type = entry.claim ? entry.claim->first : nullptr;
+    status.findings.push_back(
+        {Severity::kError, "DuplicateName", "spec.name",
+         absl::StrCat("duplicate: ", type != nullptr ? type->alias() : "resource", " ",
+                      Quote(entry.claim ? entry.claim->second : ""), " is already declared by ",
+                      entry.duplicate_of->ToString())});
+  }
+  const bool serves_new = entry.served != nullptr && entry.served == entry.own.resource;
+  if (entry.new_ok && !serves_new && !entry.duplicate_of) {
+    status.findings.insert(status.findings.end(), entry.new_problems.begin(),
+                           entry.new_problems.end());
+  }
+  if (entry.served == nullptr && entry.fallback_problem) {
+    status.findings.push_back(*entry.fallback_problem);
+  }
+  status.accepted = serves_new;
+  status.serving_previous = entry.served != nullptr && !serves_new;
+  if (entry.served != nullptr) status.variants = entry.served->variants;
+  return std::make_shared<const ObjectStatus>(std::move(status));
+}
+
+IncrementalBuilder::Result IncrementalBuilder::State::Build() {
+  Result result;
+  result_ = &result;
+  ++build_number;
+  overlay_.clear();
+  touched_.clear();
+  changed_names_.clear();
+  std::set<NameKey> claim_names;
+
+  // Deletions.
+  for (const ObjectRef& ref : pending_removals) {
+    if (authorities.erase(ref) > 0) {
+      authority_statuses.erase(ref);
+      result.removed_statuses.push_back(ref);
+      continue;
+    }
+    auto it = entries.find(ref);
+    if (it == entries.end()) continue;
+    Entry& entry = it->second;
+    SetServed(entry, nullptr);
+    if (entry.claim) {
+      claim_names.insert(*entry.claim);
+      auto claim = claims.find(*entry.claim);
+      if (claim != claims.end()) {
+        claim->second.erase(ref);
+        if (claim->second.empty()) claims.erase(claim);
+      }
+    }
+    Unindex(entry);
+    touched_.erase(ref);
+    entries.erase(it);
+    result.removed_statuses.push_back(ref);
+  }
+  const bool authorities_changed =
+      !pending_authorities.empty() ||
+      std::any_of(result.removed_statuses.begin(), result.removed_statuses.end(),
+                  [](const ObjectRef& ref) { return ref.kind == kXdsAuthorityKind; });
+  pending_removals.clear();
+  if (authorities_changed || build_number == 1) ApplyAuthorities();
+
+  // New and changed objects.
+  for (auto& [ref, object] : pending_resources) {
+    auto [it, inserted] = entries.try_emplace(ref);
+    Entry& entry = it->second;
+    entry.object = std::move(object);
+    if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
+    Touch(entry);
+    Revalidate(entry);
+    entry.new_problems.clear();
+    entry.fallback_problem.reset();
+  }
+  pending_resources.clear();
+  for (const auto& [ref, metadata] : pending_metadata) {
+    auto it = entries.find(ref);
+    if (it == entries.end()) continue;
+    it->second.object.generation = metadata.first;
+    it->second.object.location = metadata.second;
+    Touch(it->second);
+  }
+  pending_metadata.clear();
+
+  if (seed != nullptr) {
+    // Seeded fallbacks are not served until they win their names.
+    for (const ObjectRef& ref : touched_) entries.at(ref).served = nullptr;
+  }
+  for (const ObjectRef& ref : std::set<ObjectRef>(touched_)) {
+    Entry& entry = entries.at(ref);
+    UpdateClaim(entry, &claim_names);
+    Reindex(entry);
+  }
+  // Claims follow what each object can still serve (an earlier revision
+  // that stopped resolving is gone), which may hand a name to another
+  // claimant: repeat until no claim moves (bounded: claims only shrink).
+  std::set<ObjectRef> queue = touched_;
+  for (int round = 0; round < 8 && (round == 0 || !queue.empty()); ++round) {
+    const std::set<ObjectRef> moved = ResolveClaims(claim_names);
+    queue.insert(moved.begin(), moved.end());
+    Upgrade(queue);
+    Prune(queue);
+    claim_names.clear();
+    for (const ObjectRef& ref : std::set<ObjectRef>(touched_)) {
+      Entry& entry = entries.at(ref);
+      if (!entry.new_ok && entry.served == nullptr) entry.fallback = nullptr;
+      UpdateClaim(entry, &claim_names);
+    }
+    queue.clear();
+    if (!claim_names.empty()) {
+      const std::set<ObjectRef> next = ResolveClaims(claim_names);
+      queue.insert(next.begin(), next.end());
+      claim_names.clear();
+    }
+  }
+  for (const ObjectRef& ref : touched_) {
+    Entry& entry = entries.at(ref);
+    std::shared_ptr<const ObjectStatus> status = MakeStatus(entry);
+    if (entry.status == nullptr || !(*entry.status == *status)) {
+      entry.status = status;
+      result.changed_statuses.push_back(std::move(status));
+    }
+  }
+
+  // The next snapshot, derived from this one.
+  std::vector<std::shared_ptr<const ServedResource>> upserts;
+  std::vector<std::pair<const ResourceType*, std::string>> removals;
+  for (const auto& [key, resource] : overlay_) {
+    if (resource != nullptr) {
+      upserts.push_back(resource);
+    } else {
+      removals.push_back(key);
+    }
+  }
+  if (!upserts.empty() || !removals.empty() || seed != nullptr) {
+    std::shared_ptr<const Snapshot> next = Snapshot::Derive(*snapshot, upserts, removals);
+    if (next->version() != snapshot->version() || seed != nullptr) {
+      snapshot = std::move(next);
+      result.snapshot_changed = true;
+    }
+  }
+  seed = nullptr;
+  result.snapshot = snapshot;
+  result_ = nullptr;
+  return result;
+}
 
 IncrementalBuilder::IncrementalBuilder(BuildOptions options)
     : options_(std::move(options)),
-      state_(std::make_unique<State>()),
+      state_(std::make_unique<State>(options_)),
       snapshot_(std::make_shared<const Snapshot>()) {}
 
 IncrementalBuilder::~IncrementalBuilder() = default;
 
 void IncrementalBuilder::Upsert(ResourceObject object) {
-  state_->removed.erase(object.ref);
-  state_->resources[object.ref] = std::move(object);
-  state_->pending = true;
+  state_->pending_removals.erase(object.ref);
+  auto it = state_->entries.find(object.ref);
+  if (it != state_->entries.end() && state_->pending_resources.count(object.ref) == 0 &&
+      SameSpec(it->second.object, object)) {
+    // Same content: only the status's generation and location may change.
+    if (it->second.object.generation != object.generation ||
+        it->second.object.location != object.location) {
+      state_->pending_metadata[object.ref] = {object.generation, object.location};
+    }
+    return;
+  }
+  state_->pending_metadata.erase(object.ref);
+  state_->pending_resources[object.ref] = std::move(object);
 }
 
 void IncrementalBuilder::Upsert(AuthorityObject object) {
-  state_->removed.erase(object.ref);
-  state_->authorities[object.ref] = std::move(object);
-  state_->pending = true;
+  state_->pending_removals.erase(object.ref);
+  auto it = state_->authorities.find(object.ref);
+  if (it != state_->authorities.end() && state_->pending_authorities.count(object.ref) == 0 &&
+      SameAuthority(it->second, object) && it->second.generation == object.generation &&
+      it->second.location == object.location) {
+    return;
+  }
+  state_->pending_authorities[object.ref] = std::move(object);
 }
 
 void IncrementalBuilder::Remove(const ObjectRef& ref) {
-  const bool known = state_->resources.erase(ref) + state_->authorities.erase(ref) > 0;
-  if (known) {
-    state_->removed.insert(ref);
-    state_->pending = true;
+  state_->pending_resources.erase(ref);
+  state_->pending_authorities.erase(ref);
+  state_->pending_metadata.erase(ref);
+  if (state_->entries.count(ref) > 0 || state_->authorities.count(ref) > 0) {
+    state_->pending_removals.insert(ref);
   }
 }
 
-bool IncrementalBuilder::has_pending() const { return state_->pending; }
+bool IncrementalBuilder::has_pending() const {
+  return !state_->pending_resources.empty() || !state_->pending_authorities.empty() ||
+         !state_->pending_removals.empty() || !state_->pending_metadata.empty();
+}
+
+void IncrementalBuilder::SeedFallbacks(const Snapshot* previous) { state_->seed = previous; }
 
 IncrementalBuilder::Result IncrementalBuilder::Build() {
-  std::vector<ResourceObject> resources;
-  std::vector<AuthorityObject> authorities;
-  for (const auto& [ref, object] : state_->resources) resources.push_back(object);
-  for (const auto& [ref, object] : state_->authorities) authorities.push_back(object);
-  BuildResult built = BuildSnapshot(resources, authorities, snapshot_.get(), options_);
-  Result result;
-  result.validated_objects = static_cast<int64_t>(resources.size() + authorities.size());
-  result.reference_checks = static_cast<int64_t>(resources.size());
+  Result result = state_->Build();
+  snapshot_ = result.snapshot;
   rejected_ = 0;
-  for (ObjectStatus& status : built.statuses) {
-    if (!status.accepted) ++rejected_;
-    auto& slot = state_->statuses[status.ref];
-    if (slot == nullptr || !(*slot == status)) {
-      slot = std::make_shared<const ObjectStatus>(std::move(status));
-      result.changed_statuses.push_back(slot);
-    }
+  for (const auto& [ref, entry] : state_->entries) {
+    if (entry.status != nullptr && !entry.status->accepted) ++rejected_;
   }
-  for (const ObjectRef& ref : state_->removed) {
-    if (state_->statuses.erase(ref) > 0) result.removed_statuses.push_back(ref);
+  for (const auto& [ref, status] : state_->authority_statuses) {
+    if (!status->accepted) ++rejected_;
   }
-  state_->removed.clear();
-  state_->pending = false;
-  result.snapshot_changed = built.snapshot->version() != snapshot_->version();
-  if (result.snapshot_changed) snapshot_ = built.snapshot;
-  result.snapshot = snapshot_;
   return result;
 }
 
 std::vector<std::shared_ptr<const ObjectStatus>> IncrementalBuilder::Statuses() const {
   std::vector<std::shared_ptr<const ObjectStatus>> out;
-  out.reserve(state_->statuses.size());
-  for (const auto& [ref, status] : state_->statuses) out.push_back(status);
+  out.reserve(state_->entries.size() + state_->authority_statuses.size());
+  for (const auto& [ref, status] : state_->authority_statuses) out.push_back(status);
+  for (const auto& [ref, entry] : state_->entries) {
+    if (entry.status != nullptr) out.push_back(entry.status);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a->ref < b->ref; });
   return out;
 }
 
 std::shared_ptr<const ObjectStatus> IncrementalBuilder::StatusOf(const ObjectRef& ref) const {
-  auto it = state_->statuses.find(ref);
-  return it == state_->statuses.end() ? nullptr : it->second;
+  auto it = state_->entries.find(ref);
+  if (it != state_->entries.end()) return it->second.status;
+  auto authority = state_->authority_statuses.find(ref);
+  return authority == state_->authority_statuses.end() ? nullptr : authority->second;
 }
 
 size_t IncrementalBuilder::object_count() const {
-  return state_->resources.size() + state_->authorities.size();
+  return state_->entries.size() + state_->authorities.size();
 }
 
 }  // namespace facet::xds

@@ -54,6 +54,11 @@ class IncrementalBuilder {
     int64_t reference_checks = 0;    // Objects whose references were re-checked.
   };
 
+  // Lets objects seen for the first time at the next Build() fall back to
+  // the revision `previous` served for them (for BuildSnapshot()). `previous`
+  // must outlive that Build().
+  void SeedFallbacks(const Snapshot* previous);
+
   // Applies the pending changes. Never fails as a whole: an object with
   // errors is left out, or its last served revision keeps serving.
   Result Build();

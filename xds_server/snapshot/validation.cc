@@ -1,0 +1,484 @@
+#include "xds_server/snapshot/validation.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "re2/re2.h"
+#include "xds_server/constraints/variant_set.h"
+#include "xds_server/names/names.h"
+
+namespace facet::xds::internal {
+namespace {
+
+std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+void AddError(std::vector<Finding>* findings, absl::string_view reason, absl::string_view field,
+              absl::string_view message) {
+  findings->push_back(
+      {Severity::kError, std::string(reason), std::string(field), std::string(message)});
+}
+
+void AddWarning(std::vector<Finding>* findings, absl::string_view reason, absl::string_view field,
+                absl::string_view message) {
+  findings->push_back(
+      {Severity::kWarning, std::string(reason), std::string(field), std::string(message)});
+}
+
+std::string DeterministicBytes(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  message.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+// Renders a parameter set for messages, naming the keys it leaves out.
+std::string DescribeParameters(const ParameterSet& params, const std::set<std::string>& keys) {
+  std::vector<std::string> parts;
+  for (const auto& [key, value] : params) parts.push_back(absl::StrCat(key, "=", value));
+  std::string out = absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+  std::vector<std::string> absent;
+  for (const std::string& key : keys) {
+    if (params.find(key) == params.end()) absent.push_back(key);
+  }
+  if (!absent.empty()) absl::StrAppend(&out, " (without ", absl::StrJoin(absent, ", "), ")");
+  return out;
+}
+
+std::set<std::string> KeysOf(absl::Span<const Constraint* const> constraints) {
+  std::set<std::string> keys;
+  for (const Constraint* c : constraints) keys.insert(c->keys().begin(), c->keys().end());
+  return keys;
+}
+
+std::string VariantField(size_t index) { return absl::StrCat("spec.variants[", index, "]"); }
+
+const RE2& NamespacePattern() {
+  static const RE2* const kPattern = new RE2(R"([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)");
+  return *kPattern;
+}
+
+class ObjectValidatorImpl {
+ public:
+  explicit ObjectValidatorImpl(const BuildOptions& options) : options_(options) {}
+
+  // Starts an object's status from what the source found while parsing it.
+  template <typename Object>
+  static ObjectStatus StatusOf(const Object& object) {
+    ObjectStatus status;
+    status.ref = object.ref;
+    status.generation = object.generation;
+    status.location = object.location;
+    status.findings = object.findings;
+    return status;
+  }
+
+  ObjectStatus CheckAuthority(const AuthorityObject& object) {
+    ObjectStatus status = StatusOf(object);
+    if (status.findings.empty()) {
+      absl::StatusOr<std::string> probe =
+          BuildXdstpName(object.authority, "envoy.config.listener.v3.Listener", "probe", {});
+      if (!probe.ok()) {
+        AddError(&status.findings, "InvalidSpec", "spec.authority", probe.status().message());
+      }
+      for (size_t i = 0; i < object.allowed_namespaces.size(); ++i) {
+        const std::string& ns = object.allowed_namespaces[i];
+        if (ns != "*" && !RE2::FullMatch(ns, NamespacePattern())) {
+          AddError(&status.findings, "InvalidSpec", absl::StrCat("spec.allowedNamespaces[", i, "]"),
+                   absl::StrCat(Quote(ns), " is not a namespace name (RFC 1123 label) or \"*\""));
+        }
+      }
+      if (!status.has_errors()) {
+        // Only a valid declaration claims the authority.
+        auto [it, inserted] = authority_owner_.emplace(object.authority, object.ref);
+        if (!inserted) {
+          AddError(&status.findings, "DuplicateName", "spec.authority",
+                   absl::StrCat("authority ", Quote(object.authority), " is already declared by ",
+                                it->second.ToString()));
+        }
+      }
+    }
+    status.accepted = !status.has_errors();
+    if (status.accepted) {
+      for (const std::string& ns : object.allowed_namespaces) {
+        admitted_[object.authority].insert(ns);
+      }
+    }
+    status.served_name = object.authority;
+    return status;
+  }
+
+  absl::StatusOr<std::string> ServedName(const ResourceSpec& spec, const ResourceType& type,
+                                         std::vector<Finding>* findings) {
+    if (spec.name.empty()) {
+      AddError(findings, "InvalidSpec", "spec.name", "is required");
+      return absl::InvalidArgumentError("");
+    }
+    if (!spec.authority.empty()) {
+      if (IsXdstpName(spec.name)) {
+        AddError(findings, "InvalidSpec", "spec.name",
+                 "is a full xdstp:// name, so spec.authority must not be set as well");
+        return absl::InvalidArgumentError("");
+      }
+      if (spec.name.find('#') != std::string::npos) {
+        AddError(findings, "InvalidSpec", "spec.name",
+                 "contains '#': processing directives (#entry, #alt) are not supported in "
+                 "resource names");
+        return absl::InvalidArgumentError("");
+      }
+      absl::StatusOr<std::string> name =
+          BuildXdstpName(spec.authority, type.type_name(), spec.name, spec.context_params);
+      if (!name.ok()) {
+        AddError(findings, "InvalidSpec", "spec", name.status().message());
+      }
+      return name;
+    }
+    if (!spec.context_params.empty()) {
+      AddError(findings, "InvalidSpec", "spec.contextParams",
+               "context parameters need spec.authority (they are part of xdstp:// names only)");
+      return absl::InvalidArgumentError("");
+    }
+    if (IsXdstpName(spec.name)) {
+      absl::StatusOr<XdstpName> parsed = ParseXdstpName(spec.name);
+      if (!parsed.ok()) {
+        AddError(findings, "InvalidSpec", "spec.name", parsed.status().message());
+        return parsed.status();
+      }
+      if (parsed->type != type.type_name()) {
+        AddError(findings, "InvalidSpec", "spec.name",
+                 absl::StrCat("the type in the name is ", Quote(parsed->type), " but spec.type is ",
+                              type.type_name()));
+        return absl::InvalidArgumentError("");
+      }
+      return parsed->ToString();
+    }
+    absl::StatusOr<std::string> name = NormalizeResourceName(spec.name);
+    if (!name.ok()) AddError(findings, "InvalidSpec", "spec.name", name.status().message());
+    return name;
+  }
+
+  void CheckAuthorityAdmission(const ObjectRef& ref, absl::string_view served_name,
+                               std::vector<Finding>* findings) const {
+    if (!IsXdstpName(served_name)) {
+      if (!options_.allow_old_style_names) {
+        AddError(findings, "AuthorityNotAllowed", "spec.name",
+                 "old-style (non-xdstp) names are not allowed by this Facet's configuration; set "
+                 "spec.authority");
+      }
+      return;
+    }
+    absl::StatusOr<XdstpName> parsed = ParseXdstpName(served_name);
+    if (!parsed.ok()) return;
+    auto it = admitted_.find(parsed->authority);
+    const bool declared = it != admitted_.end();
+    const bool admitted =
+        declared && (it->second.count("*") > 0 || it->second.count(ref.namespace_) > 0);
+    if (options_.authority_policy == BuildOptions::AuthorityPolicy::kEnforce) {
+      if (!admitted) {
+        AddError(findings, "AuthorityNotAllowed", "spec.authority",
+                 declared ? absl::StrCat("authority ", Quote(parsed->authority),
+                                         " does not admit namespace ", Quote(ref.namespace_),
+                                         " (see its XdsAuthority spec.allowedNamespaces)")
+                          : absl::StrCat("no XdsAuthority declares authority ",
+                                         Quote(parsed->authority)));
+      }
+    } else if (!admitted) {
+      AddWarning(findings, "AuthorityNotAllowed", "spec.authority",
+                 declared ? absl::StrCat("authority ", Quote(parsed->authority),
+                                         " does not admit namespace ", Quote(ref.namespace_),
+                                         "; Facet refuses this object wherever XdsAuthority objects are declared")
+                          : absl::StrCat("no XdsAuthority in the input declares authority ",
+                                         Quote(parsed->authority),
+                                         "; Facet refuses it wherever XdsAuthority objects are declared"));
+    }
+  }
+
+  // Validates one object's new revision on its own (authority admission
+  // aside); sets `*served` when it is valid.
+  ObjectStatus ValidateObject(const ResourceObject& object,
+                              std::shared_ptr<ServedResource>* served, size_t* admission_at) {
+    ObjectStatus status = StatusOf(object);
+    if (!object.spec.has_value()) {
+      if (!status.has_errors()) AddError(&status.findings, "InvalidSpec", "spec", "is missing");
+      return status;
+    }
+    const ResourceSpec& spec = *object.spec;
+    const ResourceType* type = FindResourceType(spec.type);
+    if (type == nullptr) {
+      AddError(&status.findings, "InvalidSpec", "spec.type",
+               absl::StrCat("unknown type ", Quote(spec.type), "; expected one of ",
+                            DescribeResourceTypes()));
+      return status;
+    }
+    absl::StatusOr<std::string> served_name = ServedName(spec, *type, &status.findings);
+    if (!served_name.ok()) return status;
+    status.served_name = *served_name;
+    *admission_at = status.findings.size();
+
+    if (spec.variants.empty()) {
+      AddError(&status.findings, "InvalidSpec", "spec.variants", "needs at least one variant");
+      return status;
+    }
+    if (static_cast<int>(spec.variants.size()) > options_.limits.max_variants_per_resource) {
+      AddError(&status.findings, "TooComplex", "spec.variants",
+               absl::StrCat("has ", spec.variants.size(), " variants; the limit is ",
+                            options_.limits.max_variants_per_resource, " per resource"));
+      return status;
+    }
+
+    auto resource = std::make_shared<ServedResource>();
+    resource->type = type;
+    resource->name = *served_name;
+    resource->owner = object.ref;
+    resource->generation = object.generation;
+    std::vector<Constraint> constraints;
+    std::map<std::string, size_t> labels;
+    bool variants_ok = true;
+    for (size_t i = 0; i < spec.variants.size(); ++i) {
+      const VariantSpec& spec_variant = spec.variants[i];
+      auto [it, inserted] = labels.emplace(spec_variant.label, i);
+      if (!inserted) {
+        AddError(&status.findings, "InvalidSpec", absl::StrCat(VariantField(i), ".name"),
+                 absl::StrCat("duplicate variant name ", Quote(spec_variant.label),
+                              " (also variants[", it->second, "])"));
+        variants_ok = false;
+      }
+      std::shared_ptr<Variant> variant = ValidateVariant(*type, *served_name, spec_variant, i,
+                                                         &status.findings);
+      if (variant == nullptr) {
+        variants_ok = false;
+        continue;
+      }
+      constraints.push_back(variant->constraints);
+      resource->variants.push_back(std::move(variant));
+    }
+    if (!variants_ok) return status;
+
+    CheckVariantSetRules(spec, constraints, &status.findings);
+    if (status.has_errors()) return status;
+    *served = std::move(resource);
+    return status;
+  }
+
+  std::shared_ptr<Variant> ValidateVariant(const ResourceType& type, const std::string& served_name,
+                                           const VariantSpec& spec, size_t index,
+                                           std::vector<Finding>* findings) {
+    auto variant = std::make_shared<Variant>();
+    variant->type = &type;
+    variant->name = served_name;
+    variant->label = spec.label;
+    absl::StatusOr<Constraint> constraint = Constraint::Compile(spec.constraints, options_.limits);
+    bool ok = true;
+    if (!constraint.ok()) {
+      AddError(findings,
+               constraint.status().code() == absl::StatusCode::kResourceExhausted ? "TooComplex"
+                                                                                  : "InvalidConstraints",
+               spec.constraints_field.empty() ? VariantField(index) : spec.constraints_field,
+               constraint.status().message());
+      ok = false;
+    } else {
+      variant->constraints = *std::move(constraint);
+    }
+    const std::string resource_path = absl::StrCat(VariantField(index), ".resource");
+    absl::StatusOr<std::unique_ptr<google::protobuf::Message>> message =
+        DecodeResource(type, spec.resource, resource_path, served_name);
+    if (!message.ok()) {
+      // The message starts with the field path; split it off for the finding.
+      std::string text(message.status().message());
+      std::string field = resource_path;
+      if (size_t colon = text.find(": "); colon != std::string::npos &&
+                                          absl::StartsWith(text, resource_path)) {
+        field = text.substr(0, colon);
+        text = text.substr(colon + 2);
+      }
+      AddError(findings, "InvalidResource", field, text);
+      return nullptr;
+    }
+    absl::StatusOr<std::vector<ResourceReference>> references =
+        type.References(**message, served_name);
+    if (!references.ok()) {
+      std::string text(references.status().message());
+      std::string field = resource_path;
+      if (size_t colon = text.find(": "); colon != std::string::npos) {
+        field = absl::StrCat(resource_path, ".", text.substr(0, colon));
+        text = text.substr(colon + 2);
+      }
+      AddError(findings, "InvalidResource", field, text);
+      return nullptr;
+    }
+    std::vector<LintFinding> lint;
+    type.Lint(**message, &lint);
+    for (const LintFinding& finding : lint) {
+      AddWarning(findings, "ClientCompatibility", absl::StrCat(resource_path, ".", finding.field),
+                 finding.message);
+    }
+    if (!ok) return nullptr;
+    variant->references = *std::move(references);
+    variant->serialized = DeterministicBytes(**message);
+    variant->version = ContentDigest(absl::StrCat(
+        type.type_url(), "\n", served_name, "\n",
+        DeterministicBytes(variant->constraints.proto()), "\n", variant->serialized));
+    variant->resource = std::shared_ptr<const google::protobuf::Message>(std::move(*message));
+    return variant;
+  }
+
+  void CheckVariantSetRules(const ResourceSpec& spec, const std::vector<Constraint>& constraints,
+                            std::vector<Finding>* findings) {
+    std::vector<const Constraint*> pointers;
+    for (const Constraint& c : constraints) pointers.push_back(&c);
+    const std::set<std::string> keys = KeysOf(pointers);
+    if (static_cast<int>(keys.size()) > options_.limits.max_keys_per_resource) {
+      AddError(findings, "TooComplex", "spec.variants",
+               absl::StrCat("the variants constrain ", keys.size(), " distinct keys; the limit is ",
+                            options_.limits.max_keys_per_resource, " per resource"));
+      return;
+    }
+    absl::StatusOr<VariantSetReport> report = CheckVariantSet(constraints, options_.limits);
+    if (!report.ok()) {
+      AddError(findings, "TooComplex", "spec.variants", report.status().message());
+      return;
+    }
+    auto label = [&](size_t i) { return Quote(spec.variants[i].label); };
+    for (const auto& mismatch : report->key_set_mismatches) {
+      AddError(findings, "KeySetMismatch", VariantField(mismatch.b),
+               absl::StrCat("variant ", label(mismatch.b), " constrains keys {",
+                            absl::StrJoin(mismatch.keys_b, ", "), "} but variant ",
+                            label(mismatch.a), " constrains {",
+                            absl::StrJoin(mismatch.keys_a, ", "),
+                            "}; every variant of a resource must constrain the same key set "
+                            "(use exists: false for clients that do not send a key)"));
+    }
+    for (const auto& overlap : report->overlaps) {
+      AddError(findings, "OverlappingVariants", VariantField(overlap.b),
+               absl::StrCat("variants ", label(overlap.a), " and ", label(overlap.b),
+                            " overlap: both match ", DescribeParameters(overlap.witness, keys),
+                            "; the constraints of a resource's variants must be mutually "
+                            "exclusive"));
+    }
+    if (report->overlaps_truncated) {
+      AddError(findings, "OverlappingVariants", "spec.variants",
+               "more overlapping pairs exist than are listed");
+    }
+    if (report->gap.has_value() && findings_have_no_errors(*findings)) {
+      AddWarning(findings, "VariantGap", "spec.variants",
+                 absl::StrCat("gap: no variant matches ", DescribeParameters(*report->gap, keys),
+                              "; clients sending such parameters will see \"does not exist\""));
+    }
+  }
+
+  static bool findings_have_no_errors(const std::vector<Finding>& findings) {
+    return std::none_of(findings.begin(), findings.end(),
+                        [](const Finding& f) { return f.severity == Severity::kError; });
+  }
+
+  std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup) {
+    std::vector<Finding> problems;
+    for (size_t v = 0; v < resource.variants.size(); ++v) {
+      const Variant& variant = *resource.variants[v];
+      for (const ResourceReference& ref : variant.references) {
+        const std::string field = absl::StrCat(VariantField(v), ".resource.", ref.field);
+        absl::StatusOr<std::string> target_name = NormalizeResourceName(ref.name);
+        if (!target_name.ok()) {
+          AddError(&problems, "DanglingReference", field, target_name.status().message());
+          continue;
+        }
+        const ServedResource* found = lookup(ref.target, *target_name);
+        if (found == nullptr) {
+          AddError(&problems, "DanglingReference", field,
+                   absl::StrCat("dangling reference: ", ref.target->alias(), " ",
+                                Quote(*target_name), " is not served"));
+          continue;
+        }
+        const ServedResource& target = *found;
+        std::vector<const Constraint*> targets;
+        for (const auto& tv : target.variants) targets.push_back(&tv->constraints);
+        const Constraint* self = &variant.constraints;
+        absl::StatusOr<std::optional<ParameterSet>> uncovered =
+            FindParameterSet(absl::MakeConstSpan(&self, 1), targets, options_.limits);
+        if (!uncovered.ok()) {
+          AddError(&problems, "TooComplex", field, uncovered.status().message());
+        } else if (uncovered->has_value()) {
+          std::set<std::string> keys = KeysOf(targets);
+          keys.insert(self->keys().begin(), self->keys().end());
+          AddError(&problems, "DanglingReference", field,
+                   absl::StrCat("dangling reference: clients with parameters ",
+                                DescribeParameters(**uncovered, keys), " select variant ",
+                                Quote(variant.label), ", but no variant of ", ref.target->alias(),
+                                " ", Quote(*target_name), " (", target.owner.ToString(),
+                                ") matches them"));
+        }
+      }
+    }
+    return problems;
+  }
+
+  const BuildOptions& options_;
+  absl::flat_hash_map<std::string, ObjectRef> authority_owner_;
+
+ public:
+  std::map<std::string, std::set<std::string>> admitted_;
+};
+
+}  // namespace
+
+std::vector<ObjectStatus> CheckAuthorities(absl::Span<const AuthorityObject* const> objects,
+                                           const BuildOptions& options, AuthorityTable* table) {
+  ObjectValidatorImpl validator(options);
+  std::vector<ObjectStatus> statuses;
+  statuses.reserve(objects.size());
+  for (const AuthorityObject* object : objects) statuses.push_back(validator.CheckAuthority(*object));
+  table->admitted = std::move(validator.admitted_);
+  table->enforce =
+      options.authority_policy == BuildOptions::AuthorityPolicy::kEnforce ||
+      (options.authority_policy == BuildOptions::AuthorityPolicy::kEnforceWhenDeclared &&
+       !objects.empty());
+  return statuses;
+}
+
+OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOptions& options) {
+  ObjectValidatorImpl validator(options);
+  OwnValidation out;
+  std::shared_ptr<ServedResource> resource;
+  size_t admission_at = 0;
+  ObjectStatus status = validator.ValidateObject(object, &resource, &admission_at);
+  out.findings = std::move(status.findings);
+  out.served_name = std::move(status.served_name);
+  out.admission_at = std::min(admission_at, out.findings.size());
+  if (resource != nullptr) out.resource = std::move(resource);
+  return out;
+}
+
+void CheckAdmission(const ObjectRef& ref, absl::string_view served_name,
+                    const AuthorityTable& table, const BuildOptions& options,
+                    std::vector<Finding>* findings) {
+  BuildOptions effective = options;
+  effective.authority_policy = table.enforce ? BuildOptions::AuthorityPolicy::kEnforce
+                                             : BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  ObjectValidatorImpl validator(effective);
+  validator.admitted_ = table.admitted;  // Copied: admission checks are rare (changes only).
+  validator.CheckAuthorityAdmission(ref, served_name, findings);
+}
+
+std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup,
+                                     const BuildOptions& options) {
+  ObjectValidatorImpl validator(options);
+  return validator.CheckReferences(resource, lookup);
+}
+
+bool HasErrors(const std::vector<Finding>& findings) {
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const Finding& f) { return f.severity == Severity::kError; });
+}
+
+}  // namespace facet::xds::internal
