@@ -21,25 +21,32 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
       options_(std::move(options)),
       owned_clock_(options_.clock == nullptr ? std::make_unique<kube::RealClock>() : nullptr),
       clock_(options_.clock != nullptr ? options_.clock : owned_clock_.get()),
-      status_writer_(client) {
-  auto make = [&](const std::string& path, const std::string& name) {
+      status_writer_(client),
+      builder_([this] {
+        xds::BuildOptions build = options_.build;
+        build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
+        return build;
+      }()) {
+  auto make = [&](const std::string& path, const std::string& name, bool authority) {
     kube::Reflector::Options reflector_options;
     reflector_options.collection_path = path;
     reflector_options.name = name;
     reflector_options.clock = options_.clock;
-    reflector_options.on_change = [this](const std::vector<kube::ObjectDelta>&) { Notify(); };
+    reflector_options.on_change = [this, authority](const std::vector<kube::ObjectDelta>& deltas) {
+      Enqueue(authority, deltas);
+    };
     return std::make_unique<kube::Reflector>(client_, std::move(reflector_options));
   };
   const std::string group = "/apis/facet.dev/v1alpha1";
   if (options_.namespaces.empty()) {
-    resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources"));
+    resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources", false));
   } else {
     for (const std::string& ns : options_.namespaces) {
       resource_reflectors_.push_back(make(absl::StrCat(group, "/namespaces/", ns, "/xdsresources"),
-                                          absl::StrCat("xdsresources in ", ns)));
+                                          absl::StrCat("xdsresources in ", ns), false));
     }
   }
-  authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities");
+  authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities", true);
 }
 
 KubeSource::~KubeSource() { Stop(); }
@@ -61,9 +68,10 @@ void KubeSource::Stop() {
   if (authority_reflector_) authority_reflector_->Stop();
 }
 
-void KubeSource::Notify() {
+void KubeSource::Enqueue(bool authority, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
-  dirty_ = true;
+  for (const kube::ObjectDelta& delta : deltas) pending_[{authority, delta.key}] = delta;
+  dirty_ = true;  // Also after the first list, whose deltas may be empty.
 }
 
 void KubeSource::RequestStatusSync() {
@@ -90,7 +98,10 @@ KubeSource::Stats KubeSource::stats() const {
 
 std::vector<xds::ObjectStatus> KubeSource::statuses() const {
   absl::MutexLock lock(&mu_);
-  return statuses_;
+  std::vector<xds::ObjectStatus> out;
+  out.reserve(statuses_.size());
+  for (const auto& [ref, status] : statuses_) out.push_back(*status);
+  return out;
 }
 
 void KubeSource::Run() {
@@ -127,68 +138,73 @@ void KubeSource::Run() {
   }
 }
 
-std::string KubeSource::SpecFingerprint() const {
-  // Status writes and metadata edits leave every (key, uid, generation) as
-  // it was; only spec changes, creations and deletions alter it.
-  std::string fingerprint;
-  auto add = [&fingerprint](const kube::Reflector& reflector) {
-    // Hold the snapshot for the whole loop: the reflector may replace its
-    // cache meanwhile, and a temporary shared_ptr would die before the body.
-    const auto snapshot = reflector.Snapshot();
-    for (const auto& [key, object] : *snapshot) {
-      absl::StrAppend(&fingerprint, key, " ", kube::StringAt(object, {"metadata", "uid"}), " ",
-                      kube::StringAt(object, {"metadata", "generation"}), "\n");
+void KubeSource::Apply(bool authority, const YAML::Node& object, const std::string& key,
+                       bool deleted) {
+  ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
+  if (auto* resource = std::get_if<xds::ResourceObject>(&parsed); resource && !authority) {
+    if (deleted) {
+      builder_.Remove(resource->ref);
+    } else {
+      builder_.Upsert(std::move(*resource));
     }
-  };
-  for (const auto& reflector : resource_reflectors_) add(*reflector);
-  add(*authority_reflector_);
-  return fingerprint;
+  } else if (auto* declared = std::get_if<xds::AuthorityObject>(&parsed); declared && authority) {
+    if (deleted) {
+      builder_.Remove(declared->ref);
+    } else {
+      builder_.Upsert(std::move(*declared));
+    }
+  } else if (auto* unusable = std::get_if<UnusableDocument>(&parsed); unusable && !deleted) {
+    spdlog::error("{}: {}", key, unusable->message);
+  }
 }
 
 void KubeSource::BuildAndPublish() {
-  std::string fingerprint = SpecFingerprint();
-  if (last_ != nullptr && fingerprint == last_fingerprint_) return;  // Nothing to rebuild.
-  last_fingerprint_ = std::move(fingerprint);
-  std::vector<xds::ResourceObject> resources;
-  std::vector<xds::AuthorityObject> authorities;
-  auto collect = [&](const kube::Reflector& reflector) {
-    // Hold the snapshot for the whole loop: the reflector may replace its
-    // cache meanwhile, and a temporary shared_ptr would die before the body.
-    const auto snapshot = reflector.Snapshot();
-    for (const auto& [key, object] : *snapshot) {
-      ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
-      if (auto* resource = std::get_if<xds::ResourceObject>(&parsed)) {
-        resources.push_back(std::move(*resource));
-      } else if (auto* authority = std::get_if<xds::AuthorityObject>(&parsed)) {
-        authorities.push_back(std::move(*authority));
-      } else if (auto* unusable = std::get_if<UnusableDocument>(&parsed)) {
-        spdlog::error("{}: {}", key, unusable->message);
+  std::map<std::pair<bool, std::string>, kube::ObjectDelta> deltas;
+  {
+    absl::MutexLock lock(&mu_);
+    deltas.swap(pending_);
+  }
+  if (!loaded_) {
+    // The first time, every cached object (events so far are in the caches).
+    auto load = [this](const kube::Reflector& reflector, bool authority) {
+      // Hold the snapshot for the whole loop: the reflector may replace its
+      // cache meanwhile, and a temporary shared_ptr would die before the body.
+      const auto snapshot = reflector.Snapshot();
+      for (const auto& [key, object] : *snapshot) Apply(authority, object, key, false);
+    };
+    for (const auto& reflector : resource_reflectors_) load(*reflector, false);
+    load(*authority_reflector_, true);
+    loaded_ = true;
+  } else {
+    for (const auto& [key, delta] : deltas) {
+      Apply(key.first, delta.object, delta.key, delta.type == kube::ObjectDelta::Type::kDeleted);
+    }
+  }
+  if (!builder_.has_pending() && last_ != nullptr) return;  // Status or metadata only.
+  const absl::Time start = absl::Now();
+  xds::IncrementalBuilder::Result result = builder_.Build();
+  const absl::Duration elapsed = absl::Now() - start;
+  for (const auto& status : result.changed_statuses) {
+    for (const xds::Finding& finding : status->findings) {
+      if (finding.severity == xds::Severity::kError) {
+        spdlog::warn("{}: {}: {}", status->ref.ToString(), finding.field, finding.message);
       }
     }
-  };
-  for (const auto& reflector : resource_reflectors_) collect(*reflector);
-  collect(*authority_reflector_);
-
-  xds::BuildOptions build = options_.build;
-  build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
-  const absl::Time start = absl::Now();
-  xds::BuildResult result = xds::BuildSnapshot(resources, authorities, last_.get(), build);
-  const absl::Duration elapsed = absl::Now() - start;
-  int rejected = 0;
-  for (const auto& status : result.statuses) {
-    if (!status.accepted) ++rejected;
   }
-  spdlog::info("snapshot built in {}: {} objects, {} rejected, {} served resources",
-               absl::FormatDuration(elapsed), result.statuses.size(), rejected,
-               result.snapshot->size());
+  spdlog::info("snapshot built in {}: {} objects ({} validated, {} reference checks), {} rejected, "
+               "{} served resources",
+               absl::FormatDuration(elapsed), builder_.object_count(), result.validated_objects,
+               result.reference_checks, builder_.rejected_count(), result.snapshot->size());
   {
     absl::MutexLock lock(&mu_);
     stats_.builds++;
-    stats_.rejected_objects = rejected;
+    stats_.validated_objects += result.validated_objects;
+    stats_.rejected_objects = builder_.rejected_count();
     stats_.last_build_duration = elapsed;
-    statuses_ = result.statuses;
+    for (const auto& status : result.changed_statuses) statuses_[status->ref] = status;
+    for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
   }
-  if (last_ == nullptr || last_->version() != result.snapshot->version()) {
+  if (last_ == nullptr || result.snapshot_changed) {
     last_ = result.snapshot;
     store_.Publish(result.snapshot);
   }

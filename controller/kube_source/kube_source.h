@@ -21,6 +21,7 @@
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
+#include "xds_server/snapshot/incremental_builder.h"
 
 namespace facet::controller {
 
@@ -31,8 +32,8 @@ class KubeSource {
   struct Options {
     std::vector<std::string> namespaces;  // Empty: every namespace.
     xds::BuildOptions build;              // authority_policy is always kEnforce.
-    // Changes arriving within this window make one snapshot.
-    absl::Duration debounce = absl::Milliseconds(100);
+    // Changes arriving within this window after the first make one snapshot.
+    absl::Duration debounce = absl::Milliseconds(5);
     // How often the leader re-checks status for client feedback (connected
     // clients per variant, NACKs) when nothing else changed.
     absl::Duration status_resync = absl::Seconds(10);
@@ -43,6 +44,7 @@ class KubeSource {
     int64_t status_writes = 0;
     int64_t status_errors = 0;
     int rejected_objects = 0;
+    int64_t validated_objects = 0;  // Objects validated anew, over every build.
     absl::Duration last_build_duration;
     kube::Reflector::Counters reflectors;  // Summed over every reflector.
   };
@@ -64,10 +66,12 @@ class KubeSource {
   std::vector<xds::ObjectStatus> statuses() const;
 
  private:
-  void Notify();
+  void Enqueue(bool authority, const std::vector<kube::ObjectDelta>& deltas);
   void Run();
+  // Feeds the pending watch events (or, the first time, every cached object)
+  // to the builder, builds and publishes when what is served changed.
   void BuildAndPublish();
-  std::string SpecFingerprint() const;
+  void Apply(bool authority, const YAML::Node& object, const std::string& key, bool deleted);
   void SyncStatus();
 
   kube::KubeClient& client_;
@@ -87,11 +91,15 @@ class KubeSource {
   bool status_due_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
-  std::vector<xds::ObjectStatus> statuses_ ABSL_GUARDED_BY(mu_);
+  std::map<xds::ObjectRef, std::shared_ptr<const xds::ObjectStatus>> statuses_
+      ABSL_GUARDED_BY(mu_);
+  // Watch events not yet built, latest per (kind, key).
+  std::map<std::pair<bool, std::string>, kube::ObjectDelta> pending_ ABSL_GUARDED_BY(mu_);
 
   // Worker thread only:
+  xds::IncrementalBuilder builder_;
+  bool loaded_ = false;  // Whether every cached object was fed once.
   std::shared_ptr<const xds::Snapshot> last_;
-  std::string last_fingerprint_;
   absl::Time last_status_sync_ = absl::InfinitePast();
   std::thread worker_;
 };

@@ -103,6 +103,24 @@ TEST_F(KubeSourceTest, RejectedEditKeepsServingAndIsReportedDeletionRemoves) {
   ASSERT_TRUE(Eventually([&] { return store_.Current()->Find(xds::ListenerType(), "greeter") == nullptr; }));
 }
 
+TEST_F(KubeSourceTest, OneWatchEventValidatesOneObject) {
+  ApplyExamples(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  const int64_t loaded = source->stats().validated_objects;
+  EXPECT_EQ(loaded, 22);
+  const auto before = store_.Current();
+  YAML::Node endpoints = YAML::Clone(client_.Objects(kResources)["demo/greeter-prod-endpoints"]);
+  ASSERT_TRUE(endpoints["spec"]["variants"][0]["resource"]["endpoints"][0].IsDefined());
+  endpoints["spec"]["variants"][0]["resource"]["endpoints"][0]["load_balancing_weight"] = 7;
+  client_.Put(kResources, endpoints);
+  ASSERT_TRUE(Eventually([&] { return store_.Current() != before; }));
+  EXPECT_EQ(source->stats().validated_objects, loaded + 1);
+  const xds::ChangeSet& changes = store_.Current()->changes();
+  EXPECT_FALSE(changes.all);
+  EXPECT_EQ(changes.size(), 1u);
+}
+
 TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
   ApplyExamples(client_);
   auto source = Start([] { return false; });
