@@ -115,6 +115,7 @@ class IncrementalBuilder::State {
   // seen for the first time (BuildSnapshot's `previous`).
   const Snapshot* seed = nullptr;
   uint64_t build_number = 0;
+  int rejected = 0;  // Objects whose status says not accepted.
 
   Result Build();
 
@@ -260,6 +261,8 @@ void IncrementalBuilder::State::ApplyAuthorities() {
   for (ObjectStatus& status : statuses) {
     auto& slot = authority_statuses[status.ref];
     if (slot == nullptr || !(*slot == status)) {
+      if (slot != nullptr && !slot->accepted) --rejected;
+      if (!status.accepted) ++rejected;
       slot = std::make_shared<const ObjectStatus>(std::move(status));
       result_->changed_statuses.push_back(slot);
     }
@@ -436,6 +439,10 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   // Deletions.
   for (const ObjectRef& ref : pending_removals) {
     if (authorities.erase(ref) > 0) {
+      if (auto status = authority_statuses.find(ref);
+          status != authority_statuses.end() && !status->second->accepted) {
+        --rejected;
+      }
       authority_statuses.erase(ref);
       result.removed_statuses.push_back(ref);
       continue;
@@ -454,6 +461,7 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     }
     Unindex(entry);
     touched_.erase(ref);
+    if (entry.status != nullptr && !entry.status->accepted) --rejected;
     entries.erase(it);
     result.removed_statuses.push_back(ref);
   }
@@ -520,6 +528,8 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     Entry& entry = entries.at(ref);
     std::shared_ptr<const ObjectStatus> status = MakeStatus(entry);
     if (entry.status == nullptr || !(*entry.status == *status)) {
+      if (entry.status != nullptr && !entry.status->accepted) --rejected;
+      if (!status->accepted) ++rejected;
       entry.status = status;
       result.changed_statuses.push_back(std::move(status));
     }
@@ -601,13 +611,7 @@ void IncrementalBuilder::SeedFallbacks(const Snapshot* previous) { state_->seed 
 IncrementalBuilder::Result IncrementalBuilder::Build() {
   Result result = state_->Build();
   snapshot_ = result.snapshot;
-  rejected_ = 0;
-  for (const auto& [ref, entry] : state_->entries) {
-    if (entry.status != nullptr && !entry.status->accepted) ++rejected_;
-  }
-  for (const auto& [ref, status] : state_->authority_statuses) {
-    if (!status->accepted) ++rejected_;
-  }
+  rejected_ = state_->rejected;
   return result;
 }
 

@@ -101,23 +101,77 @@ bool SameVersions(const ServedResource& a, const ServedResource& b) {
 
 }  // namespace
 
+template <typename Key, typename Hash>
+template <typename K>
+const std::shared_ptr<const ServedResource>* Snapshot::ShardedMap<Key, Hash>::Find(
+    const K& key) const {
+  const auto& shard = shards_[ShardOf(key)];
+  if (shard == nullptr) return nullptr;
+  auto it = shard->find(key);
+  return it == shard->end() ? nullptr : &it->second;
+}
+
+template <typename Key, typename Hash>
+void Snapshot::ShardedMap<Key, Hash>::Set(const Key& key,
+                                          std::shared_ptr<const ServedResource> value) {
+  auto& shard = shards_[ShardOf(key)];
+  auto copy = shard == nullptr ? std::make_shared<Shard>() : std::make_shared<Shard>(*shard);
+  auto [it, inserted] = copy->insert_or_assign(key, std::move(value));
+  if (inserted) ++size_;
+  shard = std::move(copy);
+}
+
+template <typename Key, typename Hash>
+bool Snapshot::ShardedMap<Key, Hash>::Erase(const Key& key) {
+  auto& shard = shards_[ShardOf(key)];
+  if (shard == nullptr || shard->find(key) == shard->end()) return false;
+  auto copy = std::make_shared<Shard>(*shard);
+  copy->erase(copy->find(key));
+  --size_;
+  shard = copy->empty() ? nullptr : std::move(copy);
+  return true;
+}
+
+template <typename Key, typename Hash>
+void Snapshot::ShardedMap<Key, Hash>::ForEach(
+    const std::function<void(const Key&, const std::shared_ptr<const ServedResource>&)>& f)
+    const {
+  for (const auto& shard : shards_) {
+    if (shard == nullptr) continue;
+    for (const auto& [key, value] : *shard) f(key, value);
+  }
+}
+
+size_t Snapshot::RefHash::operator()(const ObjectRef& ref) const {
+  return std::hash<std::string>()(ref.namespace_) * 31 + std::hash<std::string>()(ref.name) +
+         std::hash<std::string>()(ref.kind);
+}
+
+size_t Snapshot::NameHash::operator()(absl::string_view name) const {
+  return std::hash<std::string_view>()(std::string_view(name.data(), name.size()));
+}
+
+size_t Snapshot::TypeIndex(const ResourceType* type) {
+  return static_cast<size_t>(type->push_rank()) % 4;
+}
+
 void Snapshot::Insert(std::shared_ptr<const ServedResource> resource) {
   digest_sum_ += ResourceDigest(*resource);
-  by_owner_[resource->owner] = resource;
-  auto& slot = by_type_[resource->type][resource->name];
-  slot = std::move(resource);
+  by_owner_.Set(resource->owner, resource);
+  const size_t index = TypeIndex(resource->type);
+  const std::string name = resource->name;
+  by_type_[index].Set(name, std::move(resource));
 }
 
 void Snapshot::Erase(const ResourceType* type, absl::string_view name) {
-  auto type_it = by_type_.find(type);
-  if (type_it == by_type_.end()) return;
-  auto it = type_it->second.find(name);
-  if (it == type_it->second.end()) return;
-  digest_sum_ -= ResourceDigest(*it->second);
-  auto owner = by_owner_.find(it->second->owner);
-  if (owner != by_owner_.end() && owner->second == it->second) by_owner_.erase(owner);
-  type_it->second.erase(it);
-  if (type_it->second.empty()) by_type_.erase(type_it);
+  auto& map = by_type_[TypeIndex(type)];
+  const std::shared_ptr<const ServedResource>* found = map.Find(name);
+  if (found == nullptr) return;
+  std::shared_ptr<const ServedResource> resource = *found;
+  digest_sum_ -= ResourceDigest(*resource);
+  const std::shared_ptr<const ServedResource>* owner = by_owner_.Find(resource->owner);
+  if (owner != nullptr && *owner == resource) by_owner_.Erase(resource->owner);
+  map.Erase(std::string(name));
 }
 
 void Snapshot::SetVersion() {
@@ -194,20 +248,23 @@ std::shared_ptr<const Snapshot> Snapshot::Derive(
 }
 
 const ServedResource* Snapshot::Find(const ResourceType& type, absl::string_view name) const {
-  const ResourceMap& map = resources(type);
-  auto it = map.find(name);
-  return it == map.end() ? nullptr : it->second.get();
+  const std::shared_ptr<const ServedResource>* found = by_type_[TypeIndex(&type)].Find(name);
+  return found == nullptr ? nullptr : found->get();
 }
 
 const Snapshot::ResourceMap& Snapshot::resources(const ResourceType& type) const {
-  static const ResourceMap* const kEmpty = new ResourceMap();
-  auto it = by_type_.find(&type);
-  return it == by_type_.end() ? *kEmpty : it->second;
+  const size_t index = TypeIndex(&type);
+  absl::call_once(sorted_once_[index], [this, index] {
+    by_type_[index].ForEach([this, index](const std::string& name, const auto& resource) {
+      sorted_[index].emplace(name, resource);
+    });
+  });
+  return sorted_[index];
 }
 
 std::shared_ptr<const ServedResource> Snapshot::FindByOwner(const ObjectRef& owner) const {
-  auto it = by_owner_.find(owner);
-  return it == by_owner_.end() ? nullptr : it->second;
+  const std::shared_ptr<const ServedResource>* found = by_owner_.Find(owner);
+  return found == nullptr ? nullptr : *found;
 }
 
 size_t Snapshot::size() const { return by_owner_.size(); }

@@ -2,6 +2,8 @@
 #ifndef FACET_XDS_SERVER_SNAPSHOT_SNAPSHOT_H_
 #define FACET_XDS_SERVER_SNAPSHOT_SNAPSHOT_H_
 
+#include <array>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -101,7 +103,8 @@ class Snapshot {
 
   // Returns the resource of `type` named `name` (normalised), or null.
   const ServedResource* Find(const ResourceType& type, absl::string_view name) const;
-  // Returns the resources of one type, by name.
+  // Returns the resources of one type, by name. The map is made on first
+  // use per snapshot and type (O(resources of the type)); Find() is cheaper.
   const ResourceMap& resources(const ResourceType& type) const;
   // Returns the resource the object `owner` declares, or null.
   std::shared_ptr<const ServedResource> FindByOwner(const ObjectRef& owner) const;
@@ -120,8 +123,42 @@ class Snapshot {
   void Erase(const ResourceType* type, absl::string_view name);
   void SetVersion();
 
-  std::map<const ResourceType*, ResourceMap> by_type_;
-  std::map<ObjectRef, std::shared_ptr<const ServedResource>> by_owner_;
+  // A map split into copy-on-write shards by key hash: a derived snapshot
+  // shares every shard its change does not touch.
+  template <typename Key, typename Hash>
+  class ShardedMap {
+   public:
+    using Shard = std::map<Key, std::shared_ptr<const ServedResource>, std::less<>>;
+    template <typename K>
+    const std::shared_ptr<const ServedResource>* Find(const K& key) const;
+    void Set(const Key& key, std::shared_ptr<const ServedResource> value);
+    bool Erase(const Key& key);
+    size_t size() const { return size_; }
+    void ForEach(
+        const std::function<void(const Key&, const std::shared_ptr<const ServedResource>&)>& f)
+        const;
+
+   private:
+    static constexpr size_t kShards = 256;
+    template <typename K>
+    static size_t ShardOf(const K& key) {
+      return Hash()(key) % kShards;
+    }
+    std::array<std::shared_ptr<const Shard>, kShards> shards_;
+    size_t size_ = 0;
+  };
+  struct RefHash {
+    size_t operator()(const ObjectRef& ref) const;
+  };
+  struct NameHash {
+    size_t operator()(absl::string_view name) const;
+  };
+  static size_t TypeIndex(const ResourceType* type);
+
+  std::array<ShardedMap<std::string, NameHash>, 4> by_type_;
+  ShardedMap<ObjectRef, RefHash> by_owner_;
+  mutable std::array<absl::once_flag, 4> sorted_once_;
+  mutable std::array<ResourceMap, 4> sorted_;
   // The sum (mod 2^64) of a digest per served resource: order-independent,
   // so a derived snapshot updates it in O(change).
   uint64_t digest_sum_ = 0;
