@@ -47,6 +47,13 @@ struct ConstraintLimits {
   // decided constraint. Partitions of 256 variants over 8 keys take 10k-30k
   // steps per search, 1024 variants over 10 keys up to about 200k.
   int64_t max_search_steps = 1 << 20;
+  // Work budget of every search made for one object (its variant set and
+  // its references together). The builder points `object_budget` at a
+  // counter set to this for each object it checks.
+  int64_t object_search_steps = 1 << 22;
+  // When set, every search draws its steps from this counter and fails with
+  // ResourceExhausted once it is spent. Not owned; one thread at a time.
+  int64_t* object_budget = nullptr;
   // Overlapping pairs CheckVariantSet reports before it stops looking.
   int max_reported_overlaps = 16;
 };

@@ -114,6 +114,9 @@ class Search {
   ParameterSet CurrentAssignment() const;
   std::string OtherValue(const KeyDomain& domain) const;
   absl::Status BudgetError() const;
+  void ChargeBudget() {
+    if (limits_.object_budget != nullptr) *limits_.object_budget -= steps_;
+  }
 
   const ConstraintLimits& limits_;
   std::vector<Input> inputs_;
@@ -136,6 +139,7 @@ class Search {
 
   Mode mode_ = Mode::kFind;
   int64_t steps_ = 0;
+  int64_t max_steps_ = 0;  // For the current run: the limit, or what the object budget has left.
   bool stop_ = false;
   std::optional<ParameterSet> witness_;
   // kFind and kGap.
@@ -248,7 +252,8 @@ absl::StatusOr<std::optional<ParameterSet>> Search::Find(Mode mode) {
   num_relevant_ = static_cast<int32_t>(constraints_.size());
   witness_.reset();
   Run();
-  if (steps_ > limits_.max_search_steps) return BudgetError();
+  ChargeBudget();
+  if (steps_ > max_steps_) return BudgetError();
   return std::move(witness_);
 }
 
@@ -268,13 +273,20 @@ absl::Status Search::FindOverlaps(std::vector<VariantSetReport::Overlap>& overla
   overlaps_ = &overlaps;
   truncated_ = false;
   Run();
+  ChargeBudget();
   overlaps_ = nullptr;
-  if (steps_ > limits_.max_search_steps) return BudgetError();
+  if (steps_ > max_steps_) return BudgetError();
   truncated = truncated_;
   return absl::OkStatus();
 }
 
 absl::Status Search::BudgetError() const {
+  if (max_steps_ < limits_.max_search_steps) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the checks of this object need more than its budget of ", limits_.object_search_steps,
+        " search steps (limit object_search_steps); simplify its constraints or use fewer "
+        "variants or keys"));
+  }
   return absl::ResourceExhaustedError(
       absl::StrCat("the constraints are too complex to decide within ", limits_.max_search_steps,
                    " search steps (limit max_search_steps); simplify them or use fewer keys"));
@@ -282,6 +294,10 @@ absl::Status Search::BudgetError() const {
 
 void Search::Run() {
   steps_ = 0;
+  max_steps_ = limits_.max_search_steps;
+  if (limits_.object_budget != nullptr) {
+    max_steps_ = std::min(max_steps_, std::max<int64_t>(*limits_.object_budget, 0));
+  }
   stop_ = false;
   trail_size_ = 0;
   for (size_t c = 0; c < constraints_.size(); ++c) {
@@ -489,7 +505,7 @@ void Search::Undo(size_t mark) {
 }
 
 bool Search::Dead() const {
-  if (stop_ || steps_ > limits_.max_search_steps) return true;
+  if (stop_ || steps_ > max_steps_) return true;
   switch (mode_) {
     case Mode::kFind:
     case Mode::kGap:
@@ -501,7 +517,7 @@ bool Search::Dead() const {
 }
 
 Search::Outcome Search::Check() const {
-  if (stop_ || steps_ > limits_.max_search_steps) return Outcome::kStop;
+  if (stop_ || steps_ > max_steps_) return Outcome::kStop;
   switch (mode_) {
     case Mode::kFind:
     case Mode::kGap:

@@ -332,6 +332,24 @@ TEST(CheckVariantSetTest, FailsWithResourceExhaustedWhenBudgetIsSpent) {
                        HasSubstr("within 50 search steps (limit max_search_steps)")));
 }
 
+TEST(CheckVariantSetTest, SearchesShareTheObjectBudget) {
+  // Each search alone fits max_search_steps, but not all of them together.
+  ConstraintLimits limits;
+  ASSERT_THAT(CheckVariantSet(Grid(6), limits), IsOk());
+  int64_t budget = 60;
+  limits.object_search_steps = 60;
+  limits.object_budget = &budget;
+  EXPECT_THAT(CheckVariantSet(Grid(6), limits),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("budget of 60 search steps (limit object_search_steps)")));
+  EXPECT_LE(budget, 0);
+  // A spent budget fails the next search at once.
+  std::vector<const Constraint*> none;
+  const Constraint any = MustCompile(Exists("k0"));
+  EXPECT_THAT(FindParameterSet({&any}, none, limits),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("object_search_steps")));
+}
+
 TEST(CheckVariantSetTest, DefaultBudgetCoversFullGridAtLimits) {
   const std::vector<Constraint> variants = Grid(8);  // 256 variants over 8 keys
   const VariantSetReport report = MustCheck(variants);

@@ -446,8 +446,22 @@ std::vector<ObjectStatus> CheckAuthorities(absl::Span<const AuthorityObject* con
   return statuses;
 }
 
+namespace {
+
+// `options` with a fresh per-object search budget drawn from `*budget`.
+BuildOptions WithObjectBudget(const BuildOptions& options, int64_t* budget) {
+  BuildOptions out = options;
+  *budget = options.limits.object_search_steps;
+  out.limits.object_budget = budget;
+  return out;
+}
+
+}  // namespace
+
 OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOptions& options) {
-  ObjectValidatorImpl validator(options);
+  int64_t budget = 0;
+  const BuildOptions budgeted = WithObjectBudget(options, &budget);
+  ObjectValidatorImpl validator(budgeted);
   OwnValidation out;
   std::shared_ptr<ServedResource> resource;
   size_t admission_at = 0;
@@ -472,7 +486,9 @@ void CheckAdmission(const ObjectRef& ref, absl::string_view served_name,
 
 std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup,
                                      const BuildOptions& options) {
-  ObjectValidatorImpl validator(options);
+  int64_t budget = 0;
+  const BuildOptions budgeted = WithObjectBudget(options, &budget);
+  ObjectValidatorImpl validator(budgeted);
   return validator.CheckReferences(resource, lookup);
 }
 
