@@ -1,7 +1,10 @@
 #include "xds_server/ads/ads_service.h"
 
+#include <algorithm>
+#include <thread>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
@@ -16,62 +19,75 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 
 namespace {
 
-// (type URL, name) pairs whose variants changed between two snapshots.
-struct WakeSet {
-  bool all = false;
-  std::set<std::pair<std::string, std::string>> keys;
-};
-
-// Uses the snapshot's own change set when it was derived from `before`;
-// anything else (a first snapshot, a skipped one) wakes every stream.
-WakeSet Changes(const Snapshot* before, const Snapshot& after) {
-  WakeSet wake;
-  const ChangeSet& changes = after.changes();
-  if (before == nullptr || changes.all || after.base_version() != before->version()) {
-    wake.all = true;
-    return wake;
-  }
-  for (const auto& [type, names] : changes.by_type) {
-    for (const auto* list : {&names.added, &names.changed, &names.removed}) {
-      for (const std::string& name : *list) wake.keys.emplace(type->type_url(), name);
-    }
-  }
-  return wake;
-}
-
 std::string ShortType(const std::string& type_url) {
   const ResourceType* type = FindResourceType(type_url);
-  return type != nullptr ? std::string(type->alias()) : type_url;
+  return type != nullptr ? std::string(type->alias()) : SafeForLog(type_url);
 }
 
 std::string DescribeItems(const std::vector<PushedItem>& items) {
   return absl::StrJoin(items, ", ", [](std::string* out, const PushedItem& item) {
     if (item.removal && item.version.empty()) {
-      absl::StrAppend(out, "-", item.name);
+      absl::StrAppend(out, "-", SafeForLog(item.name));
     } else {
-      absl::StrAppend(out, item.removal ? "-" : "", item.name, "[", item.label, "]@", item.version);
+      absl::StrAppend(out, item.removal ? "-" : "", SafeForLog(item.name), "[", item.label, "]@",
+                      item.version);
     }
   });
 }
 
+bool DebugLogging() { return spdlog::should_log(spdlog::level::debug); }
+
 }  // namespace
+
+std::string SafeForLog(absl::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return absl::CHexEscape(text);
+  return absl::StrCat(absl::CHexEscape(text.substr(0, max_bytes)), "...(", text.size(),
+                      " bytes)");
+}
+
+// What a snapshot change asks of one stream.
+struct AdsService::Wake {
+  bool all = false;
+  // Wildcard types: every changed name of the type.
+  std::vector<const ResourceType*> types;
+  std::vector<std::pair<const std::string*, const std::string*>> names;  // (type URL, name)
+};
 
 class AdsService::StreamCore {
  public:
-  StreamCore(uint64_t id, std::string peer) : id_(id), peer_(std::move(peer)) {}
+  StreamCore(AdsService* service, uint64_t id, std::string peer)
+      : service_(service), id_(id), peer_(std::move(peer)) {}
   virtual ~StreamCore() = default;
 
-  virtual void Notify(const std::shared_ptr<const ServingSnapshot>& serving,
-                      const WakeSet& changes) = 0;
+  virtual void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
+                      const Wake& wake) = 0;
   virtual std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const = 0;
   virtual void Drain() = 0;
   virtual std::string node_id() const = 0;
+  // Returns (and forgets) pending watch changes, then everything watched.
+  virtual std::vector<WatchChange> AllWatches() = 0;
+  // Cancels the stream if a write has been in flight since before `limit`.
+  virtual void CancelIfStalled(absl::Time limit) = 0;
 
   uint64_t id() const { return id_; }
+  // Called once, by Register, before the stream is shared.
+  void set_id(uint64_t id) { id_ = id; }
   const std::string& peer() const { return peer_; }
 
+ protected:
+  std::shared_ptr<const ServingSnapshot> UpdateWatches(const std::vector<WatchChange>& changes,
+                                                       uint64_t* sequence) {
+    return service_->UpdateWatches(this, changes, sequence);
+  }
+  void Record(RequestOutcome* outcome, const PushRecord* push) {
+    if (outcome != nullptr) service_->RecordOutcome(*this, *outcome);
+    if (push != nullptr) service_->RecordPush(*this, *push);
+  }
+  void CountStall() { service_->closed_write_stall_++; }
+
  private:
-  const uint64_t id_;
+  AdsService* const service_;
+  uint64_t id_;
   const std::string peer_;
 };
 
@@ -81,22 +97,21 @@ template <typename Request, typename Response>
 class Core final : public AdsService::StreamCore {
  public:
   using Reactor = grpc::ServerBidiReactor<Request, Response>;
-  using Hooks = std::function<void(const AdsService::StreamCore&, const RequestOutcome*,
-                                   const PushRecord*)>;
 
-  Core(uint64_t id, std::string peer, Protocol protocol,
-       std::shared_ptr<const ParameterMapping> mapping, Reactor* reactor, Hooks hooks)
-      : StreamCore(id, std::move(peer)),
-        protocol_(protocol),
-        hooks_(std::move(hooks)),
-        state_(protocol, std::move(mapping)),
-        reactor_(reactor) {}
+  Core(AdsService* service, uint64_t id, std::string peer, Protocol protocol,
+       std::shared_ptr<const ParameterMapping> mapping, StreamState::Limits limits,
+       Reactor* reactor, grpc::CallbackServerContext* context)
+      : StreamCore(service, id, std::move(peer)),
+        state_(protocol, std::move(mapping), limits),
+        reactor_(reactor),
+        context_(context) {}
 
   Request* request() { return &request_; }
 
-  void Start(std::shared_ptr<const ServingSnapshot> serving) {
+  void Start(std::shared_ptr<const ServingSnapshot> serving, uint64_t sequence) {
     absl::MutexLock lock(&mu_);
-    state_.SetSnapshot(std::move(serving));
+    state_.AdoptSnapshot(std::move(serving));
+    sequence_ = sequence;
   }
 
   void OnReadDone(bool ok) {
@@ -109,14 +124,31 @@ class Core final : public AdsService::StreamCore {
     {
       absl::MutexLock lock(&mu_);
       status = state_.OnRequest(request_, &outcome);
-      if (state_.has_node() && node_id_.empty()) node_id_ = state_.node().id();
+      if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
+      std::vector<WatchChange> changes = state_.TakeWatchChanges();
+      if (!changes.empty()) {
+        // Register and read the current snapshot in one step: a snapshot
+        // published after this wakes the stream for its new names.
+        uint64_t sequence = 0;
+        auto serving = UpdateWatches(changes, &sequence);
+        if (sequence > sequence_) {
+          state_.AdoptSnapshot(std::move(serving));
+          sequence_ = sequence;
+        }
+      }
     }
+    request_.Clear();
     if (!status.ok()) {
-      spdlog::warn("stream {} ({}): closing: {}", id(), peer(), std::string(status.message()));
-      RequestFinish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(status.message())));
+      Record(&outcome, nullptr);
+      const grpc::StatusCode code = status.code() == absl::StatusCode::kResourceExhausted
+                                        ? grpc::StatusCode::RESOURCE_EXHAUSTED
+                                        : grpc::StatusCode::INVALID_ARGUMENT;
+      spdlog::warn("stream {} node \"{}\" ({}): closing: {}", id(), node_id(), peer(),
+                   std::string(status.message()));
+      RequestFinish(grpc::Status(code, std::string(status.message())));
       return;
     }
-    hooks_(*this, &outcome, nullptr);
+    Record(&outcome, nullptr);
     TryWrite();
     reactor_->StartRead(&request_);
   }
@@ -125,26 +157,50 @@ class Core final : public AdsService::StreamCore {
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
+      write_started_ = absl::InfiniteFuture();
+      response_ = Response();  // Frees the response's bytes.
       if (!ok) finish_requested_ = true;
     }
     TryWrite();
   }
 
   void OnDone() {
-    absl::MutexLock lock(&mu_);
-    reactor_ = nullptr;
-  }
-
-  void Notify(const std::shared_ptr<const ServingSnapshot>& serving,
-              const WakeSet& changes) override {
     {
       absl::MutexLock lock(&mu_);
-      state_.SetSnapshot(serving);
-      bool affected = changes.all;
-      for (auto it = changes.keys.begin(); !affected && it != changes.keys.end(); ++it) {
-        affected = state_.Watches(it->first, it->second);
+      reactor_ = nullptr;
+    }
+    absl::MutexLock lock(&cancel_mu_);
+    context_ = nullptr;
+    // A cancel in progress on another thread still uses the context.
+    cancel_mu_.Await(absl::Condition(
+        +[](Core* core) ABSL_EXCLUSIVE_LOCKS_REQUIRED(core->cancel_mu_) {
+          return core->canceller_ == std::thread::id() ||
+                 core->canceller_ == std::this_thread::get_id();
+        },
+        this));
+  }
+
+  void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
+              const AdsService::Wake& wake) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (sequence > sequence_) {
+        state_.AdoptSnapshot(serving);
+        sequence_ = sequence;
       }
-      if (!affected) return;
+      if (wake.all) {
+        state_.MarkAllDirty();
+      } else {
+        const ChangeSet& changes = serving->snapshot().changes();
+        for (const ResourceType* type : wake.types) {
+          auto it = changes.by_type.find(type);
+          if (it == changes.by_type.end()) continue;
+          for (const auto* list : {&it->second.added, &it->second.changed, &it->second.removed}) {
+            for (const std::string& name : *list) state_.MarkDirty(type->type_url(), name);
+          }
+        }
+        for (const auto& [type_url, name] : wake.names) state_.MarkDirty(*type_url, *name);
+      }
     }
     TryWrite();
   }
@@ -161,6 +217,38 @@ class Core final : public AdsService::StreamCore {
   std::string node_id() const override {
     absl::MutexLock lock(&mu_);
     return node_id_;
+  }
+
+  std::vector<WatchChange> AllWatches() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<WatchChange> out = state_.TakeWatchChanges();
+    for (WatchChange& change : state_.Watches()) out.push_back(std::move(change));
+    return out;
+  }
+
+  void CancelIfStalled(absl::Time limit) override {
+    std::string node;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!writing_ || write_started_ >= limit || stall_cancelled_) return;
+      stall_cancelled_ = true;
+      node = node_id_;
+    }
+    grpc::CallbackServerContext* context;
+    {
+      absl::MutexLock lock(&cancel_mu_);
+      if (context_ == nullptr) return;
+      context = context_;
+      canceller_ = std::this_thread::get_id();
+    }
+    CountStall();
+    spdlog::warn("stream {} node \"{}\" ({}): closing: a write has not completed within the "
+                 "write-stall timeout",
+                 id(), node, peer());
+    // Outside every lock: gRPC may run this stream's reactions inline.
+    context->TryCancel();
+    absl::MutexLock lock(&cancel_mu_);
+    canceller_ = std::thread::id();
   }
 
  private:
@@ -192,12 +280,13 @@ class Core final : public AdsService::StreamCore {
         action = Action::kFinish;
       } else if (state_.NextResponse(&response_, &record)) {
         writing_ = true;
+        write_started_ = absl::Now();
         action = Action::kWrite;
       }
     }
     switch (action) {
       case Action::kWrite:
-        hooks_(*this, nullptr, &record);
+        Record(nullptr, &record);
         reactor->StartWrite(&response_);
         break;
       case Action::kFinish:
@@ -208,18 +297,23 @@ class Core final : public AdsService::StreamCore {
     }
   }
 
-  const Protocol protocol_;
-  const Hooks hooks_;
   mutable absl::Mutex mu_;
   StreamState state_ ABSL_GUARDED_BY(mu_);
+  uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
-  std::string node_id_ ABSL_GUARDED_BY(mu_);
+  std::string node_id_ ABSL_GUARDED_BY(mu_);  // Escaped and truncated for logs.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time write_started_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  bool stall_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_;  // Written before finished_ is set; read after.
   Request request_;    // Owned by the pending read.
   Response response_;  // Owned by the write in flight.
+  // The context is valid until OnDone; a stall cancel borrows it.
+  absl::Mutex cancel_mu_;
+  grpc::CallbackServerContext* context_ ABSL_GUARDED_BY(cancel_mu_);
+  std::thread::id canceller_ ABSL_GUARDED_BY(cancel_mu_);
 };
 
 }  // namespace
@@ -229,28 +323,18 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
  public:
   Reactor(AdsService* service, Protocol protocol, grpc::CallbackServerContext* context)
       : service_(service) {
-    uint64_t id;
-    std::shared_ptr<const ServingSnapshot> serving;
-    bool draining;
-    {
-      absl::MutexLock lock(&service->mu_);
-      id = service->next_stream_id_++;
-      serving = service->current_;
-      draining = service->draining_;
-    }
-    if (draining) {
+    auto core = std::make_shared<Core<Request, Response>>(
+        service, 0, context->peer(), protocol, service->options_.mapping,
+        service->options_.stream_limits, this, context);
+    uint64_t sequence = 0;
+    auto serving = service->Register(core, &sequence);
+    if (serving == nullptr) {
       this->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "xDS server is shutting down"));
       return;
     }
-    core_ = std::make_shared<Core<Request, Response>>(
-        id, context->peer(), protocol, service->options_.mapping, this,
-        [service](const StreamCore& core, const RequestOutcome* outcome, const PushRecord* push) {
-          if (outcome != nullptr) service->RecordOutcome(core, *outcome);
-          if (push != nullptr) service->RecordPush(core, *push);
-        });
-    core_->Start(std::move(serving));
-    service->Register(core_);
-    spdlog::info("stream {} open: {} from {}", id,
+    core_ = std::move(core);
+    core_->Start(std::move(serving), sequence);
+    spdlog::info("stream {} open: {} from {}", core_->id(),
                  protocol == Protocol::kSotw ? "SotW" : "delta", context->peer());
     this->StartRead(core_->request());
   }
@@ -260,7 +344,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
   void OnDone() override {
     if (core_ != nullptr) {
       core_->OnDone();
-      service_->Unregister(core_.get());
+      service_->Unregister(core_.get(), core_->AllWatches());
       spdlog::info("stream {} closed (node \"{}\", {})", core_->id(), core_->node_id(),
                    core_->peer());
     }
@@ -278,9 +362,44 @@ AdsService::AdsService(SnapshotStore& store, Options options)
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
     OnSnapshot(std::move(snapshot));
   });
+  if (options_.write_stall_timeout > absl::ZeroDuration()) {
+    alarm_ = std::make_unique<grpc::Alarm>();
+    ArmStallCheck();
+  }
 }
 
-AdsService::~AdsService() = default;
+AdsService::~AdsService() {
+  if (alarm_ == nullptr) return;
+  {
+    absl::MutexLock lock(&alarm_mu_);
+    stopping_ = true;
+  }
+  alarm_->Cancel();
+  absl::MutexLock lock(&alarm_mu_);
+  alarm_mu_.Await(absl::Condition(
+      +[](bool* pending) { return !*pending; }, &alarm_pending_));
+}
+
+void AdsService::ArmStallCheck() {
+  const absl::Duration period = std::clamp(options_.write_stall_timeout / 4,
+                                           absl::Milliseconds(10), absl::Seconds(1));
+  absl::MutexLock lock(&alarm_mu_);
+  if (stopping_) return;
+  alarm_pending_ = true;
+  alarm_->Set(absl::ToChronoTime(absl::Now() + period), [this](bool ok) { CheckStalls(ok); });
+}
+
+void AdsService::CheckStalls(bool ok) {
+  {
+    absl::MutexLock lock(&alarm_mu_);
+    alarm_pending_ = false;
+    if (stopping_ || !ok) return;
+  }
+  // Bounded cost: one look at each open stream per period.
+  const absl::Time limit = absl::Now() - options_.write_stall_timeout;
+  for (const auto& core : Cores()) core->CancelIfStalled(limit);
+  ArmStallCheck();
+}
 
 grpc::ServerBidiReactor<DiscoveryRequest, DiscoveryResponse>*
 AdsService::StreamAggregatedResources(grpc::CallbackServerContext* context) {
@@ -295,67 +414,164 @@ AdsService::DeltaAggregatedResources(grpc::CallbackServerContext* context) {
 
 void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   auto serving = std::make_shared<ServingSnapshot>(std::move(snapshot));
+  const Snapshot& next = serving->snapshot();
+  const ChangeSet& changes = next.changes();
+  // Streams to wake, with what to re-examine; a stream watching nothing that
+  // changed is not touched.
+  std::map<StreamCore*, Wake> wakes;
   std::vector<std::shared_ptr<StreamCore>> cores;
-  WakeSet changes;
+  uint64_t sequence;
+  bool all;
+  size_t open;
   {
     absl::MutexLock lock(&mu_);
-    changes = Changes(current_ ? &current_->snapshot() : nullptr, serving->snapshot());
+    all = changes.all || next.base_version() != current_->snapshot().version();
     current_ = serving;
-    for (const auto& [key, core] : streams_) cores.push_back(core);
+    sequence = ++sequence_;
+    open = streams_.size();
+    if (all) {
+      for (const auto& [key, core] : streams_) {
+        wakes[core.get()].all = true;
+        cores.push_back(core);
+      }
+    } else {
+      for (const auto& [type, names] : changes.by_type) {
+        auto index = index_.find(type->type_url());
+        if (index == index_.end()) continue;
+        for (StreamCore* core : index->second.wildcard) wakes[core].types.push_back(type);
+        for (const auto* list : {&names.added, &names.changed, &names.removed}) {
+          for (const std::string& name : *list) {
+            auto watchers = index->second.by_name.find(name);
+            if (watchers == index->second.by_name.end()) continue;
+            for (StreamCore* core : watchers->second) {
+              wakes[core].names.emplace_back(&type->type_url(), &name);
+            }
+          }
+        }
+      }
+      for (const auto& [core, wake] : wakes) cores.push_back(streams_.at(core));
+    }
   }
   snapshots_++;
-  spdlog::info("snapshot {}: {} resources, {} changed, {} streams", serving->snapshot().version(),
-               serving->snapshot().size(), changes.keys.size(), cores.size());
-  for (const auto& core : cores) core->Notify(serving, changes);
+  spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
+               next.size(), all ? next.size() : changes.size(), cores.size(), open);
+  for (const auto& core : cores) core->Notify(serving, sequence, wakes[core.get()]);
 }
 
-std::shared_ptr<const ServingSnapshot> AdsService::current() const {
+std::shared_ptr<const ServingSnapshot> AdsService::Register(
+    const std::shared_ptr<StreamCore>& core, uint64_t* sequence) {
   absl::MutexLock lock(&mu_);
+  if (draining_) return nullptr;
+  core->set_id(next_stream_id_++);
+  streams_[core.get()] = core;
+  streams_total_++;
+  *sequence = sequence_;
   return current_;
 }
 
-void AdsService::Register(const std::shared_ptr<StreamCore>& core) {
+std::shared_ptr<const ServingSnapshot> AdsService::UpdateWatches(
+    StreamCore* core, const std::vector<WatchChange>& changes, uint64_t* sequence) {
   absl::MutexLock lock(&mu_);
-  streams_[core.get()] = core;
-  streams_total_++;
+  for (const WatchChange& change : changes) ApplyWatchLocked(core, change, false);
+  *sequence = sequence_;
+  return current_;
 }
 
-void AdsService::Unregister(const StreamCore* core) {
+void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only) {
+  auto index = index_.find(change.type_url);
+  if (index == index_.end()) {
+    if (remove_only || !change.watched) return;
+    index = index_.try_emplace(change.type_url).first;
+  }
+  TypeIndex& type_index = index->second;
+  if (change.wildcard) {
+    if (change.watched && !remove_only) {
+      type_index.wildcard.insert(core);
+    } else {
+      type_index.wildcard.erase(core);
+    }
+    return;
+  }
+  if (change.watched && !remove_only) {
+    type_index.by_name[change.name].insert(core);
+    return;
+  }
+  auto watchers = type_index.by_name.find(change.name);
+  if (watchers == type_index.by_name.end()) return;
+  watchers->second.erase(core);
+  if (watchers->second.empty()) type_index.by_name.erase(watchers);
+}
+
+void AdsService::Unregister(StreamCore* core, const std::vector<WatchChange>& watches) {
   absl::MutexLock lock(&mu_);
+  for (const WatchChange& change : watches) ApplyWatchLocked(core, change, /*remove_only=*/true);
   streams_.erase(core);
 }
 
-void AdsService::Drain() {
+std::vector<std::shared_ptr<AdsService::StreamCore>> AdsService::Cores() const {
+  absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<StreamCore>> cores;
+  cores.reserve(streams_.size());
+  for (const auto& [key, core] : streams_) cores.push_back(core);
+  return cores;
+}
+
+void AdsService::Drain() {
   {
     absl::MutexLock lock(&mu_);
     draining_ = true;
-    for (const auto& [key, core] : streams_) cores.push_back(core);
   }
-  for (const auto& core : cores) core->Drain();
+  for (const auto& core : Cores()) core->Drain();
 }
 
-void AdsService::RecordOutcome(const StreamCore& core, const RequestOutcome& outcome) {
+void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) {
+  switch (outcome.limit) {
+    case RequestOutcome::Limit::kNames:
+      closed_names_limit_++;
+      return;
+    case RequestOutcome::Limit::kTypes:
+      closed_types_limit_++;
+      return;
+    case RequestOutcome::Limit::kNone:
+      break;
+  }
   switch (outcome.kind) {
     case RequestOutcome::Kind::kAck:
       acks_++;
-      spdlog::info("stream {} node \"{}\": ACK {} nonce {}", core.id(), core.node_id(),
-                   ShortType(outcome.type_url), outcome.nonce);
+      if (DebugLogging()) {
+        spdlog::debug("stream {} node \"{}\": ACK {} nonce {}", core.id(), core.node_id(),
+                      ShortType(outcome.type_url), SafeForLog(outcome.nonce));
+      }
       break;
     case RequestOutcome::Kind::kNack: {
       nacks_count_++;
+      const size_t max_detail = static_cast<size_t>(std::max(options_.max_error_detail_bytes, 0));
+      if (outcome.error_detail.size() > max_detail) {
+        nack_details_truncated_++;
+        outcome.error_detail.resize(max_detail);
+      }
       spdlog::warn("stream {} node \"{}\": NACK {} nonce {} [{}]: {}", core.id(), core.node_id(),
-                   ShortType(outcome.type_url), outcome.nonce, DescribeItems(outcome.nacked),
-                   outcome.error_detail);
+                   ShortType(outcome.type_url), SafeForLog(outcome.nonce),
+                   DescribeItems(outcome.nacked), SafeForLog(outcome.error_detail, max_detail));
+      const std::string node_id = core.node_id();
       absl::MutexLock lock(&mu_);
       for (const PushedItem& item : outcome.nacked) {
         if (item.removal) continue;
-        NackRecord& record = nacks_[{outcome.type_url, item.name, item.version}];
+        auto key = std::make_tuple(outcome.type_url, item.name, item.version);
+        auto it = nacks_.find(key);
+        if (it == nacks_.end()) {
+          if (static_cast<int>(nacks_.size()) >= options_.max_nack_records) {
+            nack_records_dropped_++;
+            continue;
+          }
+          it = nacks_.emplace(std::move(key), NackRecord()).first;
+        }
+        NackRecord& record = it->second;
         record.type_url = outcome.type_url;
         record.name = item.name;
         record.version = item.version;
         record.label = item.label;
-        record.node_id = core.node_id();
+        record.node_id = node_id;
         record.error_detail = outcome.error_detail;
         record.count++;
       }
@@ -363,21 +579,26 @@ void AdsService::RecordOutcome(const StreamCore& core, const RequestOutcome& out
     }
     case RequestOutcome::Kind::kInitial:
     case RequestOutcome::Kind::kSubscriptionOnly:
-      spdlog::info("stream {} node \"{}\": subscribe {}", core.id(), core.node_id(),
-                   ShortType(outcome.type_url));
+      if (DebugLogging()) {
+        spdlog::debug("stream {} node \"{}\": subscribe {}", core.id(), core.node_id(),
+                      ShortType(outcome.type_url));
+      }
       break;
     case RequestOutcome::Kind::kStale:
-      spdlog::debug("stream {}: stale nonce {} for {}", core.id(), outcome.nonce,
-                    ShortType(outcome.type_url));
+      if (DebugLogging()) {
+        spdlog::debug("stream {}: stale nonce {} for {}", core.id(), SafeForLog(outcome.nonce),
+                      ShortType(outcome.type_url));
+      }
       break;
   }
 }
 
 void AdsService::RecordPush(const StreamCore& core, const PushRecord& record) {
   pushes_++;
-  spdlog::info("stream {} node \"{}\": push {} version {} nonce {}: [{}]", core.id(),
-               core.node_id(), ShortType(record.type_url), record.version_info, record.nonce,
-               DescribeItems(record.items));
+  if (!DebugLogging()) return;
+  spdlog::debug("stream {} node \"{}\": push {} version {} nonce {}: [{}]", core.id(),
+                core.node_id(), ShortType(record.type_url), record.version_info, record.nonce,
+                DescribeItems(record.items));
 }
 
 AdsStats AdsService::stats() const {
@@ -391,6 +612,11 @@ AdsStats AdsService::stats() const {
   stats.acks = acks_;
   stats.nacks = nacks_count_;
   stats.snapshots = snapshots_;
+  stats.streams_closed_names_limit = closed_names_limit_;
+  stats.streams_closed_types_limit = closed_types_limit_;
+  stats.streams_closed_write_stall = closed_write_stall_;
+  stats.nack_records_dropped = nack_records_dropped_;
+  stats.nack_details_truncated = nack_details_truncated_;
   return stats;
 }
 
@@ -402,13 +628,8 @@ std::vector<NackRecord> AdsService::nacks() const {
 }
 
 std::map<std::string, int> AdsService::StreamsPerAuthority() const {
-  std::vector<std::shared_ptr<StreamCore>> cores;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [key, core] : streams_) cores.push_back(core);
-  }
   std::map<std::string, int> counts;
-  for (const auto& core : cores) {
+  for (const auto& core : Cores()) {
     std::set<std::string> authorities;
     for (const auto& [type_url, name, version] : core->Holdings()) {
       absl::StatusOr<XdstpName> parsed =
@@ -422,13 +643,8 @@ std::map<std::string, int> AdsService::StreamsPerAuthority() const {
 
 std::map<std::tuple<std::string, std::string, std::string>, int> AdsService::ClientsPerVariant()
     const {
-  std::vector<std::shared_ptr<StreamCore>> cores;
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [key, core] : streams_) cores.push_back(core);
-  }
   std::map<std::tuple<std::string, std::string, std::string>, int> counts;
-  for (const auto& core : cores) {
+  for (const auto& core : Cores()) {
     for (auto& holding : core->Holdings()) counts[holding]++;
   }
   return counts;

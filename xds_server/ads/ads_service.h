@@ -13,6 +13,11 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "grpcpp/alarm.h"
 #include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "xds_server/ads/parameter_mapping.h"
@@ -30,6 +35,13 @@ struct AdsStats {
   int64_t acks = 0;
   int64_t nacks = 0;
   int64_t snapshots = 0;
+  // Per-stream bounds: streams closed for exceeding each, NACK records not
+  // kept (map full) and NACK error details truncated.
+  int64_t streams_closed_names_limit = 0;
+  int64_t streams_closed_types_limit = 0;
+  int64_t streams_closed_write_stall = 0;
+  int64_t nack_records_dropped = 0;
+  int64_t nack_details_truncated = 0;
 };
 
 // The last NACK clients sent for one resource variant.
@@ -43,6 +55,10 @@ struct NackRecord {
   int64_t count = 0;
 };
 
+// Returns `text` C-escaped and cut to `max_bytes` (with its full size noted):
+// what client-supplied strings look like in logs.
+std::string SafeForLog(absl::string_view text, size_t max_bytes = 128);
+
 class AdsService final
     : public envoy::service::discovery::v3::AggregatedDiscoveryService::CallbackService {
  public:
@@ -50,6 +66,18 @@ class AdsService final
     std::shared_ptr<const ParameterMapping> mapping = std::make_shared<ParameterMapping>();
     // Largest request accepted on a stream, in bytes (also set on the server).
     int max_request_bytes = 4 << 20;
+    // Names subscribed per stream (cumulative across delta requests) and
+    // distinct type URLs per stream; a request beyond either ends its stream
+    // with RESOURCE_EXHAUSTED.
+    StreamState::Limits stream_limits;
+    // NACK records kept (one per type, name and variant version): later ones
+    // are counted, not kept.
+    int max_nack_records = 1024;
+    // Bytes of a NACK's error detail kept and logged (the rest is cut).
+    int max_error_detail_bytes = 4096;
+    // A stream whose write has not completed for this long is cancelled.
+    // Zero disables the check.
+    absl::Duration write_stall_timeout = absl::Minutes(2);
   };
 
   // Serves the snapshots published to `store`, which must outlive the service.
@@ -78,22 +106,42 @@ class AdsService final
   std::map<std::tuple<std::string, std::string, std::string>, int> ClientsPerVariant() const;
 
   class StreamCore;  // Per-stream state shared by a reactor and the service.
+  struct Wake;       // What a snapshot change asks of one stream.
 
  private:
   template <typename Request, typename Response>
   class Reactor;
+  // Streams watching names of one type.
+  struct TypeIndex {
+    absl::flat_hash_map<std::string, absl::flat_hash_set<StreamCore*>> by_name;
+    absl::flat_hash_set<StreamCore*> wildcard;
+  };
 
   void OnSnapshot(std::shared_ptr<const Snapshot> snapshot);
-  std::shared_ptr<const ServingSnapshot> current() const;
-  void Register(const std::shared_ptr<StreamCore>& core);
-  void Unregister(const StreamCore* core);
-  void RecordOutcome(const StreamCore& core, const RequestOutcome& outcome);
+  // Registers `core` and returns the snapshot it starts from, atomically: a
+  // snapshot published later notifies it. Null when draining.
+  std::shared_ptr<const ServingSnapshot> Register(const std::shared_ptr<StreamCore>& core,
+                                                  uint64_t* sequence);
+  // Applies a stream's watch changes to the index and returns the current
+  // snapshot, atomically (a change published later wakes the stream).
+  std::shared_ptr<const ServingSnapshot> UpdateWatches(StreamCore* core,
+                                                       const std::vector<WatchChange>& changes,
+                                                       uint64_t* sequence);
+  void Unregister(StreamCore* core, const std::vector<WatchChange>& watches);
+  void ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
   void RecordPush(const StreamCore& core, const PushRecord& record);
+  std::vector<std::shared_ptr<StreamCore>> Cores() const;
+  void ArmStallCheck();
+  void CheckStalls(bool ok);
 
   Options options_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServingSnapshot> current_ ABSL_GUARDED_BY(mu_);
+  uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<const StreamCore*, std::shared_ptr<StreamCore>> streams_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, TypeIndex> index_ ABSL_GUARDED_BY(mu_);
   std::map<std::tuple<std::string, std::string, std::string>, NackRecord> nacks_
       ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
@@ -103,6 +151,16 @@ class AdsService final
   std::atomic<int64_t> acks_{0};
   std::atomic<int64_t> nacks_count_{0};
   std::atomic<int64_t> snapshots_{0};
+  std::atomic<int64_t> closed_names_limit_{0};
+  std::atomic<int64_t> closed_types_limit_{0};
+  std::atomic<int64_t> closed_write_stall_{0};
+  std::atomic<int64_t> nack_records_dropped_{0};
+  std::atomic<int64_t> nack_details_truncated_{0};
+  // The write-stall check: a periodic alarm, re-armed until stopping_.
+  absl::Mutex alarm_mu_;
+  bool stopping_ ABSL_GUARDED_BY(alarm_mu_) = false;
+  bool alarm_pending_ ABSL_GUARDED_BY(alarm_mu_) = false;
+  std::unique_ptr<grpc::Alarm> alarm_;
   // Declared last: destroyed first, so no snapshot arrives mid-destruction.
   SnapshotStore::WatchHandle watch_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "xds_server/names/names.h"
 
@@ -13,6 +14,7 @@ using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
 using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
 using ::envoy::service::discovery::v3::DiscoveryResponse;
+using ::envoy::service::discovery::v3::DynamicParameterConstraints;
 using ::envoy::service::discovery::v3::Resource;
 
 constexpr char kResourceTypeUrl[] = "type.googleapis.com/envoy.service.discovery.v3.Resource";
@@ -31,14 +33,46 @@ std::string CanonicalName(const std::string& name) {
   return normalized.ok() ? *normalized : name;
 }
 
-void SetResourceName(const std::string& name, const Variant* variant, bool locator_mode,
-                     Resource* resource) {
-  if (locator_mode) {
+std::string FormKey(bool locator, const std::string& rest) {
+  return absl::StrCat(locator ? "L" : "P", rest);
+}
+
+// A digest of one held variant, summed (mod 2^64) per type into the SotW
+// version_info: order-independent and the same on every replica.
+uint64_t EntryDigest(const std::string& name, const std::string& key) {
+  uint64_t out = 0;
+  (void)absl::SimpleHexAtoi(ContentDigest(absl::StrCat(name, "\n", key)), &out);
+  return out;
+}
+
+std::string DigestVersion(uint64_t digest) {
+  return absl::StrCat(absl::Hex(digest, absl::kZeroPad16));
+}
+
+// The constraints a locator's parameters satisfy exactly: for telling a
+// client that this locator selects nothing without touching its others.
+DynamicParameterConstraints ConstraintsOf(const ParameterSet& params) {
+  DynamicParameterConstraints out;
+  if (params.empty()) return out;
+  auto set = [](DynamicParameterConstraints* c, const std::string& key, const std::string& value) {
+    c->mutable_constraint()->set_key(key);
+    c->mutable_constraint()->set_value(value);
+  };
+  if (params.size() == 1) {
+    set(&out, params.begin()->first, params.begin()->second);
+    return out;
+  }
+  auto* list = out.mutable_and_constraints();
+  for (const auto& [key, value] : params) set(list->add_constraints(), key, value);
+  return out;
+}
+
+void SetVariantName(const std::string& name, const Variant& variant, bool locator,
+                    Resource* resource) {
+  if (locator) {
     auto* resource_name = resource->mutable_resource_name();
     resource_name->set_name(name);
-    if (variant != nullptr) {
-      *resource_name->mutable_dynamic_parameter_constraints() = variant->constraints.proto();
-    }
+    *resource_name->mutable_dynamic_parameter_constraints() = variant.constraints.proto();
   } else {
     resource->set_name(name);
   }
@@ -46,16 +80,11 @@ void SetResourceName(const std::string& name, const Variant* variant, bool locat
 
 }  // namespace
 
-bool StreamState::NameState::locator_mode() const {
-  for (const auto& [key, subscription] : subscriptions) {
-    if (subscription.locator) return true;
-  }
-  return false;
-}
-
-StreamState::StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping)
+StreamState::StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping,
+                         Limits limits)
     : protocol_(protocol),
       mapping_(std::move(mapping)),
+      limits_(limits),
       snapshot_(std::make_shared<ServingSnapshot>(std::make_shared<const Snapshot>())),
       node_params_(std::make_shared<Parameters>(ParameterSet{})) {}
 
@@ -63,30 +92,91 @@ void StreamState::SetNode(const envoy::config::core::v3::Node& node) {
   node_ = node;
   has_node_ = true;
   node_params_ = std::make_shared<Parameters>(mapping_->ParametersFor(node));
+  wrap_plain_ = std::find(node_.client_features().begin(), node_.client_features().end(),
+                          kResourceInSotwFeature) != node_.client_features().end();
 }
 
-bool StreamState::wraps_plain_resources() const {
-  return std::find(node_.client_features().begin(), node_.client_features().end(),
-                   kResourceInSotwFeature) != node_.client_features().end();
-}
+bool StreamState::wraps_plain_resources() const { return wrap_plain_; }
 
-StreamState::TypeState& StreamState::StateFor(const std::string& type_url) {
-  auto [it, inserted] = types_.try_emplace(type_url);
-  if (inserted) {
-    it->second.type_url = type_url;
-    it->second.type = FindResourceType(type_url);
-    if (it->second.type != nullptr && it->second.type->type_url() != type_url) {
-      it->second.type = nullptr;  // Only full type URLs are served.
-    }
+StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
+                                              RequestOutcome* outcome, absl::Status* status) {
+  auto it = types_.find(type_url);
+  if (it != types_.end()) return &it->second;
+  if (static_cast<int>(types_.size()) >= limits_.max_types) {
+    outcome->limit = RequestOutcome::Limit::kTypes;
+    *status = absl::ResourceExhaustedError(
+        absl::StrCat("stream subscribes to more than ", limits_.max_types, " type URLs"));
+    return nullptr;
   }
+  it = types_.try_emplace(type_url).first;
+  TypeState& state = it->second;
+  state.type_url = type_url;
+  state.type = FindResourceType(type_url);
+  if (state.type != nullptr && state.type->type_url() != type_url) {
+    state.type = nullptr;  // Only full type URLs are served.
+  }
+  return &state;
+}
+
+absl::Status StreamState::CheckNameLimit(int64_t added, const std::string& type_url,
+                                         RequestOutcome* outcome) {
+  if (subscribed_names_ + added <= limits_.max_names) return absl::OkStatus();
+  outcome->limit = RequestOutcome::Limit::kNames;
+  return absl::ResourceExhaustedError(absl::StrCat("request for ", type_url,
+                                                   " would subscribe the stream to more than ",
+                                                   limits_.max_names, " names"));
+}
+
+StreamState::NameState& StreamState::Track(TypeState& state, const std::string& name) {
+  auto [it, inserted] = state.names.try_emplace(name);
+  // Names of a wildcard type are watched through the wildcard.
+  if (inserted && !state.wildcard) watch_changes_.push_back({state.type_url, name, false, true});
   return it->second;
 }
 
-void StreamState::Subscribe(TypeState& state, const std::string& name,
-                            std::shared_ptr<const Parameters> params, bool locator) {
-  NameState& ns = state.names[CanonicalName(name)];
-  const std::string key = params->canonical;
-  ns.subscriptions[key] = Subscription{std::move(params), locator};
+void StreamState::Untrack(TypeState& state, const std::string& name) {
+  auto it = state.names.find(name);
+  if (it == state.names.end()) return;
+  subscribed_names_ -= static_cast<int64_t>(it->second.subscriptions.size());
+  SetHeld(state, name, it->second, {});
+  state.names.erase(it);
+  state.unacked_prior.erase(name);
+  watch_changes_.push_back({state.type_url, name, false, false});
+  // Wildcard-covered names stay watched through the wildcard.
+  state.upserts.erase(name);
+  state.removals.erase(name);
+  state.unanswered.erase(name);
+  if (state.wildcard) state.dirty.insert(name);
+}
+
+void StreamState::SetWildcard(TypeState& state, bool wildcard) {
+  if (state.wildcard == wildcard) return;
+  state.wildcard = wildcard;
+  state.all_dirty = true;
+  watch_changes_.push_back({state.type_url, "", true, wildcard});
+  if (!wildcard) {
+    for (const auto& [name, ns] : state.names) watch_changes_.push_back({state.type_url, name, false, true});
+  }
+}
+
+void StreamState::AddSubscription(NameState& ns, std::shared_ptr<const Parameters> params,
+                                  bool locator) {
+  const std::string key = FormKey(locator, params->canonical);
+  auto [it, inserted] = ns.subscriptions.try_emplace(key);
+  if (inserted) ++subscribed_names_;
+  it->second.params = std::move(params);
+  it->second.locator = locator;
+  it->second.answered = false;
+}
+
+void StreamState::SetHeld(TypeState& state, const std::string& name, NameState& ns,
+                          HeldMap held) {
+  if (protocol_ == Protocol::kSotw && IsFullStateType(state.type)) {
+    state.unacked_prior.try_emplace(name, ns.held);
+  }
+  for (const auto& [key, entry] : ns.held) state.held_digest -= EntryDigest(name, key);
+  for (const auto& [key, entry] : held) state.held_digest += EntryDigest(name, key);
+  ns.held = std::move(held);
 }
 
 void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
@@ -101,8 +191,39 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
     outcome->kind = RequestOutcome::Kind::kNack;
     outcome->error_detail = error;
     outcome->nacked = state.last_items;
+    // Full-state SotW: when the NACKed response changed exactly one resource
+    // since the last ACK, that resource is the one rejected, and the client
+    // keeps the version it last ACKed (gRPC keeps the previous version of an
+    // invalid resource and applies the valid ones). Later complete-set
+    // responses carry that version instead of the rejected one. When several
+    // changed, the rejected one is unknown and nothing is assumed.
+    std::vector<std::string> suspects;
+    for (const auto& [name, prior] : state.unacked_prior) {
+      auto it = state.names.find(name);
+      HeldMap empty;
+      const HeldMap& held = it == state.names.end() ? empty : it->second.held;
+      bool same = held.size() == prior.size();
+      for (auto a = held.begin(), b = prior.begin(); same && a != held.end(); ++a, ++b) {
+        same = a->first == b->first;
+      }
+      if (!same) suspects.push_back(name);
+    }
+    if (suspects.size() == 1) {
+      auto it = state.names.find(suspects[0]);
+      if (it != state.names.end()) {
+        NameState& ns = it->second;
+        HeldMap prior = std::move(state.unacked_prior[suspects[0]]);
+        for (const auto& [key, entry] : ns.held) {
+          if (prior.count(key) == 0) ns.rejected.insert(key);
+        }
+        SetHeld(state, suspects[0], ns, std::move(prior));
+        state.dirty.insert(suspects[0]);
+      }
+    }
+    state.unacked_prior.clear();
   } else {
     outcome->kind = RequestOutcome::Kind::kAck;
+    state.unacked_prior.clear();
   }
 }
 
@@ -116,7 +237,10 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
                                                    " resources"));
   }
   if (request.has_node() && !has_node_) SetNode(request.node());
-  TypeState& state = StateFor(request.type_url());
+  absl::Status status;
+  TypeState* found = StateFor(request.type_url(), outcome, &status);
+  if (found == nullptr) return status;
+  TypeState& state = *found;
   ProcessAckOrNack(state, request.response_nonce(),
                    request.has_error_detail() ? request.error_detail().message() : "", outcome);
   if (request.has_error_detail() && outcome->kind == RequestOutcome::Kind::kNack &&
@@ -124,16 +248,24 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     outcome->error_detail = "(NACK without a message)";
   }
 
+  // Fast path: the same names as last time (every ACK repeats them) change
+  // nothing.
+  if (state.seen_request && !state.last_had_locators && request.resource_locators_size() == 0 &&
+      std::equal(request.resource_names().begin(), request.resource_names().end(),
+                 state.last_names.begin(), state.last_names.end())) {
+    return absl::OkStatus();
+  }
+
   // SotW requests carry the complete subscription set.
-  std::map<std::string, NameState> next;
+  std::map<std::string, std::map<std::string, Subscription>> next;
   bool wildcard = false;
   for (const std::string& name : request.resource_names()) {
     if (name == kWildcard) {
       wildcard = true;
       continue;
     }
-    NameState& ns = next[CanonicalName(name)];
-    ns.subscriptions[node_params_->canonical] = Subscription{node_params_, false};
+    next[CanonicalName(name)].try_emplace(FormKey(false, node_params_->canonical),
+                                          Subscription{node_params_, false, false});
   }
   for (const auto& locator : request.resource_locators()) {
     if (locator.name() == kWildcard) {
@@ -142,9 +274,9 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     }
     auto params = std::make_shared<Parameters>(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    NameState& ns = next[CanonicalName(locator.name())];
-    const std::string key = params->canonical;
-    ns.subscriptions[key] = Subscription{std::move(params), true};
+    const std::string key = FormKey(true, params->canonical);
+    next[CanonicalName(locator.name())].try_emplace(key,
+                                                    Subscription{std::move(params), true, false});
   }
   if (next.empty() && !wildcard && IsFullStateType(state.type) &&
       (!state.seen_request || state.legacy_wildcard)) {
@@ -155,45 +287,70 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   } else {
     state.legacy_wildcard = false;
   }
+  int64_t added = 0;
+  for (const auto& [name, subs] : next) {
+    auto it = state.names.find(name);
+    added += static_cast<int64_t>(subs.size()) -
+             (it == state.names.end() ? 0 : static_cast<int64_t>(it->second.subscriptions.size()));
+  }
+  if (added > 0) {
+    if (absl::Status limit = CheckNameLimit(added, state.type_url, outcome); !limit.ok()) {
+      return limit;
+    }
+  }
 
   if (!state.seen_request && request.response_nonce().empty() && !request.version_info().empty()) {
     state.resume_version = request.version_info();
   }
   bool changed = !state.seen_request || wildcard != state.wildcard;
+  SetWildcard(state, wildcard);
   // Keep what the client holds for names still subscribed (or still covered
   // by the wildcard); forget the rest, so a resubscription sends it again.
-  for (auto it = state.names.begin(); it != state.names.end();) {
-    auto found = next.find(it->first);
-    if (found != next.end()) {
-      if (found->second.subscriptions.size() != it->second.subscriptions.size() ||
-          !std::equal(found->second.subscriptions.begin(), found->second.subscriptions.end(),
-                      it->second.subscriptions.begin(), [](const auto& a, const auto& b) {
-                        return a.first == b.first && a.second.locator == b.second.locator;
-                      })) {
-        changed = true;
+  std::vector<std::string> gone;
+  for (auto& [name, ns] : state.names) {
+    auto found_next = next.find(name);
+    if (found_next == next.end()) {
+      if (ns.subscriptions.empty()) continue;  // Wildcard-covered only.
+      if (state.wildcard) {
+        subscribed_names_ -= static_cast<int64_t>(ns.subscriptions.size());
+        ns.subscriptions.clear();
+        state.dirty.insert(name);
+      } else {
+        gone.push_back(name);
       }
-      it->second.subscriptions = std::move(found->second.subscriptions);
-      next.erase(found);
-      ++it;
-    } else if (wildcard) {
-      // No longer named, but still covered by the wildcard: keep what the
-      // client holds.
-      if (!it->second.subscriptions.empty()) {
-        it->second.subscriptions.clear();
-        changed = true;
+      changed = true;
+      continue;
+    }
+    std::map<std::string, Subscription>& subs = found_next->second;
+    bool same = subs.size() == ns.subscriptions.size();
+    for (auto& [key, sub] : subs) {
+      auto old = ns.subscriptions.find(key);
+      if (old == ns.subscriptions.end()) {
+        same = false;
+      } else {
+        sub.answered = old->second.answered;
       }
-      ++it;
-    } else {
-      it = state.names.erase(it);
+    }
+    if (!same) {
+      subscribed_names_ += static_cast<int64_t>(subs.size()) -
+                           static_cast<int64_t>(ns.subscriptions.size());
+      ns.subscriptions = std::move(subs);
+      state.dirty.insert(name);
       changed = true;
     }
+    next.erase(found_next);
   }
-  for (auto& [name, ns] : next) {
-    state.names.emplace(name, std::move(ns));
+  for (const std::string& name : gone) Untrack(state, name);
+  for (auto& [name, subs] : next) {
+    NameState& ns = Track(state, name);
+    state.dirty.insert(name);
+    subscribed_names_ += static_cast<int64_t>(subs.size());
+    ns.subscriptions = std::move(subs);
     changed = true;
   }
-  state.wildcard = wildcard;
   state.seen_request = true;
+  state.last_had_locators = request.resource_locators_size() > 0;
+  state.last_names.assign(request.resource_names().begin(), request.resource_names().end());
   if (changed) state.response_due = true;
   if (outcome->kind == RequestOutcome::Kind::kAck && changed) {
     outcome->kind = RequestOutcome::Kind::kSubscriptionOnly;
@@ -207,68 +364,108 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
     return absl::InvalidArgumentError("DeltaDiscoveryRequest has no type_url");
   }
   if (request.resource_names_subscribe_size() + request.resource_locators_subscribe_size() >
-      kMaxNamesPerRequest) {
+          kMaxNamesPerRequest ||
+      request.resource_names_unsubscribe_size() + request.resource_locators_unsubscribe_size() >
+          kMaxNamesPerRequest ||
+      request.initial_resource_versions_size() > kMaxNamesPerRequest) {
     return absl::InvalidArgumentError(absl::StrCat("DeltaDiscoveryRequest for ",
-                                                   request.type_url(), " subscribes to more than ",
+                                                   request.type_url(), " names more than ",
                                                    kMaxNamesPerRequest, " resources"));
   }
   if (request.has_node() && !has_node_) SetNode(request.node());
-  TypeState& state = StateFor(request.type_url());
+  absl::Status status;
+  TypeState* found = StateFor(request.type_url(), outcome, &status);
+  if (found == nullptr) return status;
+  TypeState& state = *found;
   ProcessAckOrNack(state, request.response_nonce(),
                    request.has_error_detail() ? request.error_detail().message() : "", outcome);
+  if (absl::Status limit = CheckNameLimit(request.resource_names_subscribe_size() +
+                                              request.resource_locators_subscribe_size(),
+                                          state.type_url, outcome);
+      !limit.ok()) {
+    return limit;
+  }
 
   if (!state.seen_request) {
-    // The client already holds these versions (reconnect): do not resend them.
+    // What the client holds from an earlier stream. A claimed version this
+    // server does not serve for it is replaced (or removed) below.
     for (const auto& [name, version] : request.initial_resource_versions()) {
-      if (state.type == nullptr) break;
-      const ServedResource* resource = snapshot_->snapshot().Find(*state.type, CanonicalName(name));
-      if (resource == nullptr) continue;
-      for (const auto& variant : resource->variants) {
-        if (variant->version == version) {
-          NameState& ns = state.names[CanonicalName(name)];
-          ns.held[version] = variant;
-          ns.answered = true;
+      const std::string canonical = CanonicalName(name);
+      NameState& ns = Track(state, canonical);
+      state.dirty.insert(canonical);
+      const ServedResource* resource =
+          state.type == nullptr ? nullptr : snapshot_->snapshot().Find(*state.type, canonical);
+      std::shared_ptr<const Variant> match;
+      if (resource != nullptr) {
+        for (const auto& variant : resource->variants) {
+          if (variant->version == version) match = variant;
         }
+      }
+      if (match != nullptr) {
+        HeldMap held = ns.held;
+        held[FormKey(false, version)] = Held{std::move(match), false};
+        SetHeld(state, canonical, ns, std::move(held));
+      } else {
+        ns.stale_claim = true;
       }
     }
     if (request.resource_names_subscribe_size() == 0 &&
         request.resource_locators_subscribe_size() == 0 && IsFullStateType(state.type)) {
-      state.wildcard = true;
+      SetWildcard(state, true);
     }
   }
   for (const std::string& name : request.resource_names_subscribe()) {
     if (name == kWildcard) {
-      state.wildcard = true;
-    } else {
-      Subscribe(state, name, node_params_, /*locator=*/false);
-      state.names[CanonicalName(name)].answered = false;
+      SetWildcard(state, true);
+      continue;
     }
+    const std::string canonical = CanonicalName(name);
+    AddSubscription(Track(state, canonical), node_params_, /*locator=*/false);
+    state.dirty.insert(canonical);
   }
   for (const auto& locator : request.resource_locators_subscribe()) {
     auto params = std::make_shared<Parameters>(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    Subscribe(state, locator.name(), std::move(params), /*locator=*/true);
-    state.names[CanonicalName(locator.name())].answered = false;
+    const std::string canonical = CanonicalName(locator.name());
+    AddSubscription(Track(state, canonical), std::move(params), /*locator=*/true);
+    state.dirty.insert(canonical);
   }
-  auto drop_if_unsubscribed = [&](const std::string& name) {
-    auto it = state.names.find(name);
-    if (it != state.names.end() && it->second.subscriptions.empty() && !state.wildcard) {
-      state.names.erase(it);
+  // After an unsubscribe the client forgets the resource; a name the
+  // wildcard still covers is sent again, anything else is dropped silently.
+  auto after_unsubscribe = [&](const std::string& name, NameState& ns) {
+    if (ns.subscriptions.empty() && !state.wildcard) {
+      Untrack(state, name);
+    } else {
+      state.dirty.insert(name);
     }
   };
   for (const std::string& name : request.resource_names_unsubscribe()) {
     if (name == kWildcard) {
-      state.wildcard = false;
+      SetWildcard(state, false);
       // Names held only through the wildcard are forgotten with it.
-      std::erase_if(state.names, [](const auto& entry) { return entry.second.subscriptions.empty(); });
+      std::vector<std::string> idle;
+      for (const auto& [n, ns] : state.names) {
+        if (ns.subscriptions.empty()) idle.push_back(n);
+      }
+      for (const std::string& n : idle) Untrack(state, n);
       continue;
     }
-    auto it = state.names.find(CanonicalName(name));
+    const std::string canonical = CanonicalName(name);
+    auto it = state.names.find(canonical);
     if (it == state.names.end()) continue;
-    for (auto sub = it->second.subscriptions.begin(); sub != it->second.subscriptions.end();) {
-      sub = sub->second.locator ? std::next(sub) : it->second.subscriptions.erase(sub);
+    NameState& ns = it->second;
+    for (auto sub = ns.subscriptions.begin(); sub != ns.subscriptions.end();) {
+      if (sub->second.locator) {
+        ++sub;
+      } else {
+        sub = ns.subscriptions.erase(sub);
+        --subscribed_names_;
+      }
     }
-    drop_if_unsubscribed(it->first);
+    HeldMap held = ns.held;
+    std::erase_if(held, [](const auto& entry) { return !entry.second.locator; });
+    SetHeld(state, canonical, ns, std::move(held));
+    after_unsubscribe(canonical, ns);
   }
   for (const auto& locator : request.resource_locators_unsubscribe()) {
     const std::string name = CanonicalName(locator.name());
@@ -276,133 +473,206 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
     if (it == state.names.end()) continue;
     Parameters params(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    it->second.subscriptions.erase(params.canonical);
-    drop_if_unsubscribed(name);
+    subscribed_names_ -=
+        static_cast<int64_t>(it->second.subscriptions.erase(FormKey(true, params.canonical)));
+    after_unsubscribe(name, it->second);
   }
   state.seen_request = true;
   return absl::OkStatus();
 }
 
-void StreamState::SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
+void StreamState::AdoptSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
   snapshot_ = std::move(snapshot);
 }
 
-bool StreamState::Watches(const std::string& type_url, const std::string& name) const {
-  auto it = types_.find(type_url);
-  if (it == types_.end()) return false;
-  return it->second.wildcard || it->second.names.count(name) > 0;
+void StreamState::SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
+  const Snapshot& next = snapshot->snapshot();
+  const bool incremental =
+      !next.changes().all && next.base_version() == snapshot_->snapshot().version();
+  snapshot_ = std::move(snapshot);
+  if (!incremental) {
+    MarkAllDirty();
+    return;
+  }
+  for (const auto& [type, changes] : snapshot_->snapshot().changes().by_type) {
+    for (const auto* list : {&changes.added, &changes.changed, &changes.removed}) {
+      for (const std::string& name : *list) MarkDirty(type->type_url(), name);
+    }
+  }
 }
 
-std::map<std::string, std::shared_ptr<const Variant>> StreamState::Desired(
-    const TypeState& state, const std::string& name, const NameState& ns) const {
-  std::map<std::string, std::shared_ptr<const Variant>> desired;
+void StreamState::MarkDirty(const std::string& type_url, const std::string& name) {
+  auto it = types_.find(type_url);
+  if (it == types_.end()) return;
+  TypeState& state = it->second;
+  if (state.wildcard || state.names.count(name) > 0) state.dirty.insert(name);
+}
+
+void StreamState::MarkAllDirty() {
+  for (auto& [url, state] : types_) state.all_dirty = true;
+}
+
+std::vector<WatchChange> StreamState::TakeWatchChanges() { return std::exchange(watch_changes_, {}); }
+
+std::vector<WatchChange> StreamState::Watches() const {
+  std::vector<WatchChange> out;
+  for (const auto& [url, state] : types_) {
+    if (state.wildcard) out.push_back({url, "", true, true});
+    for (const auto& [name, ns] : state.names) out.push_back({url, name, false, true});
+  }
+  return out;
+}
+
+StreamState::HeldMap StreamState::Desired(const TypeState& state, const NameState& ns,
+                                          const std::string& name) const {
+  HeldMap desired;
   if (state.type == nullptr) return desired;
   const ServedResource* resource = snapshot_->snapshot().Find(*state.type, name);
   if (resource == nullptr) return desired;
+  bool plain = false;
   for (const auto& [key, subscription] : ns.subscriptions) {
+    plain = plain || !subscription.locator;
     if (auto variant = snapshot_->Select(*resource, *subscription.params)) {
-      desired.emplace(variant->version, std::move(variant));
+      std::string key = FormKey(subscription.locator, variant->version);
+      desired.try_emplace(std::move(key), Held{std::move(variant), subscription.locator});
     }
   }
-  if (state.wildcard && ns.subscriptions.empty()) {
+  if (state.wildcard && !plain) {
     if (auto variant = snapshot_->Select(*resource, *node_params_)) {
-      desired.emplace(variant->version, std::move(variant));
+      std::string key = FormKey(false, variant->version);
+      desired.try_emplace(std::move(key), Held{std::move(variant), false});
     }
   }
   return desired;
 }
 
-StreamState::Diff StreamState::ComputeDiff(const TypeState& state) const {
-  Diff diff;
-  auto consider = [&](const std::string& name, const NameState& ns) {
-    auto desired = Desired(state, name, ns);
-    if (desired.empty()) {
-      if (!ns.held.empty()) {
-        diff.removals.insert(name);
-      } else if (!ns.answered && !ns.subscriptions.empty()) {
-        diff.unanswered.insert(name);
+StreamState::HeldMap StreamState::Effective(const TypeState& state, NameState& ns,
+                                            const std::string& name) const {
+  HeldMap desired = Desired(state, ns, name);
+  if (ns.rejected.empty()) return desired;
+  // A rejected variant stays rejected until the snapshot stops selecting it.
+  std::erase_if(ns.rejected, [&](const std::string& key) { return desired.count(key) == 0; });
+  for (const std::string& key : ns.rejected) {
+    const Held rejected = desired[key];
+    desired.erase(key);
+    // In its place, what the client kept: the held variant of the same form
+    // and constraints.
+    for (const auto& [held_key, held] : ns.held) {
+      if (held.locator == rejected.locator &&
+          held.variant->constraints.ToString() == rejected.variant->constraints.ToString()) {
+        desired.try_emplace(held_key, held);
       }
-      return;
-    }
-    std::vector<std::shared_ptr<const Variant>> send;
-    std::vector<std::shared_ptr<const Variant>> drop;
-    for (const auto& [version, variant] : desired) {
-      if (ns.held.count(version) == 0) send.push_back(variant);
-    }
-    for (const auto& [version, variant] : ns.held) {
-      if (desired.count(version) == 0) drop.push_back(variant);
-    }
-    if (!send.empty()) {
-      diff.upserts[name] = std::move(send);
-      if (!drop.empty()) diff.drops[name] = std::move(drop);
-    } else if (!drop.empty()) {
-      diff.removals.insert(name);  // Some variants go away, none arrive.
-    } else if (!ns.answered && !ns.subscriptions.empty() && protocol_ == Protocol::kSotw) {
-      diff.unanswered.insert(name);
-    }
-  };
-  for (const auto& [name, ns] : state.names) consider(name, ns);
-  if (state.wildcard && state.type != nullptr) {
-    static const NameState kEmpty;
-    for (const auto& [name, resource] : snapshot_->snapshot().resources(*state.type)) {
-      if (state.names.count(name) == 0) consider(name, kEmpty);
     }
   }
-  return diff;
+  return desired;
 }
 
-StreamState::TypeState* StreamState::PickNext(bool* removal_phase, Diff* diff) {
+StreamState::Pending StreamState::Classify(TypeState& state, const std::string& name) {
+  auto it = state.names.find(name);
+  NameState empty_copy;
+  NameState& ns = it == state.names.end() ? empty_copy : it->second;
+  const HeldMap desired = Effective(state, ns, name);
+  bool send = false;
+  bool drop = ns.stale_claim;
+  for (const auto& [key, entry] : desired) send = send || ns.held.count(key) == 0;
+  for (const auto& [key, entry] : ns.held) drop = drop || desired.count(key) == 0;
+  if (send) return Pending::kUpsert;
+  if (drop) return Pending::kRemoval;
+  // Subscriptions not yet answered: in delta, those the held variants already
+  // answer need nothing more; those that select nothing hear "does not exist".
+  bool unanswered = false;
+  for (auto& [key, sub] : ns.subscriptions) {
+    if (sub.answered) continue;
+    if (protocol_ == Protocol::kDelta && !desired.empty()) {
+      const ServedResource* resource =
+          state.type == nullptr ? nullptr : snapshot_->snapshot().Find(*state.type, name);
+      if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) {
+        sub.answered = true;
+        continue;
+      }
+    }
+    unanswered = true;
+  }
+  return unanswered ? Pending::kUnanswered : Pending::kNone;
+}
+
+void StreamState::Refresh(TypeState& state) {
+  if (state.all_dirty) {
+    state.all_dirty = false;
+    for (const auto& [name, ns] : state.names) state.dirty.insert(name);
+    if (state.wildcard && state.type != nullptr) {
+      for (const auto& [name, resource] : snapshot_->snapshot().resources(*state.type)) {
+        state.dirty.insert(name);
+      }
+    }
+  }
+  const std::set<std::string> dirty = std::exchange(state.dirty, {});
+  for (const std::string& name : dirty) {
+    state.upserts.erase(name);
+    state.removals.erase(name);
+    state.unanswered.erase(name);
+    switch (Classify(state, name)) {
+      case Pending::kUpsert:
+        state.upserts.insert(name);
+        break;
+      case Pending::kRemoval:
+        state.removals.insert(name);
+        break;
+      case Pending::kUnanswered:
+        state.unanswered.insert(name);
+        break;
+      case Pending::kNone:
+        DropIdleName(state, name);
+        break;
+    }
+  }
+}
+
+StreamState::TypeState* StreamState::PickNext(bool* removal_phase) {
   std::vector<TypeState*> ordered;
-  for (auto& [url, state] : types_) ordered.push_back(&state);
+  for (auto& [url, state] : types_) {
+    Refresh(state);
+    ordered.push_back(&state);
+  }
   std::stable_sort(ordered.begin(), ordered.end(), [](TypeState* a, TypeState* b) {
     return RankOf(a->type) < RankOf(b->type);
   });
-  std::vector<Diff> diffs;
-  diffs.reserve(ordered.size());
-  for (TypeState* state : ordered) diffs.push_back(ComputeDiff(*state));
+  *removal_phase = false;
   // Additions and updates, referenced types first.
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    if (!diffs[i].upserts.empty()) {
-      *removal_phase = false;
-      *diff = std::move(diffs[i]);
-      return ordered[i];
-    }
+  for (TypeState* state : ordered) {
+    if (!state->upserts.empty()) return state;
   }
   // Answers to subscription changes that bring nothing new.
-  for (size_t i = 0; i < ordered.size(); ++i) {
-    if (ordered[i]->response_due || !diffs[i].unanswered.empty()) {
-      *removal_phase = false;
-      *diff = std::move(diffs[i]);
-      return ordered[i];
-    }
+  for (TypeState* state : ordered) {
+    if (state->response_due || !state->unanswered.empty()) return state;
   }
   // Removals, referencing types first.
+  *removal_phase = true;
   for (size_t i = ordered.size(); i-- > 0;) {
-    if (!diffs[i].removals.empty()) {
-      *removal_phase = true;
-      *diff = std::move(diffs[i]);
-      return ordered[i];
-    }
+    if (!ordered[i]->removals.empty()) return ordered[i];
   }
   return nullptr;
 }
 
-void StreamState::DropIdleNames(TypeState& state) {
+void StreamState::DropIdleName(TypeState& state, const std::string& name) {
   // Wildcard-covered names that no longer hold anything need no state.
-  std::erase_if(state.names, [](const auto& entry) {
-    return entry.second.subscriptions.empty() && entry.second.held.empty();
-  });
+  auto it = state.names.find(name);
+  if (it != state.names.end() && it->second.subscriptions.empty() && it->second.held.empty() &&
+      !it->second.stale_claim && it->second.rejected.empty()) {
+    Untrack(state, name);
+    state.dirty.erase(name);
+  }
+}
+
+std::set<std::string> StreamState::TakeDue(TypeState& state, bool removal_phase) {
+  if (removal_phase) return std::exchange(state.removals, {});
+  std::set<std::string> names = std::exchange(state.upserts, {});
+  names.merge(state.unanswered);
+  state.unanswered.clear();
+  return names;
 }
 
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
-
-std::string StreamState::HeldDigest(const std::map<std::string, NameState>& names) {
-  std::string input;
-  for (const auto& [name, ns] : names) {
-    for (const auto& [version, variant] : ns.held) absl::StrAppend(&input, name, "\n", version, "\n");
-  }
-  return ContentDigest(input);
-}
 
 void StreamState::ResumeFromClientVersions() {
   for (auto& [url, state] : types_) {
@@ -410,24 +680,33 @@ void StreamState::ResumeFromClientVersions() {
     const std::string claimed = std::exchange(state.resume_version, "");
     // What this stream would hold after answering: every subscribed (or
     // wildcard-covered) name with its selected variants.
-    std::map<std::string, NameState> would_hold;
+    std::map<std::string, HeldMap> would_hold;
     for (const auto& [name, ns] : state.names) {
-      auto desired = Desired(state, name, ns);
-      if (!desired.empty()) would_hold[name].held = std::move(desired);
+      HeldMap desired = Desired(state, ns, name);
+      if (!desired.empty()) would_hold[name] = std::move(desired);
     }
     if (state.wildcard && state.type != nullptr) {
       static const NameState kEmpty;
       for (const auto& [name, resource] : snapshot_->snapshot().resources(*state.type)) {
         if (state.names.count(name) > 0) continue;
-        auto desired = Desired(state, name, kEmpty);
-        if (!desired.empty()) would_hold[name].held = std::move(desired);
+        HeldMap desired = Desired(state, kEmpty, name);
+        if (!desired.empty()) would_hold[name] = std::move(desired);
       }
     }
-    if (HeldDigest(would_hold) != claimed) continue;
-    for (auto& [name, held] : would_hold) state.names[name].held = std::move(held.held);
-    for (auto& [name, ns] : state.names) ns.answered = true;
+    uint64_t digest = 0;
+    for (const auto& [name, held] : would_hold) {
+      for (const auto& [key, entry] : held) digest += EntryDigest(name, key);
+    }
+    if (DigestVersion(digest) != claimed) continue;
+    for (auto& [name, held] : would_hold) {
+      NameState& ns = Track(state, name);
+      SetHeld(state, name, ns, std::move(held));
+    }
+    for (auto& [name, ns] : state.names) {
+      for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
+    }
+    state.unacked_prior.clear();
     state.response_due = false;
-    state.last_version = claimed;
   }
 }
 
@@ -435,66 +714,60 @@ bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) 
   ResumeFromClientVersions();
   while (true) {
     bool removal_phase = false;
-    Diff diff;
-    TypeState* state = PickNext(&removal_phase, &diff);
+    TypeState* state = PickNext(&removal_phase);
     if (state == nullptr) return false;
     const bool full_state = IsFullStateType(state->type);
 
-    // Work out what the client will hold for each name after this response,
-    // and which variants the response carries.
-    std::vector<std::pair<std::string, std::shared_ptr<const Variant>>> carried;
-    auto update_name = [&](const std::string& name, bool apply_removal) {
-      NameState& ns = state->names[name];
-      if (diff.upserts.count(name) > 0 || apply_removal) {
-        ns.held = Desired(*state, name, ns);
+    // This response settles the upserts and unanswered names (and, in the
+    // removal phase, the removals); a full-state one answers everything.
+    std::set<std::string> names = TakeDue(*state, removal_phase);
+    std::vector<std::pair<std::string, Held>> carried;
+    for (const std::string& name : names) {
+      NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
+      HeldMap desired = Effective(*state, ns, name);
+      if (!full_state && !removal_phase) {
+        for (const auto& [key, entry] : desired) carried.emplace_back(name, entry);
       }
-      ns.answered = true;
-    };
-    std::set<std::string> all_names;
-    for (const auto& [name, ns] : state->names) all_names.insert(name);
-    for (const auto& [name, variants] : diff.upserts) all_names.insert(name);
-    for (const std::string& name : diff.removals) all_names.insert(name);
-    for (const std::string& name : diff.unanswered) all_names.insert(name);
-    for (const std::string& name : all_names) {
-      const bool is_upsert = diff.upserts.count(name) > 0;
-      update_name(name, removal_phase && diff.removals.count(name) > 0);
-      NameState& ns = state->names[name];
-      if (full_state || is_upsert) {
-        for (const auto& [version, variant] : ns.held) carried.emplace_back(name, variant);
+      SetHeld(*state, name, ns, std::move(desired));
+      for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
+    }
+    if (full_state) {
+      for (auto& [name, ns] : state->names) {
+        for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
+        for (const auto& [key, entry] : ns.held) carried.emplace_back(name, entry);
       }
     }
-    DropIdleNames(*state);
+    for (const std::string& name : names) DropIdleName(*state, name);
     if (removal_phase && !full_state && !state->response_due) {
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
     response->Clear();
     response->set_type_url(state->type_url);
-    response->set_version_info(HeldDigest(state->names));
+    response->set_version_info(DigestVersion(state->held_digest));
     response->set_nonce(NextNonce());
     record->type_url = state->type_url;
     record->version_info = response->version_info();
     record->nonce = response->nonce();
     record->items.clear();
+    record->items.reserve(carried.size());
     const bool wrap_plain = wraps_plain_resources();
-    for (const auto& [name, variant] : carried) {
-      const bool locator_mode = state->names[name].locator_mode();
-      if (locator_mode || wrap_plain) {
-        Resource wrapper;
-        SetResourceName(name, variant.get(), locator_mode, &wrapper);
-        wrapper.set_version(variant->version);
-        *wrapper.mutable_resource() = PackVariant(*state->type, *variant);
-        auto* any = response->add_resources();
+    response->mutable_resources()->Reserve(static_cast<int>(carried.size()));
+    for (const auto& [name, entry] : carried) {
+      const Variant& variant = *entry.variant;
+      auto* any = response->add_resources();
+      if (entry.locator || wrap_plain) {
+        // The shared, pre-encoded Resource wrapper.
         any->set_type_url(kResourceTypeUrl);
-        wrapper.SerializeToString(any->mutable_value());
+        any->set_value(variant.EncodedWrapper(entry.locator));
       } else {
-        *response->add_resources() = PackVariant(*state->type, *variant);
+        any->set_type_url(state->type_url);
+        any->set_value(variant.serialized);
       }
-      record->items.push_back({name, variant->label, variant->version, false});
+      record->items.push_back({name, variant.label, variant.version, false});
     }
     state->response_due = false;
     state->last_nonce = response->nonce();
-    state->last_version = response->version_info();
     state->last_items = record->items;
     return true;
   }
@@ -503,69 +776,76 @@ bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) 
 bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* record) {
   while (true) {
     bool removal_phase = false;
-    Diff diff;
-    TypeState* state = PickNext(&removal_phase, &diff);
+    TypeState* state = PickNext(&removal_phase);
     if (state == nullptr) return false;
     state->response_due = false;
     response->Clear();
     record->items.clear();
-    if (!removal_phase) {
-      for (const auto& [name, variants] : diff.upserts) {
-        NameState& ns = state->names[name];
-        const bool locator_mode = ns.locator_mode();
-        for (const auto& variant : variants) {
-          Resource* resource = response->add_resources();
-          SetResourceName(name, variant.get(), locator_mode, resource);
-          resource->set_version(variant->version);
-          *resource->mutable_resource() = PackVariant(*state->type, *variant);
-          record->items.push_back({name, variant->label, variant->version, false});
-        }
-        auto drops = diff.drops.find(name);
-        if (drops != diff.drops.end() && locator_mode) {
-          // A variant swap: the replaced variants leave in the same response.
-          for (const auto& variant : drops->second) {
-            auto* removed = response->add_removed_resource_names();
-            removed->set_name(name);
-            *removed->mutable_dynamic_parameter_constraints() = variant->constraints.proto();
-            record->items.push_back({name, variant->label, variant->version, true});
-          }
-        }
-        ns.held = Desired(*state, name, ns);
-        ns.answered = true;
+    std::set<std::string> names = TakeDue(*state, removal_phase);
+    auto remove = [&](const std::string& name, const Held& entry) {
+      if (entry.locator) {
+        auto* removed = response->add_removed_resource_names();
+        removed->set_name(name);
+        *removed->mutable_dynamic_parameter_constraints() = entry.variant->constraints.proto();
+      } else {
+        response->add_removed_resources(name);
       }
-      for (const std::string& name : diff.unanswered) {
-        NameState& ns = state->names[name];
-        // "Does not exist" for this client.
-        if (ns.locator_mode()) {
-          response->add_removed_resource_names()->set_name(name);
-        } else {
+      record->items.push_back({name, entry.variant->label, entry.variant->version, true});
+    };
+    for (const std::string& name : names) {
+      NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
+      HeldMap desired = Effective(*state, ns, name);
+      bool plain_sent = false;
+      for (const auto& [key, entry] : desired) {
+        if (ns.held.count(key) > 0) continue;
+        // The variant's name, version and resource, copied from the shared
+        // bytes (no re-serialization).
+        Resource* resource = response->add_resources();
+        SetVariantName(name, *entry.variant, entry.locator, resource);
+        resource->set_version(entry.variant->version);
+        resource->mutable_resource()->set_type_url(state->type_url);
+        resource->mutable_resource()->set_value(entry.variant->serialized);
+        record->items.push_back({name, entry.variant->label, entry.variant->version, false});
+        plain_sent = plain_sent || !entry.locator;
+      }
+      // Replaced or withdrawn variants leave in the same response as their
+      // replacements (a TP2 variant swap); a plain one is replaced in place.
+      bool plain_removed = false;
+      for (const auto& [key, entry] : ns.held) {
+        if (desired.count(key) > 0) continue;
+        if (!entry.locator) {
+          if (plain_sent || plain_removed) continue;
+          plain_removed = true;
+        }
+        remove(name, entry);
+      }
+      if (ns.stale_claim && !plain_sent && !plain_removed) {
+        // A claimed version this server does not serve for the client.
+        response->add_removed_resources(name);
+        record->items.push_back({name, "", "", true});
+        plain_removed = true;
+      }
+      ns.stale_claim = false;
+      // "Does not exist" for each subscription that selects nothing.
+      const ServedResource* resource =
+          state->type == nullptr ? nullptr : snapshot_->snapshot().Find(*state->type, name);
+      for (auto& [key, sub] : ns.subscriptions) {
+        if (sub.answered) continue;
+        sub.answered = true;
+        if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) continue;
+        if (sub.locator) {
+          auto* removed = response->add_removed_resource_names();
+          removed->set_name(name);
+          *removed->mutable_dynamic_parameter_constraints() = ConstraintsOf(sub.params->params);
+        } else if (!plain_removed) {
           response->add_removed_resources(name);
+          plain_removed = true;
         }
         record->items.push_back({name, "", "", true});
-        ns.answered = true;
       }
-    } else {
-      for (const std::string& name : diff.removals) {
-        NameState& ns = state->names[name];
-        auto desired = Desired(*state, name, ns);
-        const bool locator_mode = ns.locator_mode();
-        if (locator_mode) {
-          for (const auto& [version, variant] : ns.held) {
-            if (desired.count(version) > 0) continue;
-            auto* removed = response->add_removed_resource_names();
-            removed->set_name(name);
-            *removed->mutable_dynamic_parameter_constraints() = variant->constraints.proto();
-            record->items.push_back({name, variant->label, version, true});
-          }
-        } else {
-          response->add_removed_resources(name);
-          record->items.push_back({name, "", "", true});
-        }
-        ns.held = std::move(desired);
-        ns.answered = true;
-      }
-      DropIdleNames(*state);
+      SetHeld(*state, name, ns, std::move(desired));
     }
+    for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
     response->set_type_url(state->type_url);
     response->set_system_version_info(snapshot_->snapshot().version());
@@ -583,7 +863,7 @@ std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Hold
   std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const auto& [url, state] : types_) {
     for (const auto& [name, ns] : state.names) {
-      for (const auto& [version, variant] : ns.held) out.emplace_back(url, name, version);
+      for (const auto& [key, entry] : ns.held) out.emplace_back(url, name, entry.variant->version);
     }
   }
   return out;

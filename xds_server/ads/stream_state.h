@@ -1,15 +1,19 @@
 // The xDS protocol state of one ADS stream (SotW or delta), independent of
 // gRPC: subscriptions per type, what the client holds, ACK/NACK bookkeeping,
 // and which response to send next (make-before-break order).
+//
+// Work is proportional to what changed for the stream: each type keeps the
+// names whose answer may have changed (dirty names) and the answers due, so a
+// snapshot change, a request or an ACK never re-examines every subscription.
 #ifndef FACET_XDS_SERVER_ADS_STREAM_STATE_H_
 #define FACET_XDS_SERVER_ADS_STREAM_STATE_H_
 
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -44,31 +48,68 @@ struct PushRecord {
 // What a request said about the previous response of its type.
 struct RequestOutcome {
   enum class Kind { kInitial, kAck, kNack, kStale, kSubscriptionOnly };
+  // The per-stream bound a rejected request exceeded.
+  enum class Limit { kNone, kNames, kTypes };
   Kind kind = Kind::kInitial;
+  Limit limit = Limit::kNone;
   std::string type_url;
   std::string nonce;
   std::string error_detail;        // For kNack.
   std::vector<PushedItem> nacked;  // The items of the NACKed response.
 };
 
+// A change to what a stream watches, for the server's (type, name) -> streams
+// index. `name` is empty for a wildcard change.
+struct WatchChange {
+  std::string type_url;
+  std::string name;
+  bool wildcard = false;
+  bool watched = true;  // False: no longer watched.
+};
+
 // Not thread-safe: the owner serializes calls (one stream, one lock).
 class StreamState {
  public:
-  StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping);
+  // Per-stream bounds on what a client can make the server hold.
+  struct Limits {
+    // Names (and locators) subscribed at once, over every type, cumulative
+    // across delta requests.
+    int max_names = 100000;
+    // Distinct type URLs subscribed to.
+    int max_types = 16;
+  };
+
+  StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping)
+      : StreamState(protocol, std::move(mapping), Limits()) {}
+  StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping, Limits limits);
 
   // Applies a request. Returns InvalidArgument for requests that break the
   // protocol badly enough to end the stream (no type URL; oversized name
-  // lists); unknown types and malformed names are answered as "does not exist".
+  // lists) and ResourceExhausted when the request would exceed a Limits bound
+  // (outcome->limit says which); unknown types and malformed names are
+  // answered as "does not exist".
   absl::Status OnRequest(const envoy::service::discovery::v3::DiscoveryRequest& request,
                          RequestOutcome* outcome);
   absl::Status OnRequest(const envoy::service::discovery::v3::DeltaDiscoveryRequest& request,
                          RequestOutcome* outcome);
 
-  // Adopts a new snapshot; later responses bring the client up to date with it.
+  // Adopts a new snapshot. When its changes() are relative to the snapshot
+  // held so far, only the changed names are re-examined; otherwise every
+  // subscription is.
   void SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot);
+  // Adopts `snapshot` without re-examining anything: the caller marks what
+  // changed with MarkDirty / MarkAllDirty.
+  void AdoptSnapshot(std::shared_ptr<const ServingSnapshot> snapshot);
+  // Re-examines (type URL, name) on the next NextResponse, if it is watched.
+  void MarkDirty(const std::string& type_url, const std::string& name);
+  // Re-examines every subscription of every type.
+  void MarkAllDirty();
 
-  // Returns whether a change to (type URL, name) matters to this stream.
-  bool Watches(const std::string& type_url, const std::string& name) const;
+  // Returns and clears the changes to what this stream watches since the
+  // last call.
+  std::vector<WatchChange> TakeWatchChanges();
+  // Returns everything this stream watches now (for unregistering).
+  std::vector<WatchChange> Watches() const;
 
   // Builds the next response, if one is due. Within one snapshot change,
   // additions and updates go out first in push-rank order (endpoints,
@@ -81,6 +122,8 @@ class StreamState {
   bool has_node() const { return has_node_; }
   // Returns (type URL, name, variant version) of everything the client holds.
   std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const;
+  // Returns the names currently subscribed (over every type).
+  int64_t subscribed_names() const { return subscribed_names_; }
 
   // Upper bound on names or locators in one request.
   static constexpr int kMaxNamesPerRequest = 10000;
@@ -89,14 +132,26 @@ class StreamState {
   struct Subscription {
     std::shared_ptr<const Parameters> params;
     bool locator = false;
+    bool answered = false;  // The client has been told about it.
   };
+  // One variant as the client holds it: sent by name, or (locator form) with
+  // its constraints. Removal must use the same form.
+  struct Held {
+    std::shared_ptr<const Variant> variant;
+    bool locator = false;
+  };
+  // Held variants by key: form ("L"/"P") + version.
+  using HeldMap = std::map<std::string, Held>;
   struct NameState {
-    // Subscriptions by canonical parameters.
+    // Subscriptions by form ("L"/"P") + canonical parameters.
     std::map<std::string, Subscription> subscriptions;
-    // Variants the client holds, by version.
-    std::map<std::string, std::shared_ptr<const Variant>> held;
-    bool answered = false;  // The client has been told about it at least once.
-    bool locator_mode() const;
+    HeldMap held;
+    // Delta: the client claimed a version (initial_resource_versions) this
+    // server cannot match to a variant it serves for it.
+    bool stale_claim = false;
+    // Keys of variants the client rejected (full-state SotW): not offered
+    // again until the snapshot changes them.
+    std::set<std::string> rejected;
   };
   struct TypeState {
     std::string type_url;
@@ -107,52 +162,61 @@ class StreamState {
     bool legacy_wildcard = false;
     bool seen_request = false;
     bool response_due = false;  // A request changed subscriptions: answer it.
-    // SotW: the version_info a reconnecting client's first request carried
-    // (what it holds from another stream, possibly to another replica).
+    // SotW: the version_info a reconnecting client's first request carried.
     std::string resume_version;
     std::map<std::string, NameState> names;
+    // Pending work: names to re-examine, and the answers they need.
+    bool all_dirty = false;
+    std::set<std::string> dirty;
+    std::set<std::string> upserts;
+    std::set<std::string> removals;
+    std::set<std::string> unanswered;
+    // Sum of EntryDigest over held variants: the SotW version_info.
+    uint64_t held_digest = 0;
+    // Full-state SotW: the held variants of names changed since the last ACK,
+    // as they were at that ACK.
+    std::map<std::string, HeldMap> unacked_prior;
+    // SotW fast path: the last request's names, when it had no locators.
+    std::vector<std::string> last_names;
+    bool last_had_locators = true;
     std::string last_nonce;
-    std::string last_version;
     std::vector<PushedItem> last_items;
   };
-  struct Diff {
-    // name -> variants to send / to drop.
-    std::map<std::string, std::vector<std::shared_ptr<const Variant>>> upserts;
-    std::map<std::string, std::vector<std::shared_ptr<const Variant>>> drops;  // Swaps.
-    std::set<std::string> removals;   // Names whose variants all go away.
-    std::set<std::string> unanswered;  // Subscribed, never answered, nothing to send.
-    bool empty() const { return upserts.empty() && removals.empty() && unanswered.empty(); }
-  };
+  enum class Pending { kNone, kUpsert, kRemoval, kUnanswered };
 
-  TypeState& StateFor(const std::string& type_url);
+  TypeState* StateFor(const std::string& type_url, RequestOutcome* outcome, absl::Status* status);
   void SetNode(const envoy::config::core::v3::Node& node);
-  void Subscribe(TypeState& state, const std::string& name, std::shared_ptr<const Parameters> params,
-                 bool locator);
-  std::map<std::string, std::shared_ptr<const Variant>> Desired(const TypeState& state,
-                                                                const std::string& name,
-                                                                const NameState& ns) const;
-  Diff ComputeDiff(const TypeState& state) const;
+  NameState& Track(TypeState& state, const std::string& name);
+  void Untrack(TypeState& state, const std::string& name);
+  void SetWildcard(TypeState& state, bool wildcard);
+  void AddSubscription(NameState& ns, std::shared_ptr<const Parameters> params, bool locator);
+  void SetHeld(TypeState& state, const std::string& name, NameState& ns, HeldMap held);
+  HeldMap Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
+  HeldMap Effective(const TypeState& state, NameState& ns, const std::string& name) const;
+  Pending Classify(TypeState& state, const std::string& name);
+  void Refresh(TypeState& state);
   void ProcessAckOrNack(TypeState& state, const std::string& nonce, const std::string& error,
                         RequestOutcome* outcome);
-  // Picks the type to answer next and whether it is the removal phase.
-  TypeState* PickNext(bool* removal_phase, Diff* diff);
+  TypeState* PickNext(bool* removal_phase);
+  // Returns (and clears) the names the next response of `state` settles.
+  static std::set<std::string> TakeDue(TypeState& state, bool removal_phase);
   std::string NextNonce();
-  static void DropIdleNames(TypeState& state);
-  // Returns the SotW version_info of a set of held variants (a content
-  // digest, the same on every replica).
-  static std::string HeldDigest(const std::map<std::string, NameState>& names);
-  // SotW: when a reconnecting client already holds exactly the current state
-  // of a type (its version_info matches), records that instead of resending.
+  void DropIdleName(TypeState& state, const std::string& name);
   void ResumeFromClientVersions();
   bool wraps_plain_resources() const;
+  absl::Status CheckNameLimit(int64_t added, const std::string& type_url, RequestOutcome* outcome);
 
   Protocol protocol_;
   std::shared_ptr<const ParameterMapping> mapping_;
+  Limits limits_;
   std::shared_ptr<const ServingSnapshot> snapshot_;
   envoy::config::core::v3::Node node_;
   bool has_node_ = false;
+  bool wrap_plain_ = false;
   std::shared_ptr<const Parameters> node_params_;
   std::map<std::string, TypeState> types_;
+  std::vector<WatchChange> watch_changes_;
+  int64_t subscribed_names_ = 0;
   uint64_t nonce_counter_ = 0;
 };
 
