@@ -21,6 +21,21 @@ void AppendAdsMetrics(const xds::AdsService& ads, std::string* out) {
   AppendMetric("facet_xds_nacks_total", "counter", "NACKs received.", stats.nacks, out);
   AppendMetric("facet_snapshots_published_total", "counter", "Snapshots published.",
                stats.snapshots, out);
+  AppendMetric("facet_xds_streams_closed_names_limit_total", "counter",
+               "ADS streams closed for subscribing to more names than allowed.",
+               stats.streams_closed_names_limit, out);
+  AppendMetric("facet_xds_streams_closed_types_limit_total", "counter",
+               "ADS streams closed for subscribing to more type URLs than allowed.",
+               stats.streams_closed_types_limit, out);
+  AppendMetric("facet_xds_streams_closed_write_stall_total", "counter",
+               "ADS streams cancelled because a write did not complete in time.",
+               stats.streams_closed_write_stall, out);
+  AppendMetric("facet_xds_nack_records_dropped_total", "counter",
+               "NACKs not recorded because the NACK record table was full.",
+               stats.nack_records_dropped, out);
+  AppendMetric("facet_xds_nack_details_truncated_total", "counter",
+               "NACK error details cut to the configured size.", stats.nack_details_truncated,
+               out);
   absl::StrAppend(out,
                   "# HELP facet_xds_streams_by_authority Open ADS streams holding resources of "
                   "an authority (\"\" for old-style names).\n"

@@ -609,5 +609,177 @@ TEST_F(DeltaTest, WildcardAndUnsubscribe) {
   EXPECT_EQ(Drain().size(), 1u);  // Resubscribing sends it again.
 }
 
+// ---- Protocol fixes ----------------------------------------------------------
+
+TEST_F(DeltaTest, ReconnectRemovesClaimedResourcesThatNoLongerExistAndResendsChangedOnes) {
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kCds);  // Implicit wildcard.
+  *request.mutable_node() = NodeWith("prod");
+  const std::string current =
+      Serve(Base())->snapshot().Find(ClusterType(), "c-prod")->variants[0]->version;
+  (*request.mutable_initial_resource_versions())["c-prod"] = current;    // Equal: not resent.
+  (*request.mutable_initial_resource_versions())["c-test"] = "old";      // Differs: resent.
+  (*request.mutable_initial_resource_versions())["c-gone"] = "whatever"; // Gone: removed.
+  RequestOutcome outcome;
+  ASSERT_THAT(state_.OnRequest(request, &outcome), IsOk());
+  first_ = false;
+  auto responses = Drain();
+  std::vector<std::string> sent;
+  std::vector<std::string> removed;
+  for (const auto& response : responses) {
+    for (const auto& resource : response.resources()) sent.push_back(resource.name());
+    for (const auto& name : response.removed_resources()) removed.push_back(name);
+  }
+  EXPECT_THAT(sent, ElementsAre("c-test"));
+  EXPECT_THAT(removed, ElementsAre("c-gone"));
+}
+
+TEST_F(DeltaTest, LocatorMatchingNothingBesideOneThatMatchesIsToldItDoesNotExist) {
+  auto objects = Base();
+  objects[2] = Object("c-prod", "cluster", {{"{env: prod}", Cluster(), "prod"}});
+  state_.SetSnapshot(Serve(objects));
+  Request(Locators(kCds, "c-prod", {{{"env", "prod"}}, {{"env", "qa"}}}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].resources_size(), 1);
+  EXPECT_EQ(ConstraintsOf(responses[0].resources(0).resource_name()), "env=prod");
+  ASSERT_EQ(responses[0].removed_resource_names_size(), 1);
+  EXPECT_EQ(responses[0].removed_resource_names(0).name(), "c-prod");
+  EXPECT_EQ(ConstraintsOf(responses[0].removed_resource_names(0)), "env=qa");
+}
+
+TEST_F(DeltaTest, UnsubscribingANameTheWildcardStillCoversSendsItAgain) {
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kCds);
+  request.add_resource_names_subscribe("*");
+  request.add_resource_names_subscribe("c-prod");
+  Request(request);
+  Drain();
+  DeltaDiscoveryRequest unsubscribe;
+  unsubscribe.set_type_url(kCds);
+  unsubscribe.add_resource_names_unsubscribe("c-prod");
+  Request(unsubscribe);
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].resources_size(), 1);
+  EXPECT_EQ(responses[0].resources(0).name(), "c-prod");
+}
+
+TEST_F(DeltaTest, VariantSentWithConstraintsIsRemovedWithThemAfterItsLocatorIsGone) {
+  // r by locator (env=qa selects "other") and by plain name (node env=prod).
+  DeltaDiscoveryRequest request = Locators(kRds, "r", {{{"env", "qa"}}});
+  request.add_resource_names_subscribe("r");
+  Request(request);
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  ASSERT_EQ(first[0].resources_size(), 2);
+  // Each subscription gets its own form: by name, and with constraints.
+  std::vector<std::string> forms;
+  for (const auto& resource : first[0].resources()) {
+    forms.push_back(resource.has_resource_name() ? "locator:" + ConstraintsOf(resource.resource_name())
+                                                 : "name:" + resource.name());
+  }
+  EXPECT_THAT(forms, UnorderedElementsAre("name:r", "locator:NOT env=prod"));
+  // The locator goes: its variant leaves with its constraints.
+  Request(Locators(kRds, "r", {}, {{{"env", "qa"}}}));
+  auto unsubscribed = Drain();
+  ASSERT_EQ(unsubscribed.size(), 1u);
+  EXPECT_THAT(unsubscribed[0].removed_resources(), IsEmpty());
+  ASSERT_EQ(unsubscribed[0].removed_resource_names_size(), 1);
+  EXPECT_EQ(ConstraintsOf(unsubscribed[0].removed_resource_names(0)), "NOT env=prod");
+  // Then the route goes.
+  auto objects = Base();
+  objects.erase(objects.begin() + 1);
+  objects[0] = Object("greeter", "listener", {{"", Listener("r2"), "all"}});
+  objects.push_back(Object("r2", "route", {{"", Route("c-test"), "all"}}));
+  state_.SetSnapshot(Serve(objects));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  // The plain subscription hears removed_resources; nothing constrained is
+  // removed by plain name.
+  EXPECT_THAT(responses[0].removed_resources(), ElementsAre("r"));
+  EXPECT_EQ(responses[0].removed_resource_names_size(), 0);
+}
+
+TEST_F(SotwTest, FullStateResponseAfterANackCarriesTheLastAckedVariant) {
+  Request(Sotw(kCds, {}));
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  Request(Sotw(kCds, {}, first[0].nonce()));  // ACK.
+  // c-prod changes; the client rejects it.
+  auto objects = Base();
+  objects[2] = Object("c-prod", "cluster", {{"", "{type: EDS, eds_cluster_config: {eds_config: {ads: {}}}, lb_policy: RING_HASH}", "all"}});
+  state_.SetSnapshot(Serve(objects));
+  auto pushed = Drain();
+  ASSERT_EQ(pushed.size(), 1u);
+  DiscoveryRequest nack = Sotw(kCds, {}, pushed[0].nonce());
+  nack.mutable_error_detail()->set_message("c-prod rejected");
+  EXPECT_EQ(Request(nack).kind, RequestOutcome::Kind::kNack);
+  EXPECT_THAT(Drain(), IsEmpty());
+  // An unrelated cluster is added: the complete set carries c-prod as the
+  // client kept it (the first version), not the rejected one.
+  objects.push_back(Object("c-extra", "cluster", {{"", Cluster(), "all"}}));
+  objects.push_back(Object("e-extra", "endpoint", {{"", Endpoints(4), "all"}}));
+  state_.SetSnapshot(Serve(objects));
+  auto next = Drain();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_THAT(Names(next[0]), UnorderedElementsAre("c-prod", "c-test", "c-extra"));
+  for (const auto& any : next[0].resources()) {
+    envoy::config::cluster::v3::Cluster cluster;
+    ASSERT_TRUE(any.UnpackTo(&cluster));
+    if (cluster.name() == "c-prod") {
+      EXPECT_NE(cluster.lb_policy(), envoy::config::cluster::v3::Cluster::RING_HASH);
+    }
+  }
+}
+
+TEST_F(SotwTest, AChangeOnlyWakesTheNamesItTouches) {
+  Request(Sotw(kRds, {"r"}));
+  Drain();
+  // A derived snapshot changing only an unrelated cluster: nothing to send.
+  auto base = Serve(Base());
+  state_.SetSnapshot(base);
+  Drain();
+  auto changed = Base();
+  changed[3] = Object("c-test", "cluster", {{"", "{type: EDS, eds_cluster_config: {eds_config: {ads: {}}}, lb_policy: RING_HASH}", "all"}});
+  auto other = Serve(changed);
+  auto derived = std::make_shared<ServingSnapshot>(Snapshot::Derive(
+      base->snapshot(), {other->snapshot().resources(ClusterType()).at("c-test")}, {}));
+  state_.SetSnapshot(derived);
+  EXPECT_THAT(Drain(), IsEmpty());
+}
+
+// ---- Bounds ----------------------------------------------------------------
+
+TEST(StreamStateTest, NamesPerStreamAreBoundedAcrossDeltaRequests) {
+  StreamState::Limits limits;
+  limits.max_names = 3;
+  StreamState state(Protocol::kDelta, std::make_shared<ParameterMapping>(), limits);
+  RequestOutcome outcome;
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kEds);
+  request.add_resource_names_subscribe("a");
+  request.add_resource_names_subscribe("b");
+  ASSERT_THAT(state.OnRequest(request, &outcome), IsOk());
+  DeltaDiscoveryRequest more;
+  more.set_type_url(kRds);
+  more.add_resource_names_subscribe("c");
+  more.add_resource_names_subscribe("d");
+  EXPECT_THAT(state.OnRequest(more, &outcome), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kNames);
+}
+
+TEST(StreamStateTest, TypeUrlsPerStreamAreBounded) {
+  StreamState::Limits limits;
+  limits.max_types = 2;
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>(), limits);
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(Sotw("type.example/a", {"x"}), &outcome), IsOk());
+  ASSERT_THAT(state.OnRequest(Sotw("type.example/b", {"x"}), &outcome), IsOk());
+  EXPECT_THAT(state.OnRequest(Sotw("type.example/c", {"x"}), &outcome),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kTypes);
+}
+
 }  // namespace
 }  // namespace facet::xds
