@@ -7,7 +7,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/util/message_differencer.h"
 #include "xds_server/snapshot/validation.h"
 
 namespace facet::xds {
@@ -17,53 +16,72 @@ using NameKey = std::pair<const ResourceType*, std::string>;
 
 std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
-// Deep equality of two YAML documents (scalars with their tags, so a quoted
-// "80" differs from a plain 80), by const access only.
-bool YamlEqual(const YAML::Node& a, const YAML::Node& b) {
-  if (a.Type() != b.Type()) return false;
-  switch (a.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return true;
-    case YAML::NodeType::Scalar:
-      return a.Scalar() == b.Scalar() && a.Tag() == b.Tag();
-    case YAML::NodeType::Sequence:
-    case YAML::NodeType::Map: {
-      if (a.size() != b.size()) return false;
-      auto ia = a.begin();
-      auto ib = b.begin();
-      for (; ia != a.end() && ib != b.end(); ++ia, ++ib) {
-        if (a.Type() == YAML::NodeType::Sequence) {
-          if (!YamlEqual(*ia, *ib)) return false;
-        } else if (!YamlEqual(ia->first, ib->first) || !YamlEqual(ia->second, ib->second)) {
-          return false;
-        }
-      }
-      return true;
-    }
-  }
-  return false;
+// Appends a length-prefixed field, so that no two different field lists
+// have the same text.
+void AppendField(std::string* out, absl::string_view field) {
+  absl::StrAppend(out, field.size(), ":", field);
 }
 
-bool SameSpec(const ResourceObject& a, const ResourceObject& b) {
-  if (!(a.findings == b.findings) || a.spec.has_value() != b.spec.has_value()) return false;
-  if (!a.spec.has_value()) return true;
-  const ResourceSpec& x = *a.spec;
-  const ResourceSpec& y = *b.spec;
-  if (x.type != y.type || x.name != y.name || x.authority != y.authority ||
-      x.context_params != y.context_params || x.variants.size() != y.variants.size()) {
-    return false;
+// Appends the structure, scalars and tags (a quoted "80" differs from a
+// plain 80) of a YAML document, by const access only.
+void AppendYaml(std::string* out, const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+      out->push_back('U');
+      return;
+    case YAML::NodeType::Null:
+      out->push_back('N');
+      return;
+    case YAML::NodeType::Scalar:
+      out->push_back('S');
+      AppendField(out, node.Tag());
+      AppendField(out, node.Scalar());
+      return;
+    case YAML::NodeType::Sequence:
+      absl::StrAppend(out, "L", node.size(), "[");
+      for (const YAML::Node& item : node) AppendYaml(out, item);
+      out->push_back(']');
+      return;
+    case YAML::NodeType::Map:
+      absl::StrAppend(out, "M", node.size(), "{");
+      for (const auto& item : node) {
+        AppendYaml(out, item.first);
+        AppendYaml(out, item.second);
+      }
+      out->push_back('}');
+      return;
   }
-  for (size_t i = 0; i < x.variants.size(); ++i) {
-    const VariantSpec& v = x.variants[i];
-    const VariantSpec& w = y.variants[i];
-    if (v.label != w.label || v.constraints_field != w.constraints_field ||
-        !google::protobuf::util::MessageDifferencer::Equals(v.constraints, w.constraints) ||
-        !YamlEqual(v.resource, w.resource)) {
-      return false;
+}
+
+// A digest of everything about an object that validation reads: equal
+// digests, equal outcome. Generation and location only label the status.
+std::string SpecDigest(const ResourceObject& object) {
+  std::string text;
+  for (const Finding& finding : object.findings) {
+    absl::StrAppend(&text, "F", static_cast<int>(finding.severity));
+    AppendField(&text, finding.reason);
+    AppendField(&text, finding.field);
+    AppendField(&text, finding.message);
+  }
+  if (object.spec.has_value()) {
+    const ResourceSpec& spec = *object.spec;
+    text.push_back('P');
+    AppendField(&text, spec.type);
+    AppendField(&text, spec.name);
+    AppendField(&text, spec.authority);
+    for (const auto& [key, value] : spec.context_params) {
+      AppendField(&text, key);
+      AppendField(&text, value);
+    }
+    for (const VariantSpec& variant : spec.variants) {
+      text.push_back('V');
+      AppendField(&text, variant.label);
+      AppendField(&text, variant.constraints_field);
+      AppendField(&text, variant.constraints.SerializeAsString());
+      AppendYaml(&text, variant.resource);
     }
   }
-  return true;
+  return ContentDigest(text);
 }
 
 bool SameAuthority(const AuthorityObject& a, const AuthorityObject& b) {
@@ -78,7 +96,14 @@ class IncrementalBuilder::State {
   explicit State(const BuildOptions& options) : options_(options) {}
 
   struct Entry {
-    ResourceObject object;
+    // The object as the builder keeps it: its identity, what labels its
+    // status, and a digest of its spec (the spec itself is not kept).
+    struct {
+      ObjectRef ref;
+      int64_t generation = 0;
+      std::string location;
+    } object;
+    std::string digest;
     internal::OwnValidation own;
     std::vector<Finding> admission;
     bool new_ok = false;  // own.resource set and admitted.
@@ -98,7 +123,7 @@ class IncrementalBuilder::State {
   };
 
   // --- pending changes -----------------------------------------------------
-  std::map<ObjectRef, ResourceObject> pending_resources;
+  std::map<ObjectRef, std::pair<ResourceObject, std::string>> pending_resources;  // With digests.
   std::map<ObjectRef, AuthorityObject> pending_authorities;
   std::set<ObjectRef> pending_removals;
   std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
@@ -152,7 +177,7 @@ class IncrementalBuilder::State {
   void Unindex(Entry& entry);
   void UpdateClaim(Entry& entry, std::set<NameKey>* names);
   void SetServed(Entry& entry, std::shared_ptr<const ServedResource> resource);
-  void Revalidate(Entry& entry);
+  void Revalidate(Entry& entry, const ResourceObject& object);
   void Readmit(Entry& entry);
   void ApplyAuthorities();
   // Returns the objects whose right to their name changed.
@@ -236,8 +261,8 @@ void IncrementalBuilder::State::SetServed(Entry& entry,
   Reindex(entry);
 }
 
-void IncrementalBuilder::State::Revalidate(Entry& entry) {
-  entry.own = internal::ValidateResourceObject(entry.object, options_);
+void IncrementalBuilder::State::Revalidate(Entry& entry, const ResourceObject& object) {
+  entry.own = internal::ValidateResourceObject(object, options_);
   ++result_->validated_objects;
   Readmit(entry);
 }
@@ -473,13 +498,17 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   if (authorities_changed || build_number == 1) ApplyAuthorities();
 
   // New and changed objects.
-  for (auto& [ref, object] : pending_resources) {
+  for (auto& [ref, pending] : pending_resources) {
     auto [it, inserted] = entries.try_emplace(ref);
     Entry& entry = it->second;
-    entry.object = std::move(object);
+    const ResourceObject& object = pending.first;
+    entry.object.ref = object.ref;
+    entry.object.generation = object.generation;
+    entry.object.location = object.location;
+    entry.digest = std::move(pending.second);
     if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
     Touch(entry);
-    Revalidate(entry);
+    Revalidate(entry, object);
     entry.new_problems.clear();
     entry.fallback_problem.reset();
   }
@@ -567,9 +596,10 @@ IncrementalBuilder::~IncrementalBuilder() = default;
 
 void IncrementalBuilder::Upsert(ResourceObject object) {
   state_->pending_removals.erase(object.ref);
+  std::string digest = SpecDigest(object);
   auto it = state_->entries.find(object.ref);
   if (it != state_->entries.end() && state_->pending_resources.count(object.ref) == 0 &&
-      SameSpec(it->second.object, object)) {
+      it->second.digest == digest) {
     // Same content: only the status's generation and location may change.
     if (it->second.object.generation != object.generation ||
         it->second.object.location != object.location) {
@@ -578,7 +608,8 @@ void IncrementalBuilder::Upsert(ResourceObject object) {
     return;
   }
   state_->pending_metadata.erase(object.ref);
-  state_->pending_resources[object.ref] = std::move(object);
+  const ObjectRef ref = object.ref;
+  state_->pending_resources[ref] = {std::move(object), std::move(digest)};
 }
 
 void IncrementalBuilder::Upsert(AuthorityObject object) {

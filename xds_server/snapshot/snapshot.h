@@ -25,9 +25,8 @@ struct Variant {
   std::string name;  // The served (normalised) name of its resource.
   std::string label;
   Constraint constraints;
-  std::shared_ptr<const google::protobuf::Message> resource;
-  // Deterministic serialization of `resource`, made once and shared by every
-  // stream that sends this variant.
+  // The resource message, serialized deterministically once and shared by
+  // every stream that sends this variant (the decoded message is not kept).
   std::string serialized;
   // Content-derived: the same type, name, constraints and resource give the
   // same version on every replica.

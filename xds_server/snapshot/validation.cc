@@ -329,7 +329,6 @@ class ObjectValidatorImpl {
     variant->version = ContentDigest(absl::StrCat(
         type.type_url(), "\n", served_name, "\n",
         DeterministicBytes(variant->constraints.proto()), "\n", variant->serialized));
-    variant->resource = std::shared_ptr<const google::protobuf::Message>(std::move(*message));
     return variant;
   }
 
