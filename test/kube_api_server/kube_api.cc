@@ -1035,6 +1035,33 @@ void KubeApi::DeleteNamespaceContentsLocked(const std::string& ns) {
   }
 }
 
+void KubeApi::CollectDependentsLocked(const std::string& uid, const std::string& ns) {
+  // The garbage collector's background cascade, done at once: every object
+  // whose ownerReferences name a deleted uid goes too (namespaced dependents
+  // live in their owner's namespace), and so on down.
+  std::vector<std::pair<std::string, std::string>> owners = {{uid, ns}};
+  while (!owners.empty()) {
+    const auto [owner_uid, owner_ns] = owners.back();
+    owners.pop_back();
+    for (const ResourceType& type : ServedResourceTypes()) {
+      if (!type.namespaced) continue;
+      Target scope{&type, owner_ns, "", "", false};
+      auto objects = store_.ListAt(scope.Prefix(), 0);
+      for (const auto& [key, object] : *objects) {
+        const Json* references = object.FindPath({"metadata", "ownerReferences"});
+        if (references == nullptr || !references->is_array()) continue;
+        for (const Json& reference : references->array()) {
+          if (reference.GetString({"uid"}) != owner_uid) continue;
+          owners.emplace_back(object.GetString({"metadata", "uid"}),
+                              object.GetString({"metadata", "namespace"}));
+          store_.Remove(key);
+          break;
+        }
+      }
+    }
+  }
+}
+
 ApiResponse KubeApi::Delete(const HttpRequest& request, const Target& target) {
   const ResourceType& type = *target.type;
   Json options = Json::MakeObject();
@@ -1093,6 +1120,7 @@ ApiResponse KubeApi::Delete(const HttpRequest& request, const Target& target) {
     return {202, marked};
   }
   store_.Remove(target.Key());
+  CollectDependentsLocked(current_uid, target.ns);
   changed_.SignalAll();
   Json status = Json::MakeObject();
   status["kind"] = "Status";

@@ -113,6 +113,9 @@ class KubeApi {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   ApiResponse UpdateLocked(const Target& target, const Json& current, Json object, bool dry_run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Deletes, transitively, the objects owned (ownerReferences) by `uid`.
+  void CollectDependentsLocked(const std::string& uid, const std::string& ns)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void DeleteNamespaceContentsLocked(const std::string& ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool NamespaceExistsLocked(const std::string& ns) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewUidLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

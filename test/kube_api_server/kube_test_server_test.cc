@@ -176,7 +176,7 @@ TEST_F(KubeTestServerTest, ServesApiVersionsAndGroupList) {
     groups.push_back(group.GetString({"name"}));
     EXPECT_FALSE(group.GetString({"preferredVersion", "groupVersion"}).empty());
   }
-  EXPECT_THAT(groups, ElementsAre("coordination.k8s.io", "facet.dev"));
+  EXPECT_THAT(groups, ElementsAre("apps", "coordination.k8s.io", "discovery.k8s.io", "facet.dev"));
   Reply group = Call("GET", "/apis/facet.dev");
   EXPECT_EQ(group.body.GetString({"kind"}), "APIGroup");
   EXPECT_EQ(group.body.GetString({"preferredVersion", "groupVersion"}), "facet.dev/v1alpha1");
@@ -301,6 +301,24 @@ TEST_F(KubeTestServerTest, CreateDuplicateIs409AlreadyExists) {
   ExpectStatus(again, 409, "AlreadyExists");
   EXPECT_EQ(again.body.GetString({"message"}), "xdsresources.facet.dev \"a\" already exists");
   EXPECT_EQ(again.body.GetString({"details", "kind"}), "xdsresources");
+}
+
+TEST_F(KubeTestServerTest, DeletingAnOwnerCollectsItsDependents) {
+  Reply owner = CreateXr("a");
+  const std::string uid = owner.body.GetString({"metadata", "uid"});
+  ASSERT_FALSE(uid.empty());
+  constexpr char kRevisions[] = "/apis/apps/v1/namespaces/demo/controllerrevisions";
+  auto revision = [&](const std::string& name, const std::string& owner_uid) {
+    return absl::StrCat(
+        R"({"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":")", name,
+        R"(","ownerReferences":[{"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","name":"a","uid":")",
+        owner_uid, R"("}]},"data":{"spec":{}},"revision":1})");
+  };
+  ASSERT_EQ(Call("POST", kRevisions, revision("a-1", uid)).code, 201);
+  ASSERT_EQ(Call("POST", kRevisions, revision("other-1", "some-other-uid")).code, 201);
+  ASSERT_EQ(Call("DELETE", absl::StrCat(kXr, "/a")).code, 200);
+  EXPECT_EQ(Call("GET", absl::StrCat(kRevisions, "/a-1")).code, 404);
+  EXPECT_EQ(Call("GET", absl::StrCat(kRevisions, "/other-1")).code, 200);
 }
 
 TEST_F(KubeTestServerTest, CreateNeedsAnExistingNamespaceAndAValidName) {

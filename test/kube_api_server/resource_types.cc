@@ -79,6 +79,39 @@ std::vector<ResourceType> MakeTypes() {
   };
   types.push_back(lease);
 
+  // What StatefulSets and DaemonSets keep their history in; Facet keeps the
+  // last accepted spec of each XdsResource in them.
+  ResourceType revision;
+  revision.group = "apps";
+  revision.version = "v1";
+  revision.plural = "controllerrevisions";
+  revision.singular = "controllerrevision";
+  revision.kind = "ControllerRevision";
+  revision.namespaced = true;
+  revision.verbs = AllVerbs();
+  revision.columns = {
+      {"Controller", "string", ".metadata.ownerReferences[0].name", "", 0},
+      {"Revision", "integer", ".revision", "", 0},
+      {"Age", "date", ".metadata.creationTimestamp", "", 0},
+  };
+  types.push_back(revision);
+
+  ResourceType slice;
+  slice.group = "discovery.k8s.io";
+  slice.version = "v1";
+  slice.plural = "endpointslices";
+  slice.singular = "endpointslice";
+  slice.kind = "EndpointSlice";
+  slice.namespaced = true;
+  slice.verbs = AllVerbs();
+  slice.columns = {
+      {"AddressType", "string", ".addressType", "", 0},
+      {"Ports", "string", ".ports[*].port", "", 0},
+      {"Endpoints", "string", ".endpoints[*].addresses[0]", "", 0},
+      {"Age", "date", ".metadata.creationTimestamp", "", 0},
+  };
+  types.push_back(slice);
+
   ResourceType ns;
   ns.group = "";
   ns.version = "v1";
