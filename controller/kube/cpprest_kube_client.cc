@@ -398,6 +398,7 @@ absl::StatusOr<ListResult> CpprestKubeClient::List(const std::string& collection
     query.emplace_back("resourceVersion", options.resource_version);
   if (options.limit > 0) query.emplace_back("limit", absl::StrCat(options.limit));
   if (!options.continue_token.empty()) query.emplace_back("continue", options.continue_token);
+  if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
   const std::string what = absl::StrCat("LIST ", collection_path);
   ASSIGN_OR_RETURN(State::Reply reply,
                    state_->Send(http::methods::GET, WithQuery(collection_path, query), "", what));
@@ -417,6 +418,7 @@ absl::StatusOr<std::unique_ptr<WatchHandle>> CpprestKubeClient::Watch(
   if (!options.resource_version.empty())
     query.emplace_back("resourceVersion", options.resource_version);
   if (options.allow_bookmarks) query.emplace_back("allowWatchBookmarks", "true");
+  if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
   query.emplace_back("timeoutSeconds", absl::StrCat(options.timeout_seconds));
   std::shared_ptr<WatchStream> stream;
   try {
@@ -442,6 +444,15 @@ absl::StatusOr<YAML::Node> CpprestKubeClient::Create(const std::string& collecti
 absl::StatusOr<YAML::Node> CpprestKubeClient::Update(const std::string& path,
                                                      const std::string& json) {
   return state_->SendForObject(http::methods::PUT, path, json, /*is_create=*/false);
+}
+
+absl::Status CpprestKubeClient::Delete(const std::string& path) {
+  const std::string what = absl::StrCat("DELETE ", path);
+  ASSIGN_OR_RETURN(State::Reply reply, state_->Send(http::methods::DEL, path, "", what));
+  if (reply.code == http::status_codes::OK || reply.code == http::status_codes::Accepted) {
+    return absl::OkStatus();
+  }
+  return StatusFromHttpResponse(what, reply.code, reply.body, reply.retry_after);
 }
 
 }  // namespace facet::controller::kube

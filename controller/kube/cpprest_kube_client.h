@@ -58,6 +58,7 @@ class CpprestKubeClient final : public KubeClient {
   absl::StatusOr<YAML::Node> Create(const std::string& collection_path,
                                     const std::string& json) override;
   absl::StatusOr<YAML::Node> Update(const std::string& path, const std::string& json) override;
+  absl::Status Delete(const std::string& path) override;
 
   // Shared with in-flight watches, which may outlive the client.
   struct State;

@@ -417,6 +417,35 @@ TEST(CpprestKubeClientTest, ListSendsQueryAndTokenAndFillsKinds) {
   EXPECT_EQ(requests[0].headers.count("accept-encoding"), 0u);
 }
 
+TEST(CpprestKubeClientTest, SendsLabelSelectorsAndDeletes) {
+  ScriptedServer server([](const HttpRequest& request, Connection& connection) {
+    if (request.method == "DELETE") {
+      if (absl::EndsWith(request.target, "/gone")) {
+        connection.Respond(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure",
+          "reason":"NotFound","code":404,"message":"\"gone\" not found"})");
+      } else {
+        connection.Respond(200, R"({"kind":"Status","apiVersion":"v1","status":"Success"})");
+      }
+      return;
+    }
+    connection.Respond(200, R"({"kind":"XdsResourceList","metadata":{"resourceVersion":"7"},
+      "items":[]})");
+  });
+  std::unique_ptr<CpprestKubeClient> client = NewClient(server.url());
+  ListOptions options;
+  options.label_selector = "kubernetes.io/service-name=web";
+  ASSERT_THAT(client->List(kCollection, options), IsOk());
+  EXPECT_THAT(client->Delete(absl::StrCat(kCollection, "/a")), IsOk());
+  EXPECT_THAT(client->Delete(absl::StrCat(kCollection, "/gone")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("not found")));
+  const std::vector<HttpRequest> requests = server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[0].target,
+            absl::StrCat(kCollection, "?labelSelector=kubernetes.io/service-name%3Dweb"));
+  EXPECT_EQ(requests[1].method, "DELETE");
+  EXPECT_EQ(requests[1].target, absl::StrCat(kCollection, "/a"));
+}
+
 TEST(CpprestKubeClientTest, RereadsTheTokenFileAndRetriesOnceAfter401) {
   const std::string token_file = absl::StrCat(::testing::TempDir(), "/cpprest_token");
   std::ofstream(token_file) << "old-token";

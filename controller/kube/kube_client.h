@@ -26,6 +26,7 @@ struct ListOptions {
   std::string resource_version;  // "" (quorum read), "0" (any), or N (at least as new as N).
   int64_t limit = 0;             // 0: unpaginated.
   std::string continue_token;    // With a token, resource_version must be "".
+  std::string label_selector;    // e.g. "kubernetes.io/service-name=web"; "" for all.
 };
 
 struct ListResult {
@@ -50,6 +51,7 @@ struct WatchOptions {
   std::string resource_version;  // "" or "0": synthetic ADDED events for the current state first.
   bool allow_bookmarks = true;
   int timeout_seconds = 300;  // The server ends the watch cleanly after this.
+  std::string label_selector;  // As ListOptions::label_selector.
 };
 
 // Cancels its watch on destruction. Once the destructor returns, neither
@@ -94,6 +96,10 @@ class KubeClient {
   // PUTs `json` (which must carry metadata.resourceVersion) to `path`, which
   // may end in "/status"; returns the stored object. Blocks.
   virtual absl::StatusOr<YAML::Node> Update(const std::string& path, const std::string& json) = 0;
+
+  // DELETEs the object at `path` (its dependents are garbage-collected by
+  // the server). NotFound when it does not exist. Blocks.
+  virtual absl::Status Delete(const std::string& path) = 0;
 };
 
 // Delivers the callbacks of one watch and makes cancellation synchronous:

@@ -109,6 +109,7 @@ absl::Status Reflector::ListAndWatch() {
 absl::StatusOr<Reflector::FullList> Reflector::ListAll(const std::string& resource_version) {
   ListOptions options;
   options.resource_version = resource_version;
+  options.label_selector = options_.label_selector;
   const bool paginate = paginated_result_ || resource_version.empty() || resource_version == "0";
   options.limit = paginate ? options_.page_size : 0;
   FullList list;
@@ -169,6 +170,7 @@ absl::Status Reflector::WatchLoop() {
     WatchOptions options;
     options.resource_version = last_sync_resource_version();
     options.allow_bookmarks = true;
+    options.label_selector = options_.label_selector;
     options.timeout_seconds =
         static_cast<int>(absl::ToDoubleSeconds(options_.min_watch_timeout) * (random_() + 1.0));
     uint64_t watch_id = 0;

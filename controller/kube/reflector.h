@@ -54,6 +54,7 @@ class Reflector {
   struct Options {
     std::string collection_path;  // e.g. "/apis/facet.dev/v1alpha1/xdsresources"
     std::string name;             // In logs; collection_path when empty.
+    std::string label_selector;   // Lists and watches only matching objects; "" for all.
     int64_t page_size = 500;
     absl::Duration min_watch_timeout = absl::Minutes(5);
     Backoff::Params backoff;

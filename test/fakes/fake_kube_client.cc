@@ -9,11 +9,45 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "controller/kube/kube_errors.h"
 #include "controller/kube/yaml_fields.h"
 #include "xds_server/common/status_macros.h"
 
 namespace facet::testing {
+namespace {
+
+// Whether `object`'s labels satisfy an equality-based selector ("a=b,c!=d,e,!f").
+bool MatchesLabels(const YAML::Node& object, const std::string& selector) {
+  if (selector.empty()) return true;
+  for (absl::string_view term : absl::StrSplit(selector, ',', absl::SkipEmpty())) {
+    term = absl::StripAsciiWhitespace(term);
+    const bool negated = absl::ConsumePrefix(&term, "!");
+    std::string key(term), value;
+    bool has_value = false, not_equal = false;
+    if (size_t at = term.find("!="); at != absl::string_view::npos) {
+      key = std::string(term.substr(0, at));
+      value = std::string(term.substr(at + 2));
+      has_value = not_equal = true;
+    } else if (size_t eq = term.find('='); eq != absl::string_view::npos) {
+      key = std::string(term.substr(0, eq));
+      value = std::string(absl::StripPrefix(term.substr(eq + 1), "="));
+      has_value = true;
+    }
+    const YAML::Node label = controller::kube::FieldAt(object, {"metadata", "labels", key});
+    const bool present = label.IsDefined() && label.IsScalar();
+    if (!has_value) {
+      if (present == negated) return false;
+    } else if (not_equal ? (present && label.Scalar() == value)
+                         : (!present || label.Scalar() != value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 
 using controller::kube::ApiError;
 using controller::kube::ApiErrorInfo;
@@ -136,6 +170,27 @@ bool FakeKubeClient::Delete(const std::string& collection, const std::string& ns
   stored.erase(it);
   last["metadata"]["resourceVersion"] = absl::StrCat(++resource_version_);
   RecordLocked(collection, ns, {WatchEvent::Type::kDeleted, last}, deliver);
+  // The garbage collector's cascade: dependents naming the uid go too.
+  const std::string uid = StringAt(last, {"metadata", "uid"});
+  if (uid.empty()) return true;
+  for (auto& [other_collection, objects] : objects_) {
+    for (auto dependent = objects.begin(); dependent != objects.end();) {
+      bool owned = false;
+      for (const YAML::Node& reference :
+           controller::kube::FieldAt(dependent->second, {"metadata", "ownerReferences"})) {
+        owned = owned || StringAt(reference, {"uid"}) == uid;
+      }
+      if (!owned) {
+        ++dependent;
+        continue;
+      }
+      YAML::Node gone = YAML::Clone(dependent->second);
+      gone["metadata"]["resourceVersion"] = absl::StrCat(++resource_version_);
+      const std::string gone_ns = StringAt(gone, {"metadata", "namespace"});
+      dependent = objects.erase(dependent);
+      RecordLocked(other_collection, gone_ns, {WatchEvent::Type::kDeleted, gone}, deliver);
+    }
+  }
   return true;
 }
 
@@ -145,6 +200,7 @@ void FakeKubeClient::RecordLocked(const std::string& collection, const std::stri
   if (!deliver) return;
   for (const OpenWatch& watch : open_) {
     if (watch.collection != collection || (!watch.ns.empty() && watch.ns != ns)) continue;
+    if (!MatchesLabels(event.object, watch.label_selector)) continue;
     watch.sink->Event({event.type, YAML::Clone(event.object)});
   }
 }
@@ -356,6 +412,7 @@ absl::StatusOr<FakeKubeClient::ListResult> FakeKubeClient::List(const std::strin
   for (auto it = after.empty() ? stored.begin() : stored.upper_bound(after); it != stored.end();
        ++it) {
     if (!path.ns.empty() && StringAt(it->second, {"metadata", "namespace"}) != path.ns) continue;
+    if (!MatchesLabels(it->second, options.label_selector)) continue;
     if (options.limit > 0 && static_cast<int64_t>(result.items.size()) == options.limit) {
       result.continue_token = absl::StrCat(list_version, "|", std::prev(it)->first);
       break;
@@ -382,10 +439,11 @@ absl::StatusOr<std::unique_ptr<FakeKubeClient::WatchHandle>> FakeKubeClient::Wat
     return handle;
   }
   const auto matches = [&path](const std::string& ns) { return path.ns.empty() || path.ns == ns; };
+  const std::string selector = options.label_selector;
   const std::string& version = options.resource_version;
   if (version.empty() || version == "0") {
     for (const auto& [key, object] : objects_[path.collection]) {
-      if (matches(StringAt(object, {"metadata", "namespace"}))) {
+      if (matches(StringAt(object, {"metadata", "namespace"})) && MatchesLabels(object, selector)) {
         sink->Event({WatchEvent::Type::kAdded, YAML::Clone(object)});
       }
     }
@@ -410,13 +468,27 @@ absl::StatusOr<std::unique_ptr<FakeKubeClient::WatchHandle>> FakeKubeClient::Wat
     }
     for (const Recorded& recorded : history_) {
       if (recorded.resource_version > from && recorded.collection == path.collection &&
-          matches(recorded.ns)) {
+          matches(recorded.ns) && MatchesLabels(recorded.event.object, selector)) {
         sink->Event({recorded.event.type, YAML::Clone(recorded.event.object)});
       }
     }
   }
-  open_.push_back({id, path.collection, path.ns, sink});
+  open_.push_back({id, path.collection, path.ns, sink, selector});
   return handle;
+}
+
+absl::Status FakeKubeClient::Delete(const std::string& path) {
+  const std::string what = absl::StrCat("DELETE ", path);
+  ASSIGN_OR_RETURN(ParsedPath parsed, ParsePath(path));
+  if (parsed.rest.size() != 1) {
+    return ApiError(what, Info(404, "NotFound"),
+                    "the server could not find the requested resource");
+  }
+  if (!Delete(parsed.collection, parsed.ns, parsed.rest[0])) {
+    return ApiError(what, Info(404, "NotFound"),
+                    absl::StrCat("\"", parsed.rest[0], "\" not found"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<YAML::Node> FakeKubeClient::Get(const std::string& path) {

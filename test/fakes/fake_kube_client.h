@@ -126,6 +126,7 @@ class FakeKubeClient final : public controller::kube::KubeClient {
   absl::StatusOr<YAML::Node> Create(const std::string& collection_path,
                                     const std::string& json) override;
   absl::StatusOr<YAML::Node> Update(const std::string& path, const std::string& json) override;
+  absl::Status Delete(const std::string& path) override;
 
  private:
   class Handle;
@@ -145,6 +146,7 @@ class FakeKubeClient final : public controller::kube::KubeClient {
     std::string collection;
     std::string ns;
     std::shared_ptr<controller::kube::WatchSink> sink;
+    std::string label_selector;
   };
   struct ListFault {
     absl::Status status;
