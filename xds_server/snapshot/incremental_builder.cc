@@ -127,6 +127,9 @@ class IncrementalBuilder::State {
   std::map<ObjectRef, AuthorityObject> pending_authorities;
   std::set<ObjectRef> pending_removals;
   std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
+  std::map<ObjectRef, ResourceObject> pending_last_good;
+  // Validated last accepted revisions (SetLastGood), by object.
+  std::map<ObjectRef, std::shared_ptr<const ServedResource>> last_good;
 
   // --- held state ----------------------------------------------------------
   std::map<ObjectRef, Entry> entries;
@@ -171,6 +174,10 @@ class IncrementalBuilder::State {
     if (entry.touched_build == build_number) return;
     entry.touched_build = build_number;
     entry.fallback = entry.served;
+    if (entry.fallback == nullptr) {
+      auto it = last_good.find(entry.object.ref);
+      if (it != last_good.end()) entry.fallback = it->second;
+    }
     touched_.insert(entry.object.ref);
   }
   void Reindex(Entry& entry);
@@ -461,8 +468,22 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   changed_names_.clear();
   std::set<NameKey> claim_names;
 
+  // Last accepted revisions recorded elsewhere.
+  for (auto& [ref, object] : pending_last_good) {
+    internal::OwnValidation validation = internal::ValidateResourceObject(object, options_);
+    if (validation.resource == nullptr) {
+      last_good.erase(ref);
+      continue;
+    }
+    last_good[ref] = std::move(validation.resource);
+    auto it = entries.find(ref);
+    if (it != entries.end() && it->second.served == nullptr) Touch(it->second);
+  }
+  pending_last_good.clear();
+
   // Deletions.
   for (const ObjectRef& ref : pending_removals) {
+    last_good.erase(ref);
     if (authorities.erase(ref) > 0) {
       if (auto status = authority_statuses.find(ref);
           status != authority_statuses.end() && !status->second->accepted) {
@@ -634,7 +655,13 @@ void IncrementalBuilder::Remove(const ObjectRef& ref) {
 
 bool IncrementalBuilder::has_pending() const {
   return !state_->pending_resources.empty() || !state_->pending_authorities.empty() ||
-         !state_->pending_removals.empty() || !state_->pending_metadata.empty();
+         !state_->pending_removals.empty() || !state_->pending_metadata.empty() ||
+         !state_->pending_last_good.empty();
+}
+
+void IncrementalBuilder::SetLastGood(ResourceObject object) {
+  const ObjectRef ref = object.ref;
+  state_->pending_last_good[ref] = std::move(object);
 }
 
 void IncrementalBuilder::SeedFallbacks(const Snapshot* previous) { state_->seed = previous; }

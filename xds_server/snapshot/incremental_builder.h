@@ -38,6 +38,12 @@ class IncrementalBuilder {
   void Upsert(AuthorityObject object);
   // Records the deletion of an object (a no-op for an unknown one).
   void Remove(const ObjectRef& ref);
+  // Records the last revision of an XdsResource that was accepted anywhere
+  // (e.g. by another replica, kept in the API server): when the object's
+  // current revision is rejected and this builder has served none of it,
+  // that revision serves instead, with the same content-derived versions.
+  // Validated at the next Build(); an invalid one is ignored.
+  void SetLastGood(ResourceObject object);
   // Whether changes wait for Build().
   bool has_pending() const;
 

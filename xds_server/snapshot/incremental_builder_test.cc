@@ -174,6 +174,40 @@ TEST(IncrementalBuilderTest, AuthorityChangesReadmitObjects) {
   EXPECT_EQ(result.snapshot->size(), 0u);
 }
 
+TEST(IncrementalBuilderTest, FreshBuilderServesTheLastGoodRevisionRecordedElsewhere) {
+  std::vector<ResourceObject> world = World(2);
+  // A long-running replica: saw the route valid, then an overlapping edit.
+  IncrementalBuilder old_replica{BuildOptions{}};
+  BuildAll(old_replica, world);
+  ResourceObject overlapping = Object("s1-route", "route", "s1",
+                                      {{"{env: prod}", RouteTo("s1-a")}, {"{env: prod}", RouteTo("s1-b")}});
+  old_replica.Upsert(overlapping);
+  IncrementalBuilder::Result old_result = old_replica.Build();
+  const ObjectRef route{kXdsResourceKind, "demo", "s1-route"};
+  ASSERT_TRUE(old_replica.StatusOf(route)->serving_previous);
+
+  // A replica started now sees only the invalid revision, and the last good
+  // one recorded by the other.
+  IncrementalBuilder new_replica{BuildOptions{}};
+  new_replica.SetLastGood(world[5]);
+  ASSERT_EQ(world[5].ref, route);
+  for (const auto& object : world) {
+    if (!(object.ref == route)) new_replica.Upsert(object);
+  }
+  new_replica.Upsert(overlapping);
+  IncrementalBuilder::Result new_result = new_replica.Build();
+  EXPECT_TRUE(new_replica.StatusOf(route)->serving_previous);
+  EXPECT_EQ(new_result.snapshot->version(), old_result.snapshot->version());
+
+  // Without it, the route (and whatever refers to it) would not be served.
+  IncrementalBuilder bare{BuildOptions{}};
+  for (const auto& object : world) {
+    if (!(object.ref == route)) bare.Upsert(object);
+  }
+  bare.Upsert(overlapping);
+  EXPECT_EQ(bare.Build().snapshot->Find(RouteConfigurationType(), "s1"), nullptr);
+}
+
 // Returns `object` with a fresh copy of its documents and the first
 // variant's resource replaced (YAML::Node copies share their node, and
 // assigning to one would change every copy).
