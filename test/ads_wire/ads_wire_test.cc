@@ -1,12 +1,15 @@
 // Wire-level tests of the ADS server: a real gRPC server on loopback and the
 // project's own ADS client, for the paths today's real gRPC clients do not
 // exercise (resource locators, delta, several parameter sets per stream).
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "controller/manifest/object_parser.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -108,16 +111,7 @@ class AdsWireTest : public ::testing::Test {
  protected:
   void SetUp() override {
     Publish(kTwoVariants);
-    ads_ = std::make_unique<xds::AdsService>(store_, xds::AdsService::Options());
-    grpc::ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(ads_.get());
-    server_ = builder.BuildAndStart();
-    ASSERT_NE(server_, nullptr);
-    auto client = AdsTestClient::Connect("127.0.0.1:" + std::to_string(port));
-    ASSERT_THAT(client, IsOk());
-    client_ = *std::move(client);
+    StartServer(xds::AdsService::Options());
   }
 
   void TearDown() override {
@@ -125,14 +119,37 @@ class AdsWireTest : public ::testing::Test {
     if (server_) server_->Shutdown(std::chrono::system_clock::now());
   }
 
-  // Publishes the manifests with these route variants, leaving out the
-  // objects named in `without`.
-  void Publish(const std::string& route_variants, const std::set<std::string>& without = {}) {
+  // (Re)starts the server with `options`, serving store_.
+  void StartServer(xds::AdsService::Options options) {
+    client_.reset();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
+    ads_ = std::make_unique<xds::AdsService>(store_, std::move(options));
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(ads_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    auto client = AdsTestClient::Connect(address());
+    ASSERT_THAT(client, IsOk());
+    client_ = *std::move(client);
+  }
+
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // Builds the snapshot following last_ from the manifests with these route
+  // variants, leaving out the objects named in `without`, plus `extra`
+  // manifests; makes it last_ without publishing it.
+  std::shared_ptr<const xds::Snapshot> Build(const std::string& route_variants,
+                                             const std::set<std::string>& without = {},
+                                             const std::string& extra = "") {
     std::string text = absl::StrReplaceAll(kManifests, {{"ROUTE_VARIANTS", route_variants}});
+    if (!extra.empty()) absl::StrAppend(&text, "\n---\n", extra);
     std::vector<xds::ResourceObject> objects;
     for (const YAML::Node& document : YAML::LoadAll(text)) {
       auto parsed = controller::ParseDocument(document, "test", "demo");
-      ASSERT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
+      EXPECT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
+      if (!std::holds_alternative<xds::ResourceObject>(parsed)) return last_;
       if (without.count(std::get<xds::ResourceObject>(parsed).ref.name) > 0) continue;
       objects.push_back(std::get<xds::ResourceObject>(parsed));
     }
@@ -140,10 +157,26 @@ class AdsWireTest : public ::testing::Test {
     options.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
     xds::BuildResult result = xds::BuildSnapshot(objects, {}, last_.get(), options);
     for (const auto& status : result.statuses) {
-      ASSERT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
+      EXPECT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
     }
     last_ = result.snapshot;
-    store_.Publish(result.snapshot);
+    return last_;
+  }
+
+  // Builds and publishes (see Build).
+  void Publish(const std::string& route_variants, const std::set<std::string>& without = {},
+               const std::string& extra = "") {
+    store_.Publish(Build(route_variants, without, extra));
+  }
+
+  // Waits until `done` holds for the service's stats; false after kWait.
+  bool WaitForStats(const std::function<bool(const xds::AdsStats&)>& done) {
+    const absl::Time deadline = absl::Now() + kWait;
+    while (!done(ads_->stats())) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return true;
   }
 
   std::unique_ptr<SotwStream> Sotw() {
@@ -159,6 +192,7 @@ class AdsWireTest : public ::testing::Test {
 
   xds::SnapshotStore store_;
   std::shared_ptr<const xds::Snapshot> last_;
+  int port_ = 0;
   std::unique_ptr<xds::AdsService> ads_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<AdsTestClient> client_;
@@ -295,6 +329,7 @@ TEST_F(AdsWireTest, NackIsRecordedPerVariantAndNotResentUntilTheSnapshotChanges)
   EXPECT_EQ(nacks[0].node_id, "nacker");
   EXPECT_EQ(nacks[0].error_detail, "bad route");
   EXPECT_GE(ads_->stats().nacks, 1);
+  EXPECT_EQ(ads_->stats().nack_details_truncated, 0);
 }
 
 TEST_F(AdsWireTest, AChangePushesOnlyToStreamsWhoseVariantChanged) {
@@ -386,6 +421,195 @@ TEST_F(AdsWireTest, DrainEndsStreamsWithUnavailable) {
   ASSERT_THAT(stream->Next(kWait), IsOk());
   ads_->Drain();
   EXPECT_THAT(stream->Next(kWait), StatusIs(absl::StatusCode::kUnavailable));
+}
+
+// Returns the route's variants with the prod variant matching `prefix` (so
+// each value is a distinct route version), everyone else going to b.
+std::string VariantsWithProdPrefix(const std::string& prefix) {
+  return "[{name: prod, match: {env: prod}, resource: {virtual_hosts: [{name: v, domains: "
+         "[greeter], routes: [{match: {prefix: \"" +
+         prefix + "\"}, route: {cluster: a}}]}]}}, " +
+         RouteVariant("other", "{env: {not: prod}}", "b") + "]";
+}
+
+std::string PrefixOf(const DecodedResource& resource) {
+  auto route = resource.As<RouteConfiguration>();
+  return route.ok() ? route->virtual_hosts(0).routes(0).match().prefix() : "?";
+}
+
+// Returns `count` manifests of STATIC clusters big-0, big-1, ... each padded
+// with `bytes` bytes of metadata.
+std::string BigClusters(int count, size_t bytes) {
+  std::string out;
+  for (int i = 0; i < count; ++i) {
+    const std::string name = "big-" + std::to_string(i);
+    absl::StrAppend(&out, i == 0 ? "" : "---\n",
+                    "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: ", name,
+                    ", namespace: demo}\nspec: {type: cluster, name: ", name,
+                    ", variants: [{resource: {type: STATIC, load_assignment: {cluster_name: ",
+                    name, "}, metadata: {filter_metadata: {pad: {p: ", std::string(bytes, 'x'),
+                    "}}}}}]}\n");
+  }
+  return out;
+}
+
+// The race a stream's first subscription must not lose: the stream is open
+// (registered) before a snapshot is published, and subscribes after it. The
+// subscription registers its watches and reads the current snapshot in one
+// step, so it is answered from the new snapshot, not the one the stream
+// opened with (which no later change would ever correct).
+TEST_F(AdsWireTest, SubscriptionAfterAPublishIsAnsweredFromItEvenIfTheStreamOpenedBefore) {
+  auto fresh = Sotw();  // Opened, nothing subscribed yet.
+  auto watching = Sotw();  // Subscribed to the listener only.
+  DiscoveryRequest lds = MakeRequest(kLds, {"greeter"});
+  *lds.mutable_node() = MakeNode("watching", {{"env", "prod"}});
+  ASSERT_THAT(watching->Send(lds), IsOk());
+  auto listener = watching->Next(kWait);
+  ASSERT_THAT(listener, IsOk());
+  ASSERT_THAT(watching->Send(Ack(*listener, MakeRequest(kLds, {"greeter"}))), IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+    return stats.streams_open == 2 && stats.acks >= 1;
+  }));
+
+  // Only the route changes: neither stream watches it yet, so neither wakes.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
+          RouteVariant("other", "{env: {not: prod}}", "b") + "]");
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.snapshots >= 1; }));
+
+  DiscoveryRequest rds = MakeRequest(kRds, {"greeter"});
+  ASSERT_THAT(watching->Send(rds), IsOk());
+  *rds.mutable_node() = MakeNode("fresh", {{"env", "prod"}});
+  ASSERT_THAT(fresh->Send(rds), IsOk());
+  for (SotwStream* stream : {fresh.get(), watching.get()}) {
+    auto route = stream->NextOfType(kRds, kWait);
+    ASSERT_THAT(route, IsOk());
+    EXPECT_EQ(ClusterOf((*DecodeResources(*route))[0]), "b");
+  }
+}
+
+// Streams subscribe while snapshots are being published: each ends with the
+// last snapshot's route, whatever the interleaving.
+TEST_F(AdsWireTest, StreamsSubscribingWhileSnapshotsArePublishedEndWithTheLastOne) {
+  constexpr int kRounds = 25;
+  constexpr int kStreamsPerRound = 8;
+  // Built up front, so a publication is quick enough to land among the
+  // subscriptions.
+  std::vector<std::shared_ptr<const xds::Snapshot>> snapshots;
+  for (int round = 0; round < kRounds; ++round) {
+    snapshots.push_back(Build(VariantsWithProdPrefix("/r" + std::to_string(round))));
+  }
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<std::unique_ptr<SotwStream>> streams;
+    for (int i = 0; i < kStreamsPerRound; ++i) streams.push_back(Sotw());
+    const int64_t open = kStreamsPerRound;
+    ASSERT_TRUE(WaitForStats(
+        [open](const xds::AdsStats& stats) { return stats.streams_open == open; }));
+    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+    *request.mutable_node() = MakeNode("racer", {{"env", "prod"}});
+    std::thread publisher([&] { store_.Publish(snapshots[round]); });
+    for (auto& stream : streams) ASSERT_THAT(stream->Send(request), IsOk());
+    publisher.join();
+    const std::string want = "/r" + std::to_string(round);
+    for (auto& stream : streams) {
+      std::string got;
+      while (got != want) {
+        auto response = stream->Next(kWait);
+        ASSERT_THAT(response, IsOk()) << "round " << round << ": last route " << got;
+        got = PrefixOf((*DecodeResources(*response))[0]);
+      }
+    }
+    streams.clear();
+    ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.streams_open == 0; }));
+  }
+}
+
+TEST_F(AdsWireTest, NackErrorDetailIsCutToTheConfiguredSizeAndCounted) {
+  xds::AdsService::Options options;
+  options.max_error_detail_bytes = 4096;
+  StartServer(std::move(options));
+  auto stream = Sotw();
+  DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+  *request.mutable_node() = MakeNode("nacker", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto response = stream->Next(kWait);
+  ASSERT_THAT(response, IsOk());
+  const std::string detail = "bad route: " + std::string(1 << 20, 'x');
+  ASSERT_THAT(stream->Send(Nack(*response, MakeRequest(kRds, {"greeter"}), "", detail)), IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.nacks >= 1; }));
+  auto nacks = ads_->nacks();
+  ASSERT_EQ(nacks.size(), 1u);
+  EXPECT_EQ(nacks[0].error_detail, detail.substr(0, 4096));
+  EXPECT_EQ(ads_->stats().nack_details_truncated, 1);
+}
+
+TEST_F(AdsWireTest, NackRecordsStayBoundedAndTheRestAreCountedAsDropped) {
+  xds::AdsService::Options options;
+  options.max_nack_records = 2;
+  StartServer(std::move(options));
+  auto stream = Sotw();
+  // One response with two endpoint variants: two records, the bound.
+  DiscoveryRequest eds = MakeRequest(kEds, {"a", "b"});
+  *eds.mutable_node() = MakeNode("nacker", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(eds), IsOk());
+  auto endpoints = stream->NextOfType(kEds, kWait);
+  ASSERT_THAT(endpoints, IsOk());
+  ASSERT_EQ(endpoints->resources_size(), 2);
+  ASSERT_THAT(stream->Send(Nack(*endpoints, MakeRequest(kEds, {"a", "b"}), "", "bad endpoints")),
+              IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.nacks >= 1; }));
+  EXPECT_EQ(ads_->nacks().size(), 2u);
+  EXPECT_EQ(ads_->stats().nack_records_dropped, 0);
+
+  // A third variant NACKed: not kept, counted.
+  ASSERT_THAT(stream->Send(MakeRequest(kRds, {"greeter"})), IsOk());
+  auto route = stream->NextOfType(kRds, kWait);
+  ASSERT_THAT(route, IsOk());
+  ASSERT_THAT(stream->Send(Nack(*route, MakeRequest(kRds, {"greeter"}), "", "bad route")), IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.nacks >= 2; }));
+  auto nacks = ads_->nacks();
+  ASSERT_EQ(nacks.size(), 2u);
+  for (const auto& record : nacks) EXPECT_EQ(record.type_url, kEds);
+  EXPECT_EQ(ads_->stats().nack_records_dropped, 1);
+}
+
+// A client that subscribes and never reads: with a small HTTP/2 window and
+// responses far larger than it, the server's write never completes. The
+// stream is cancelled after the write-stall timeout and counted, and the
+// server keeps serving everyone else.
+TEST_F(AdsWireTest, StreamWhoseWriteStallsIsCancelledAndCounted) {
+  Publish(kTwoVariants, {}, BigClusters(4, 1 << 20));
+  xds::AdsService::Options options;
+  options.write_stall_timeout = absl::Milliseconds(500);
+  StartServer(std::move(options));
+
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 10);
+  args.SetMaxReceiveMessageSize(-1);
+  auto channel = grpc::CreateCustomChannel(address(), grpc::InsecureChannelCredentials(), args);
+  auto stub = envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel);
+  grpc::ClientContext context;
+  auto stalled = stub->StreamAggregatedResources(&context);
+  DiscoveryRequest request = MakeRequest(kCds, {});
+  *request.mutable_node() = MakeNode("never-reads");
+  ASSERT_TRUE(stalled->Write(request));
+
+  ASSERT_TRUE(WaitForStats(
+      [](const xds::AdsStats& stats) { return stats.streams_closed_write_stall == 1; }));
+  // The stream is gone on the server (its reactor is done).
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.streams_open == 0; }));
+
+  auto healthy = Sotw();
+  DiscoveryRequest rds = MakeRequest(kRds, {"greeter"});
+  *rds.mutable_node() = MakeNode("healthy", {{"env", "prod"}});
+  ASSERT_THAT(healthy->Send(rds), IsOk());
+  auto route = healthy->Next(kWait);
+  ASSERT_THAT(route, IsOk());
+  EXPECT_EQ(ClusterOf((*DecodeResources(*route))[0]), "a");
+  EXPECT_EQ(ads_->stats().streams_closed_write_stall, 1);
+
+  context.TryCancel();
+  stalled->Finish();
 }
 
 }  // namespace

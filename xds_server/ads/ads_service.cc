@@ -108,8 +108,11 @@ class Core final : public AdsService::StreamCore {
 
   Request* request() { return &request_; }
 
+  // Starts from the snapshot Register returned, unless a snapshot published
+  // since has already reached this stream (it never goes back).
   void Start(std::shared_ptr<const ServingSnapshot> serving, uint64_t sequence) {
     absl::MutexLock lock(&mu_);
+    if (sequence <= sequence_) return;
     state_.AdoptSnapshot(std::move(serving));
     sequence_ = sequence;
   }
@@ -363,42 +366,32 @@ AdsService::AdsService(SnapshotStore& store, Options options)
     OnSnapshot(std::move(snapshot));
   });
   if (options_.write_stall_timeout > absl::ZeroDuration()) {
-    alarm_ = std::make_unique<grpc::Alarm>();
-    ArmStallCheck();
+    stall_thread_ = std::thread([this] { CheckStallsUntilStopped(); });
   }
 }
 
 AdsService::~AdsService() {
-  if (alarm_ == nullptr) return;
+  if (!stall_thread_.joinable()) return;
   {
-    absl::MutexLock lock(&alarm_mu_);
+    absl::MutexLock lock(&stall_mu_);
     stopping_ = true;
   }
-  alarm_->Cancel();
-  absl::MutexLock lock(&alarm_mu_);
-  alarm_mu_.Await(absl::Condition(
-      +[](bool* pending) { return !*pending; }, &alarm_pending_));
+  stall_thread_.join();
 }
 
-void AdsService::ArmStallCheck() {
+void AdsService::CheckStallsUntilStopped() {
   const absl::Duration period = std::clamp(options_.write_stall_timeout / 4,
                                            absl::Milliseconds(10), absl::Seconds(1));
-  absl::MutexLock lock(&alarm_mu_);
-  if (stopping_) return;
-  alarm_pending_ = true;
-  alarm_->Set(absl::ToChronoTime(absl::Now() + period), [this](bool ok) { CheckStalls(ok); });
-}
-
-void AdsService::CheckStalls(bool ok) {
-  {
-    absl::MutexLock lock(&alarm_mu_);
-    alarm_pending_ = false;
-    if (stopping_ || !ok) return;
+  stall_mu_.Lock();
+  while (!stall_mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
+    stall_mu_.Unlock();
+    // Bounded cost: one look at each open stream per period. No lock held:
+    // a cancel may run the stream's reactions on this thread.
+    const absl::Time limit = absl::Now() - options_.write_stall_timeout;
+    for (const auto& core : Cores()) core->CancelIfStalled(limit);
+    stall_mu_.Lock();
   }
-  // Bounded cost: one look at each open stream per period.
-  const absl::Time limit = absl::Now() - options_.write_stall_timeout;
-  for (const auto& core : Cores()) core->CancelIfStalled(limit);
-  ArmStallCheck();
+  stall_mu_.Unlock();
 }
 
 grpc::ServerBidiReactor<DiscoveryRequest, DiscoveryResponse>*
@@ -544,7 +537,6 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
       }
       break;
     case RequestOutcome::Kind::kNack: {
-      nacks_count_++;
       const size_t max_detail = static_cast<size_t>(std::max(options_.max_error_detail_bytes, 0));
       if (outcome.error_detail.size() > max_detail) {
         nack_details_truncated_++;
@@ -575,6 +567,8 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
         record.error_detail = outcome.error_detail;
         record.count++;
       }
+      // Counted once recorded: stats().nacks covers what nacks() shows.
+      nacks_count_++;
       break;
     }
     case RequestOutcome::Kind::kInitial:

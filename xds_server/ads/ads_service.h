@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -17,7 +18,6 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "grpcpp/alarm.h"
 #include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "xds_server/ads/parameter_mapping.h"
@@ -33,7 +33,7 @@ struct AdsStats {
   int64_t streams_total = 0;
   int64_t pushes = 0;
   int64_t acks = 0;
-  int64_t nacks = 0;
+  int64_t nacks = 0;  // Counted after nacks() holds the NACK's records.
   int64_t snapshots = 0;
   // Per-stream bounds: streams closed for exceeding each, NACK records not
   // kept (map full) and NACK error details truncated.
@@ -133,8 +133,9 @@ class AdsService final
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
   void RecordPush(const StreamCore& core, const PushRecord& record);
   std::vector<std::shared_ptr<StreamCore>> Cores() const;
-  void ArmStallCheck();
-  void CheckStalls(bool ok);
+  // Runs on stall_thread_: every period, cancels the streams whose write
+  // has stalled, until stopping_.
+  void CheckStallsUntilStopped();
 
   Options options_;
   mutable absl::Mutex mu_;
@@ -156,11 +157,11 @@ class AdsService final
   std::atomic<int64_t> closed_write_stall_{0};
   std::atomic<int64_t> nack_records_dropped_{0};
   std::atomic<int64_t> nack_details_truncated_{0};
-  // The write-stall check: a periodic alarm, re-armed until stopping_.
-  absl::Mutex alarm_mu_;
-  bool stopping_ ABSL_GUARDED_BY(alarm_mu_) = false;
-  bool alarm_pending_ ABSL_GUARDED_BY(alarm_mu_) = false;
-  std::unique_ptr<grpc::Alarm> alarm_;
+  // The write-stall check: one thread, started last by the constructor and
+  // joined first by the destructor, so it never sees a half-built service.
+  absl::Mutex stall_mu_;
+  bool stopping_ ABSL_GUARDED_BY(stall_mu_) = false;
+  std::thread stall_thread_;
   // Declared last: destroyed first, so no snapshot arrives mid-destruction.
   SnapshotStore::WatchHandle watch_;
 };
