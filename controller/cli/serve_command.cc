@@ -91,7 +91,8 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
   fields["snapshot_version"] = StringValue(store.Current()->version());
   fields["streams_open"] = NumberValue(static_cast<double>(ads.stats().streams_open));
   auto* objects = fields["objects"].mutable_list_value();
-  for (const xds::ObjectStatus& status : source.statuses()) {
+  for (const auto& status_ptr : source.statuses()) {
+    const xds::ObjectStatus& status = *status_ptr;
     Value object;
     auto& o = *object.mutable_struct_value()->mutable_fields();
     o["object"] = StringValue(status.ref.ToString());
@@ -145,12 +146,19 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
 
 std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& ads) {
   int rejected = 0;
-  for (const auto& status : source.statuses()) rejected += status.accepted ? 0 : 1;
+  for (const auto& status : source.statuses()) rejected += status->accepted ? 0 : 1;
+  const ManifestDirSource::Stats stats = source.stats();
   std::string out;
   AppendAdsMetrics(ads, &out);
-  AppendMetric("facet_snapshot_builds_total", "counter", "Snapshot builds.", source.builds(), &out);
+  AppendMetric("facet_snapshot_builds_total", "counter", "Snapshot builds.", stats.builds, &out);
   AppendMetric("facet_objects_rejected", "gauge", "Objects whose latest revision is rejected.",
                rejected, &out);
+  AppendMetric("facet_manifest_inotify", "gauge",
+               "1 while inotify watches the manifest directory, 0 while it is polled.",
+               stats.inotify ? 1 : 0, &out);
+  AppendMetric("facet_manifest_held_removals_total", "counter",
+               "File re-reads whose removals were held back until the file was quiet.",
+               static_cast<double>(stats.held_removals), &out);
   return out;
 }
 

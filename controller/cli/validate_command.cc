@@ -62,9 +62,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
 
   xds::BuildOptions options;
   // Offline, authorities are enforced only when the input declares some.
-  options.authority_policy = manifests.authorities.empty()
-                                 ? xds::BuildOptions::AuthorityPolicy::kWarnUndeclared
-                                 : xds::BuildOptions::AuthorityPolicy::kEnforce;
+  options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
   xds::BuildResult result =
       xds::BuildSnapshot(manifests.resources, manifests.authorities, /*previous=*/nullptr, options);
   int accepted = 0;

@@ -1,39 +1,157 @@
 #include "controller/manifest/manifest_dir_source.h"
 
-#include <chrono>
-#include <filesystem>
-#include <set>
-#include <system_error>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 
-#include "absl/time/time.h"
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 
 namespace facet::controller {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+constexpr uint32_t kWatchMask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+                                IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
+
+const std::string& LocationOf(const FileObject& object) {
+  return std::visit([](const auto& o) -> const std::string& { return o.location; }, object.object);
+}
+
+int64_t Millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
+
+}  // namespace
+
 ManifestDirSource::ManifestDirSource(Options options, xds::SnapshotStore& store)
-    : options_(std::move(options)), store_(store) {}
-
-ManifestDirSource::~ManifestDirSource() {
-  stop_.Notify();
-  if (worker_.joinable()) worker_.join();
-}
-
-void ManifestDirSource::Start() {
-  Refresh();
-  Rebuild();
-  worker_ = std::thread([this] { Run(); });
-}
-
-void ManifestDirSource::Run() {
-  const absl::Duration interval = absl::FromChrono(options_.poll_interval);
-  while (!stop_.WaitForNotificationWithTimeout(interval)) {
-    if (Refresh()) Rebuild();
+    : options_(std::move(options)), store_(store), builder_(options_.build) {
+  stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (!options_.force_poll) {
+    inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (inotify_fd_ < 0) {
+      spdlog::warn("manifests: inotify is unavailable ({}); polling {} every {} ms",
+                   std::strerror(errno), options_.directory, Millis(options_.poll_interval));
+    }
   }
 }
 
-bool ManifestDirSource::Refresh() {
+ManifestDirSource::~ManifestDirSource() {
+  stopping_ = true;
+  if (stop_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!write(stop_fd_, &one, sizeof(one));
+  }
+  if (worker_.joinable()) worker_.join();
+  if (inotify_fd_ >= 0) close(inotify_fd_);
+  if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+void ManifestDirSource::Start() {
+  AddWatch();  // Before the first listing, so that no change falls between the two.
+  Rescan();
+  ProcessDirty();
+  worker_ = std::thread([this] { Run(); });
+}
+
+bool ManifestDirSource::AddWatch() {
+  if (inotify_fd_ < 0) return false;
+  watch_ = inotify_add_watch(inotify_fd_, options_.directory.c_str(), kWatchMask);
+  if (watch_ < 0) {
+    spdlog::warn("manifests: cannot watch {} ({}); polling it every {} ms", options_.directory,
+                 std::strerror(errno), Millis(options_.poll_interval));
+  }
+  absl::MutexLock lock(&mu_);
+  stats_.inotify = watch_ >= 0;
+  return watch_ >= 0;
+}
+
+void ManifestDirSource::Run() {
+  auto interval = [this] {
+    return watch_ >= 0 ? options_.rescan_interval : options_.poll_interval;
+  };
+  Clock::time_point next_rescan = Clock::now() + interval();
+  Clock::time_point batch_deadline = Clock::time_point::max();
+  while (!stopping_) {
+    Clock::time_point deadline = std::min(next_rescan, batch_deadline);
+    for (const auto& [path, state] : files_) {
+      if (state.held) deadline = std::min(deadline, state.held->second + options_.removal_settle);
+    }
+    const bool was_idle = dirty_.empty();
+    Wait(deadline);
+    if (stopping_) break;
+    const Clock::time_point now = Clock::now();
+    if (was_idle && !dirty_.empty()) {
+      // Bounded: later events join this batch but do not delay it.
+      batch_deadline = now + options_.coalesce;
+    }
+    if (now >= next_rescan || rescan_due_) {
+      if (watch_ < 0 && inotify_fd_ >= 0 && fs::is_directory(options_.directory)) AddWatch();
+      Rescan();
+      rescan_due_ = false;
+      next_rescan = now + interval();
+      batch_deadline = now;
+    }
+    for (const auto& [path, state] : files_) {
+      if (state.held && now >= state.held->second + options_.removal_settle) {
+        dirty_.insert(path);
+        batch_deadline = now;
+      }
+    }
+    if (!dirty_.empty() && now >= batch_deadline) {
+      ProcessDirty();
+      batch_deadline = Clock::time_point::max();
+    }
+  }
+}
+
+void ManifestDirSource::Wait(Clock::time_point deadline) {
+  const auto now = Clock::now();
+  int timeout_ms = 0;
+  if (deadline > now) {
+    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    timeout_ms = static_cast<int>(std::min<int64_t>(wait.count(), 60'000));
+  }
+  pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {watch_ >= 0 ? inotify_fd_ : -1, POLLIN, 0}};
+  if (poll(fds, 2, timeout_ms) <= 0 || (fds[1].revents & POLLIN) == 0) return;
+  alignas(inotify_event) char buffer[64 * 1024];
+  for (;;) {
+    const ssize_t n = read(inotify_fd_, buffer, sizeof(buffer));
+    if (n <= 0) return;  // EAGAIN: drained.
+    for (ssize_t offset = 0; offset < n;) {
+      const auto* event = reinterpret_cast<const inotify_event*>(buffer + offset);
+      offset += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+      if (event->mask & IN_Q_OVERFLOW) {
+        spdlog::warn("manifests: inotify queue overflowed; rescanning {}", options_.directory);
+        rescan_due_ = true;
+      } else if ((event->mask & (IN_DELETE_SELF | IN_MOVE_SELF)) ||
+                 ((event->mask & IN_IGNORED) && event->wd == watch_)) {
+        if (watch_ >= 0) {
+          spdlog::error("manifests: {} was moved or deleted; the last good content keeps serving "
+                        "(polling for it every {} ms)",
+                        options_.directory, Millis(options_.poll_interval));
+          inotify_rm_watch(inotify_fd_, watch_);
+          watch_ = -1;
+          absl::MutexLock lock(&mu_);
+          stats_.inotify = false;
+        }
+      } else if (event->len > 0 && event->wd == watch_ && IsManifestFileName(event->name)) {
+        dirty_.insert((fs::path(options_.directory) / event->name).string());
+      }
+    }
+  }
+}
+
+void ManifestDirSource::Rescan() {
   std::vector<ManifestProblem> problems;
   std::vector<std::string> listed = ListManifestFiles({options_.directory}, &problems);
   if (!problems.empty()) {
@@ -46,134 +164,218 @@ bool ManifestDirSource::Refresh() {
       }
     }
     listing_failed_ = true;
-    return false;
+    return;
   }
   if (listing_failed_) spdlog::info("manifests: {} is readable again", options_.directory);
   listing_failed_ = false;
-  bool changed = false;
-  std::set<std::string> present(listed.begin(), listed.end());
-  for (auto it = files_.begin(); it != files_.end();) {
-    if (present.count(it->first) == 0) {
-      spdlog::info("manifests: {} removed", it->first);
-      it = files_.erase(it);
-      changed = true;
-    } else {
-      ++it;
-    }
+  const std::set<std::string> present(listed.begin(), listed.end());
+  for (const auto& [path, state] : files_) {
+    if (present.count(path) == 0) dirty_.insert(path);
   }
   for (const std::string& path : listed) {
     std::error_code error;
-    const auto mtime = fs::last_write_time(path, error);
-    const auto size = fs::file_size(path, error);
-    if (error) continue;  // Vanished between listing and reading: next poll.
+    const FileStamp stamp{fs::last_write_time(path, error), fs::file_size(path, error)};
+    if (error) continue;  // Vanished between listing and stat: the next scan or event.
     auto it = files_.find(path);
-    if (it != files_.end() && it->second.mtime == mtime && it->second.size == size) continue;
-    FileState& state = files_[path];
-    state.mtime = mtime;
-    state.size = size;
-    ManifestSet set = LoadManifests({path});
-    bool unreadable = false;
-    for (const ManifestProblem& problem : set.problems) {
-      switch (problem.kind) {
-        case ManifestProblem::Kind::kUnreadable:
-          unreadable = true;
-          spdlog::error("manifests: {}: {}; its last good content keeps serving",
-                        problem.location, problem.message);
-          break;
-        case ManifestProblem::Kind::kError:
-          spdlog::error("manifests: {}: {}", problem.location, problem.message);
-          break;
-        case ManifestProblem::Kind::kWarning:
-          spdlog::warn("manifests: {}: {}", problem.location, problem.message);
-          break;
-      }
+    if (it == files_.end() || !it->second.stamp || !(*it->second.stamp == stamp)) {
+      dirty_.insert(path);
     }
-    if (unreadable) {
-      state.ok = false;
-      changed = true;  // Harmless: the rebuild reuses the last good objects.
-      continue;
-    }
-    state.ok = true;
-    state.resources = std::move(set.resources);
-    state.authorities = std::move(set.authorities);
-    spdlog::info("manifests: read {}", path);
-    changed = true;
   }
-  return changed;
 }
 
-void ManifestDirSource::Rebuild() {
-  std::vector<xds::ResourceObject> resources;
-  std::vector<xds::AuthorityObject> authorities;
-  std::set<xds::ObjectRef> seen;
-  // Keeps the first definition of each object, in file-name order.
-  auto take = [&seen](const auto& objects, auto* out) {
-    for (const auto& object : objects) {
-      if (seen.insert(object.ref).second) {
-        out->push_back(object);
-      } else {
-        spdlog::error("manifests: {}: {} is defined in more than one file; using the first",
-                      object.location, object.ref.ToString());
-      }
+void ManifestDirSource::ProcessDirty() {
+  const Clock::time_point now = Clock::now();
+  // Processing a file may make another one serve an object (and so dirty).
+  while (!dirty_.empty()) {
+    const std::string path = *dirty_.begin();
+    dirty_.erase(dirty_.begin());
+    ProcessFile(path, now);
+  }
+  BuildAndPublish();
+}
+
+void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point now) {
+  std::error_code error;
+  const bool exists = fs::is_regular_file(path, error);
+  if (!exists) {
+    // A file that is gone (or was renamed away) is a completed action; a
+    // directory that is gone is not (it keeps serving; see Rescan()).
+    auto it = files_.find(path);
+    if (it == files_.end()) return;
+    if (!fs::is_directory(options_.directory, error)) {
+      it->second.held.reset();  // Decided once the directory is back.
+      return;
     }
-  };
-  for (const auto& [path, state] : files_) {
-    take(state.resources, &resources);
-    take(state.authorities, &authorities);
+    spdlog::info("manifests: {} removed; its {} objects are withdrawn", path,
+                 it->second.objects.size());
+    const auto objects = std::move(it->second.objects);
+    files_.erase(it);
+    for (const auto& [ref, fingerprint] : objects) Undefine(ref, path);
+    return;
   }
-  xds::BuildOptions build = options_.build;
-  if (options_.authorities_from_directory) {
-    build.authority_policy = authorities.empty()
-                                 ? xds::BuildOptions::AuthorityPolicy::kWarnUndeclared
-                                 : xds::BuildOptions::AuthorityPolicy::kEnforce;
+  const FileStamp stamp{fs::last_write_time(path, error), fs::file_size(path, error)};
+  if (error) return;  // Vanished meanwhile: its deletion event follows.
+  FileState& state = files_[path];
+  ManifestFile read = ReadManifestFile(path, /*fingerprints=*/true);
+  for (const ManifestProblem& problem : read.problems) {
+    switch (problem.kind) {
+      case ManifestProblem::Kind::kUnreadable:
+        spdlog::error("manifests: {}: {}; its last good content keeps serving", problem.location,
+                      problem.message);
+        break;
+      case ManifestProblem::Kind::kError:
+        spdlog::error("manifests: {}: {}", problem.location, problem.message);
+        break;
+      case ManifestProblem::Kind::kWarning:
+        spdlog::warn("manifests: {}: {}", problem.location, problem.message);
+        break;
+    }
   }
-  const auto start = std::chrono::steady_clock::now();
-  xds::BuildResult result = xds::BuildSnapshot(resources, authorities, last_.get(), build);
-  const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - start);
-  int rejected = 0;
-  for (const xds::ObjectStatus& status : result.statuses) {
-    for (const xds::Finding& finding : status.findings) {
+  state.stamp = stamp;
+  if (read.unreadable) {
+    state.held.reset();  // Removals are decided by the next good read.
+    return;              // Keeps the objects of its last good read.
+  }
+
+  std::set<xds::ObjectRef> defined;
+  int changed = 0;
+  for (FileObject& object : read.objects) {
+    const xds::ObjectRef ref = object.ref();
+    defined.insert(ref);
+    auto [it, inserted] = state.objects.emplace(ref, object.fingerprint);
+    auto forced = needs_upsert_.find(ref);
+    if (inserted || it->second != object.fingerprint ||
+        (forced != needs_upsert_.end() && forced->second == path)) {
+      it->second = object.fingerprint;
+      ++changed;
+      Define(ref, path, &object);
+    }
+  }
+  std::vector<xds::ObjectRef> dropped;
+  for (const auto& [ref, fingerprint] : state.objects) {
+    if (defined.count(ref) == 0) dropped.push_back(ref);
+  }
+  if (dropped.empty()) {
+    state.held.reset();
+  } else if (state.held && state.held->first == stamp &&
+             now - state.held->second >= options_.removal_settle) {
+    spdlog::info("manifests: {}: {} objects no longer defined, removed after the file was quiet "
+                 "for {} ms",
+                 path, dropped.size(), Millis(options_.removal_settle));
+    state.held.reset();
+    for (const xds::ObjectRef& ref : dropped) {
+      state.objects.erase(ref);
+      Undefine(ref, path);
+    }
+  } else {
+    if (!state.held || !(state.held->first == stamp)) state.held.emplace(stamp, now);
+    spdlog::info("manifests: {}: this read no longer defines {} of its objects (first: {}); "
+                 "they keep serving until the file is quiet for {} ms and still lacks them",
+                 path, dropped.size(), dropped.front().ToString(),
+                 Millis(options_.removal_settle));
+    absl::MutexLock lock(&mu_);
+    stats_.held_removals++;
+  }
+  if (changed > 0) spdlog::info("manifests: read {}: {} objects new or changed", path, changed);
+}
+
+void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& path,
+                               FileObject* object) {
+  std::set<std::string>& files = definers_[ref];
+  const bool added = files.insert(path).second;
+  const std::string& serving = *files.begin();
+  if (added && files.size() > 1) {
+    spdlog::error("manifests: {}: {} is defined in more than one file ({}); using the one in {}, "
+                  "the first by name",
+                  LocationOf(*object), ref.ToString(), absl::StrJoin(files, ", "), serving);
+  }
+  if (serving != path) return;
+  needs_upsert_.erase(ref);
+  std::visit([this](auto&& o) { builder_.Upsert(std::move(o)); }, std::move(object->object));
+  absl::MutexLock lock(&mu_);
+  stats_.upserts++;
+}
+
+void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& path) {
+  auto it = definers_.find(ref);
+  if (it == definers_.end()) return;
+  const bool was_serving = *it->second.begin() == path;
+  it->second.erase(path);
+  if (it->second.empty()) {
+    definers_.erase(it);
+    needs_upsert_.erase(ref);
+    builder_.Remove(ref);
+    absl::MutexLock lock(&mu_);
+    stats_.removals++;
+    return;
+  }
+  if (was_serving) {
+    const std::string& next = *it->second.begin();
+    spdlog::info("manifests: {} is now taken from {}", ref.ToString(), next);
+    needs_upsert_[ref] = next;
+    dirty_.insert(next);
+  }
+}
+
+void ManifestDirSource::BuildAndPublish() {
+  if (published_ && !builder_.has_pending()) return;
+  const auto start = Clock::now();
+  xds::IncrementalBuilder::Result result = builder_.Build();
+  const auto elapsed =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
+  // Only what changed is logged: a build's cost and log follow the change.
+  for (const auto& status : result.changed_statuses) {
+    for (const xds::Finding& finding : status->findings) {
       if (finding.severity == xds::Severity::kError) {
-        spdlog::error("{}: {}: {}", status.ref.ToString(), finding.field, finding.message);
+        spdlog::error("{}: {}: {}", status->ref.ToString(), finding.field, finding.message);
       } else {
-        spdlog::warn("{}: {}: warning: {}", status.ref.ToString(), finding.field, finding.message);
+        spdlog::warn("{}: {}: warning: {}", status->ref.ToString(), finding.field,
+                     finding.message);
       }
     }
-    if (!status.accepted) {
-      ++rejected;
-      if (status.serving_previous) {
-        spdlog::warn("{}: rejected; its previous revision keeps serving", status.ref.ToString());
-      }
+    if (!status->accepted && status->serving_previous) {
+      spdlog::warn("{}: rejected; its previous revision keeps serving", status->ref.ToString());
     }
   }
-  spdlog::info("snapshot built in {} us: {} objects, {} rejected, {} served resources",
-               elapsed.count(), result.statuses.size(), rejected, result.snapshot->size());
+  spdlog::info("snapshot built in {} us: {} objects ({} validated, {} reference checks), {} "
+               "rejected, {} served resources",
+               elapsed.count(), builder_.object_count(), result.validated_objects,
+               result.reference_checks, builder_.rejected_count(), result.snapshot->size());
+  const bool publish = !published_ || result.snapshot_changed;
   {
     absl::MutexLock lock(&mu_);
-    statuses_ = result.statuses;
-    authorities_.clear();
-    for (const auto& status : result.statuses) {
-      if (status.ref.kind == xds::kXdsAuthorityKind && status.accepted) {
-        authorities_.push_back(status.served_name);
-      }
-    }
+    for (const auto& status : result.changed_statuses) statuses_[status->ref] = status;
+    for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
+    stats_.builds++;
+    stats_.validated_objects += result.validated_objects;
+    if (publish) stats_.published++;
   }
-  builds_++;
-  if (last_ == nullptr || last_->version() != result.snapshot->version()) {
-    last_ = result.snapshot;
+  if (publish) {
+    published_ = true;
     store_.Publish(result.snapshot);
   }
 }
 
 std::vector<std::string> ManifestDirSource::authorities() const {
   absl::MutexLock lock(&mu_);
-  return authorities_;
+  std::vector<std::string> out;
+  for (const auto& [ref, status] : statuses_) {
+    if (ref.kind == xds::kXdsAuthorityKind && status->accepted) out.push_back(status->served_name);
+  }
+  return out;
 }
 
-std::vector<xds::ObjectStatus> ManifestDirSource::statuses() const {
+std::vector<std::shared_ptr<const xds::ObjectStatus>> ManifestDirSource::statuses() const {
   absl::MutexLock lock(&mu_);
-  return statuses_;
+  std::vector<std::shared_ptr<const xds::ObjectStatus>> out;
+  out.reserve(statuses_.size());
+  for (const auto& [ref, status] : statuses_) out.push_back(status);
+  return out;
+}
+
+ManifestDirSource::Stats ManifestDirSource::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
 }
 
 }  // namespace facet::controller

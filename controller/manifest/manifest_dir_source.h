@@ -1,38 +1,74 @@
 // Serves a directory of manifests: builds a snapshot from it, publishes it,
-// and rebuilds whenever a file is edited, added or removed.
+// and follows every completed edit, addition and removal of its files with
+// an object-level change.
 #ifndef FACET_CONTROLLER_MANIFEST_MANIFEST_DIR_SOURCE_H_
 #define FACET_CONTROLLER_MANIFEST_MANIFEST_DIR_SOURCE_H_
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "controller/manifest/manifest_loader.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
+#include "xds_server/snapshot/incremental_builder.h"
 
 namespace facet::controller {
 
-// Owns one worker thread that polls the directory; snapshots are built and
-// published on it. Thread-safe accessors.
+// Watches the directory with inotify (completed writes, renames, deletions;
+// never IN_MODIFY), or polls it where inotify is unavailable. Each changed
+// file is re-read and compared object by object with what it defined; only
+// objects that were added, changed or removed reach the IncrementalBuilder.
+// A re-read that would remove objects the file defined (a file being
+// rewritten in place reads as empty or as a prefix) is held back until the
+// file has been quiet for `removal_settle` and a re-read confirms it;
+// deleting or renaming a file away removes its objects at once.
+//
+// Owns one worker thread that reads files, builds and publishes snapshots.
+// The accessors are thread-safe.
 class ManifestDirSource {
  public:
   struct Options {
     std::string directory;
-    std::chrono::milliseconds poll_interval{200};
-    xds::BuildOptions build;
-    // As `facet validate` does: enforce authority admission only when the
-    // directory declares XdsAuthority objects (then build.authority_policy
-    // is ignored).
-    bool authorities_from_directory = true;
+    // How often the directory is polled when inotify is unavailable (or
+    // `force_poll`).
+    std::chrono::milliseconds poll_interval{1000};
+    // How often a full rescan runs while inotify watches (a safety net).
+    std::chrono::milliseconds rescan_interval{30000};
+    // How long a burst of events is collected before one build.
+    std::chrono::milliseconds coalesce{5};
+    // How long a file must be quiet before a re-read that removes objects
+    // it defined is applied.
+    std::chrono::milliseconds removal_settle{1000};
+    // Polls even where inotify works (for tests).
+    bool force_poll = false;
+    // Authority admission is enforced when the directory declares an
+    // XdsAuthority, as `facet validate` does.
+    xds::BuildOptions build = [] {
+      xds::BuildOptions build;
+      build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
+      return build;
+    }();
+  };
+
+  struct Stats {
+    int64_t builds = 0;             // Builds with pending changes.
+    int64_t published = 0;          // Snapshots published.
+    int64_t upserts = 0;            // Objects handed to the builder as new or changed.
+    int64_t removals = 0;           // Objects removed from the builder.
+    int64_t validated_objects = 0;  // Objects the builder validated anew.
+    int64_t held_removals = 0;      // Re-reads whose removals were held back.
+    bool inotify = false;           // Whether inotify watches the directory.
   };
 
   ManifestDirSource(Options options, xds::SnapshotStore& store);
@@ -42,38 +78,69 @@ class ManifestDirSource {
   // calling thread), then starts watching. Returns after the first publish.
   void Start();
 
-  // Returns the authorities the directory declares (from the latest build).
+  // Returns the authorities the directory declares and admits.
   std::vector<std::string> authorities() const;
-  // Returns the object statuses of the latest build.
-  std::vector<xds::ObjectStatus> statuses() const;
+  // Returns the status of every object, sorted by reference.
+  std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses() const;
   // Returns how many snapshots were built.
-  int64_t builds() const { return builds_; }
+  int64_t builds() const { return stats().builds; }
+  Stats stats() const;
 
  private:
-  struct FileState {
+  using Clock = std::chrono::steady_clock;
+  struct FileStamp {
     std::filesystem::file_time_type mtime;
     uintmax_t size = 0;
-    bool ok = false;  // Whether the last read parsed as YAML.
-    // The objects of the last good read of this file.
-    std::vector<xds::ResourceObject> resources;
-    std::vector<xds::AuthorityObject> authorities;
+    friend bool operator==(const FileStamp& a, const FileStamp& b) {
+      return a.mtime == b.mtime && a.size == b.size;
+    }
+  };
+  struct FileState {
+    std::optional<FileStamp> stamp;  // Of the last read.
+    // Fingerprints of the objects this file defines.
+    std::map<xds::ObjectRef, uint64_t> objects;
+    // Set while a re-read that removes objects is held back: the stamp of
+    // that read and when it happened.
+    std::optional<std::pair<FileStamp, Clock::time_point>> held;
   };
 
-  // Re-reads changed files; returns whether anything changed.
-  bool Refresh();
-  void Rebuild();
   void Run();
+  // Waits for inotify events or the stop signal until `deadline`; adds the
+  // paths events name to `dirty_`, and sets `rescan_due_` on overflow.
+  void Wait(Clock::time_point deadline);
+  bool AddWatch();
+  // Lists the directory and marks new, changed and vanished files dirty.
+  void Rescan();
+  // Re-reads the dirty files, feeds the builder, builds and publishes.
+  void ProcessDirty();
+  void ProcessFile(const std::string& path, Clock::time_point now);
+  void Define(const xds::ObjectRef& ref, const std::string& path, FileObject* object);
+  void Undefine(const xds::ObjectRef& ref, const std::string& path);
+  void BuildAndPublish();
 
   const Options options_;
   xds::SnapshotStore& store_;
-  std::map<std::string, FileState> files_;  // Worker thread only.
-  std::shared_ptr<const xds::Snapshot> last_;  // Worker thread only.
-  bool listing_failed_ = false;                // Worker thread only.
+  // Worker thread only (and Start(), before the worker exists).
+  xds::IncrementalBuilder builder_;
+  std::map<std::string, FileState> files_;
+  // The files defining each object, by name; the first one's object serves.
+  std::map<xds::ObjectRef, std::set<std::string>> definers_;
+  // Objects whose serving file changed to one not read since: they are
+  // upserted at that file's next read.
+  std::map<xds::ObjectRef, std::string> needs_upsert_;
+  std::set<std::string> dirty_;
+  bool rescan_due_ = false;
+  bool listing_failed_ = false;
+  bool published_ = false;
+  int inotify_fd_ = -1;
+  int watch_ = -1;
+  int stop_fd_ = -1;  // An eventfd the destructor signals.
+
   mutable absl::Mutex mu_;
-  std::vector<xds::ObjectStatus> statuses_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> authorities_ ABSL_GUARDED_BY(mu_);
-  std::atomic<int64_t> builds_{0};
-  absl::Notification stop_;
+  std::map<xds::ObjectRef, std::shared_ptr<const xds::ObjectStatus>> statuses_
+      ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stopping_{false};
   std::thread worker_;
 };
 

@@ -1,11 +1,17 @@
 #include "controller/manifest/manifest_dir_source.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "absl/time/time.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -56,6 +62,10 @@ class Published {
     absl::MutexLock lock(&mu_);
     return snapshots_.size();
   }
+  std::vector<std::shared_ptr<const xds::Snapshot>> all() {
+    absl::MutexLock lock(&mu_);
+    return snapshots_;
+  }
 
  private:
   absl::Mutex mu_;
@@ -86,10 +96,27 @@ class ManifestDirSourceTest : public ::testing::Test {
     std::ofstream(dir_ / (name + ".tmp")) << text;
     fs::rename(dir_ / (name + ".tmp"), dir_ / name);
   }
-  std::unique_ptr<ManifestDirSource> Start(xds::SnapshotStore& store) {
+  // Options that poll every 10 ms instead of using inotify.
+  ManifestDirSource::Options Polling() {
     ManifestDirSource::Options options;
     options.directory = dir_.string();
     options.poll_interval = std::chrono::milliseconds(10);
+    options.force_poll = true;
+    return options;
+  }
+  // Options that rely on inotify alone: no poll or rescan within a test.
+  ManifestDirSource::Options InotifyOnly() {
+    ManifestDirSource::Options options;
+    options.directory = dir_.string();
+    options.poll_interval = std::chrono::hours(1);
+    options.rescan_interval = std::chrono::hours(1);
+    return options;
+  }
+  std::unique_ptr<ManifestDirSource> Start(xds::SnapshotStore& store) {
+    return Start(store, Polling());
+  }
+  std::unique_ptr<ManifestDirSource> Start(xds::SnapshotStore& store,
+                                           ManifestDirSource::Options options) {
     auto source = std::make_unique<ManifestDirSource>(options, store);
     source->Start();
     return source;
@@ -132,7 +159,9 @@ TEST_F(ManifestDirSourceTest, InvalidEditsKeepTheLastGoodVersion) {
   }));
   bool a_rejected_but_serving = false;
   for (const auto& status : source->statuses()) {
-    if (status.ref.name == "a") a_rejected_but_serving = !status.accepted && status.serving_previous;
+    if (status->ref.name == "a") {
+      a_rejected_but_serving = !status->accepted && status->serving_previous;
+    }
   }
   EXPECT_TRUE(a_rejected_but_serving);
 }
@@ -150,6 +179,207 @@ TEST_F(ManifestDirSourceTest, UnlistableDirectoryKeepsServing) {
   EXPECT_EQ(store.Current(), first);
   EXPECT_EQ(source->builds(), builds);
   fs::rename(moved, dir_);
+}
+
+// One service as six documents: a listener, its route, two clusters and
+// their endpoints; `port` goes into the last document.
+std::vector<std::string> ServiceDocuments(const std::string& s, int port) {
+  auto object = [](const std::string& name, const std::string& type, const std::string& served,
+                   const std::string& resource) {
+    return absl::StrCat("apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: ",
+                        name, ", namespace: demo}\nspec:\n  type: ", type, "\n  name: ", served,
+                        "\n  variants:\n  - resource: ", resource, "\n");
+  };
+  const std::string hcm =
+      absl::StrCat("{api_listener: {api_listener: {\"@type\": type.googleapis.com/"
+                   "envoy.extensions.filters.network.http_connection_manager.v3."
+                   "HttpConnectionManager, rds: {route_config_name: ",
+                   s, ", config_source: {ads: {}, resource_api_version: V3}}, http_filters: [{name: "
+                   "envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/"
+                   "envoy.extensions.filters.http.router.v3.Router}}]}}}");
+  const std::string cluster =
+      "{type: EDS, eds_cluster_config: {eds_config: {ads: {}, resource_api_version: V3}}}";
+  auto endpoints = [](int p) {
+    return absl::StrCat("{endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: "
+                        "[{endpoint: {address: {socket_address: {address: 127.0.0.1, "
+                        "port_value: ",
+                        p, "}}}}]}]}");
+  };
+  return {
+      object(s + "-listener", "listener", s, hcm),
+      object(s + "-routes", "route", s,
+             absl::StrCat("{virtual_hosts: [{name: ", s, ", domains: [", s,
+                          "], routes: [{match: {prefix: /}, route: {cluster: ", s, "-a}}]}]}")),
+      object(s + "-a-cluster", "cluster", s + "-a", cluster),
+      object(s + "-b-cluster", "cluster", s + "-b", cluster),
+      object(s + "-a", "endpoint", s + "-a", endpoints(1000)),
+      object(s + "-b", "endpoint", s + "-b", endpoints(port)),
+  };
+}
+
+std::string Join(const std::vector<std::string>& documents) {
+  return absl::StrJoin(documents, "---\n");
+}
+
+bool ServesService(const xds::Snapshot& s, const std::string& name) {
+  return s.Find(xds::ListenerType(), name) != nullptr &&
+         s.Find(xds::RouteConfigurationType(), name) != nullptr &&
+         s.Find(xds::ClusterType(), name + "-a") != nullptr &&
+         s.Find(xds::ClusterType(), name + "-b") != nullptr && PortOf(s, name + "-a") == 1000 &&
+         PortOf(s, name + "-b") != 0;
+}
+
+// Rewrites `path` in place as a slow writer does: truncate, then one document
+// at a time, each followed by fsync and a pause, then close.
+void SlowRewrite(const fs::path& path, const std::vector<std::string>& documents) {
+  const int fd = open(path.c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const std::string text = (i == 0 ? "" : "---\n") + documents[i];
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    fsync(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));  // The writer's pace.
+  }
+  close(fd);
+}
+
+TEST_F(ManifestDirSourceTest, InotifyPicksUpCompletedWritesAndRenamesWithoutPolling) {
+  Write("a.yaml", Endpoints("a", 1));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, InotifyOnly());
+  ASSERT_TRUE(source->stats().inotify);
+  Write("a.yaml", Endpoints("a", 2));  // Renamed into place.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  std::ofstream(dir_ / "a.yaml") << Endpoints("a", 3);  // Written in place, then closed.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 3; }));
+  std::ofstream(dir_ / "b.yaml") << Endpoints("b", 4);  // A new file.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "b") == 4; }));
+  fs::rename(dir_ / "b.yaml", dir_ / "b.yaml.bak");  // Renamed away: withdrawn.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
+    return s.Find(xds::ClusterLoadAssignmentType(), "b") == nullptr && PortOf(s, "a") == 3;
+  }));
+}
+
+void ExpectSlowRewriteKeepsServing(xds::SnapshotStore& store, Published& published,
+                                   const fs::path& path) {
+  EXPECT_TRUE(ServesService(*store.Current(), "svc"));
+  SlowRewrite(path, ServiceDocuments("svc", 2002));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "svc-b") == 2002; }));
+  for (const auto& snapshot : published.all()) {
+    EXPECT_TRUE(ServesService(*snapshot, "svc")) << "published without the file's objects";
+  }
+}
+
+TEST_F(ManifestDirSourceTest, SlowInPlaceRewriteNeverPublishesWithoutTheFilesObjects) {
+  Write("svc.yaml", Join(ServiceDocuments("svc", 2001)));
+  xds::SnapshotStore store;
+  Published published(store);
+  // Polling every 10 ms reads the file many times while it is being written.
+  auto source = Start(store, Polling());
+  ExpectSlowRewriteKeepsServing(store, published, dir_ / "svc.yaml");
+  EXPECT_GT(source->stats().held_removals, 0);
+}
+
+TEST_F(ManifestDirSourceTest, SlowInPlaceRewriteUnderInotifyNeverPublishesWithoutIt) {
+  Write("svc.yaml", Join(ServiceDocuments("svc", 2001)));
+  xds::SnapshotStore store;
+  Published published(store);
+  ManifestDirSource::Options options = InotifyOnly();
+  options.rescan_interval = std::chrono::milliseconds(10);  // The safety net reads mid-write.
+  auto source = Start(store, options);
+  ExpectSlowRewriteKeepsServing(store, published, dir_ / "svc.yaml");
+}
+
+TEST_F(ManifestDirSourceTest, ObjectsDroppedFromAFileAreRemovedOnceItIsQuiet) {
+  Write("svc.yaml", Join(ServiceDocuments("svc", 2001)));
+  xds::SnapshotStore store;
+  Published published(store);
+  ManifestDirSource::Options options = InotifyOnly();
+  options.removal_settle = std::chrono::milliseconds(50);
+  auto source = Start(store, options);
+  std::vector<std::string> documents = ServiceDocuments("svc", 2001);
+  documents.pop_back();                      // Drops the endpoints svc-b ...
+  documents.erase(documents.begin() + 3);    // ... and the cluster svc-b.
+  Write("svc.yaml", Join(documents));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
+    return s.Find(xds::ClusterLoadAssignmentType(), "svc-b") == nullptr &&
+           s.Find(xds::ClusterType(), "svc-b") == nullptr &&
+           s.Find(xds::ClusterType(), "svc-a") != nullptr;
+  }));
+  EXPECT_GT(source->stats().held_removals, 0);
+  // An emptied file withdraws everything, after the same wait.
+  Write("svc.yaml", "");
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return s.size() == 0; }));
+}
+
+TEST_F(ManifestDirSourceTest, ObjectDefinedInTwoFilesIsTakenFromTheFirstByName) {
+  Write("a.yaml", Endpoints("x", 1));
+  Write("b.yaml", Endpoints("x", 2));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, InotifyOnly());
+  EXPECT_EQ(PortOf(*store.Current(), "x"), 1u);
+  Write("b.yaml", Endpoints("x", 3));  // The second definition changes: nothing to serve.
+  Write("c.yaml", Endpoints("c", 9));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "c") == 9; }));
+  EXPECT_EQ(PortOf(*store.Current(), "x"), 1u);
+  fs::remove(dir_ / "a.yaml");  // The next definition takes over.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "x") == 3; }));
+  fs::remove(dir_ / "b.yaml");
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
+    return s.Find(xds::ClusterLoadAssignmentType(), "x") == nullptr && PortOf(s, "c") == 9;
+  }));
+}
+
+TEST_F(ManifestDirSourceTest, SameContentRewritePublishesNothing) {
+  const std::string text = Join(ServiceDocuments("svc", 2001));
+  Write("svc.yaml", text);
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, InotifyOnly());
+  const ManifestDirSource::Stats before = source->stats();
+  const size_t published_before = published.count();
+  Write("svc.yaml", text);
+  std::ofstream(dir_ / "svc.yaml") << text;
+  Write("other.yaml", Endpoints("other", 5));  // A change after them, to wait for.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "other") == 5; }));
+  EXPECT_EQ(published.count(), published_before + 1);
+  EXPECT_EQ(source->stats().upserts, before.upserts + 1);
+}
+
+TEST_F(ManifestDirSourceTest, OnlyChangedObjectsReachTheBuilder) {
+  Write("svc.yaml", Join(ServiceDocuments("svc", 2001)));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, InotifyOnly());
+  const auto first = store.Current();
+  const ManifestDirSource::Stats before = source->stats();
+  Write("svc.yaml", Join(ServiceDocuments("svc", 2002)));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "svc-b") == 2002; }));
+  const ManifestDirSource::Stats after = source->stats();
+  EXPECT_EQ(after.upserts - before.upserts, 1);
+  EXPECT_EQ(after.validated_objects - before.validated_objects, 1);
+  const auto now = store.Current();
+  // Unchanged objects keep their very variants.
+  EXPECT_EQ(now->Find(xds::ListenerType(), "svc")->variants[0],
+            first->Find(xds::ListenerType(), "svc")->variants[0]);
+  EXPECT_EQ(now->Find(xds::ClusterLoadAssignmentType(), "svc-a")->variants[0],
+            first->Find(xds::ClusterLoadAssignmentType(), "svc-a")->variants[0]);
+}
+
+TEST_F(ManifestDirSourceTest, PollingFallbackFollowsEdits) {
+  Write("a.yaml", Endpoints("a", 1));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, Polling());
+  EXPECT_FALSE(source->stats().inotify);
+  Write("a.yaml", Endpoints("a", 2) + "# longer\n");
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  fs::remove(dir_ / "a.yaml");
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
+    return s.Find(xds::ClusterLoadAssignmentType(), "a") == nullptr;
+  }));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <system_error>
 #include <variant>
 
+#include "absl/hash/hash.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/manifest/object_parser.h"
@@ -18,71 +19,107 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool IsManifestFile(const fs::path& path) {
-  const std::string ext = path.extension().string();
-  return ext == ".yaml" || ext == ".yml" || ext == ".json";
+// Returns a digest of what defines an object read from `document` at
+// `location`: its content (as JSON, so formatting does not count) and where
+// it is (statuses report the location).
+uint64_t Fingerprint(const YAML::Node& document, const std::string& location) {
+  absl::StatusOr<std::string> json = json::YamlToJson(document, "");
+  std::string text = json.ok() ? *std::move(json) : YAML::Dump(document);
+  absl::StrAppend(&text, "\n", location);
+  return absl::Hash<std::string>()(text);
 }
 
-void AddDocument(const YAML::Node& document, const std::string& location, ManifestSet* set,
-                 std::map<xds::ObjectRef, std::string>* seen) {
+ManifestProblem DefinedAgain(const xds::ObjectRef& ref, const std::string& location,
+                             const std::string& first) {
+  return {ManifestProblem::Kind::kError, location,
+          absl::StrCat(ref.ToString(), ": defined again (first at ", first,
+                       "); the later definition is ignored")};
+}
+
+const std::string& LocationOf(const FileObject& read) {
+  return std::visit([](const auto& o) -> const std::string& { return o.location; }, read.object);
+}
+
+void AddDocument(const YAML::Node& document, const std::string& location, bool fingerprints,
+                 ManifestFile* file, std::map<xds::ObjectRef, std::string>* seen) {
   ParsedDocument parsed = ParseDocument(document, location, kDefaultNamespace);
-  auto check_unique = [&](const xds::ObjectRef& ref) {
-    auto [it, inserted] = seen->emplace(ref, location);
+  auto add = [&](auto&& object) {
+    auto [it, inserted] = seen->emplace(object.ref, location);
     if (!inserted) {
-      set->problems.push_back({ManifestProblem::Kind::kError, location,
-                               absl::StrCat(ref.ToString(), ": defined again (first at ",
-                                            it->second, "); the later definition is ignored")});
+      file->problems.push_back(DefinedAgain(object.ref, location, it->second));
+      return;
     }
-    return inserted;
+    file->objects.push_back(
+        {std::move(object), fingerprints ? Fingerprint(document, location) : uint64_t{0}});
   };
   if (auto* resource = std::get_if<xds::ResourceObject>(&parsed)) {
-    if (check_unique(resource->ref)) set->resources.push_back(std::move(*resource));
+    add(std::move(*resource));
   } else if (auto* authority = std::get_if<xds::AuthorityObject>(&parsed)) {
-    if (check_unique(authority->ref)) set->authorities.push_back(std::move(*authority));
+    add(std::move(*authority));
   } else if (auto* foreign = std::get_if<ForeignObject>(&parsed)) {
-    set->problems.push_back({ManifestProblem::Kind::kWarning, location,
-                             absl::StrCat("ignored: ", foreign->kind, " ", foreign->name,
-                                          " is not a Facet object")});
+    file->problems.push_back({ManifestProblem::Kind::kWarning, location,
+                              absl::StrCat("ignored: ", foreign->kind, " ", foreign->name,
+                                           " is not a Facet object")});
   } else {
-    set->problems.push_back(
+    file->problems.push_back(
         {ManifestProblem::Kind::kError, location, std::get<UnusableDocument>(parsed).message});
   }
 }
 
-void LoadFile(const std::string& path, ManifestSet* set,
-              std::map<xds::ObjectRef, std::string>* seen) {
+}  // namespace
+
+const xds::ObjectRef& FileObject::ref() const {
+  return std::visit([](const auto& o) -> const xds::ObjectRef& { return o.ref; }, object);
+}
+
+bool IsManifestFileName(absl::string_view name) {
+  return !absl::StartsWith(name, ".") &&
+         (absl::EndsWith(name, ".yaml") || absl::EndsWith(name, ".yml") ||
+          absl::EndsWith(name, ".json"));
+}
+
+ManifestFile ReadManifestFile(const std::string& path, bool fingerprints) {
+  ManifestFile file;
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    set->problems.push_back({ManifestProblem::Kind::kUnreadable, path, "cannot be read"});
-    return;
+    file.unreadable = true;
+    file.problems.push_back({ManifestProblem::Kind::kUnreadable, path, "cannot be read"});
+    return file;
   }
+  file.opened = true;
   std::stringstream buffer;
   buffer << in.rdbuf();
-  set->files.push_back(path);
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(buffer.str());
   } catch (const YAML::Exception& e) {
-    set->problems.push_back({ManifestProblem::Kind::kUnreadable,
+    file.unreadable = true;
+    file.problems.push_back({ManifestProblem::Kind::kUnreadable,
                              absl::StrCat(path, ":", e.mark.line + 1),
                              absl::StrCat("not valid YAML: ", e.msg)});
-    return;
+    return file;
   }
+  std::map<xds::ObjectRef, std::string> seen;
   for (const YAML::Node& document : documents) {
     if (!document.IsDefined() || document.IsNull()) continue;  // Empty document.
-    const std::string location = absl::StrCat(path, ":", document.Mark().line + 1);
-    if (document.IsMap() && json::Child(document, "kind").IsScalar() && json::Child(document, "kind").Scalar() == "List" &&
-        json::Child(document, "items").IsSequence()) {
-      for (const YAML::Node& item : json::Child(document, "items")) {
-        AddDocument(item, absl::StrCat(path, ":", item.Mark().line + 1), set, seen);
+    const YAML::Node kind = json::Child(document, "kind");
+    const YAML::Node items = json::Child(document, "items");
+    if (document.IsMap() && kind.IsScalar() && kind.Scalar() == "List" && items.IsSequence()) {
+      for (const YAML::Node& item : items) {
+        // Every node of a document shares one yaml-cpp memory pool, and
+        // yaml-cpp merges whole pools when a node is assigned into another
+        // tree (as decoding does), which made a long List quadratic. A clone
+        // gives each item its own pool, so an item costs its own size.
+        AddDocument(YAML::Clone(item), absl::StrCat(path, ":", item.Mark().line + 1),
+                    fingerprints, &file, &seen);
       }
       continue;
     }
-    AddDocument(document, location, set, seen);
+    AddDocument(document, absl::StrCat(path, ":", document.Mark().line + 1), fingerprints, &file,
+                &seen);
   }
+  return file;
 }
-
-}  // namespace
 
 std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
                                            std::vector<ManifestProblem>* problems) {
@@ -92,8 +129,8 @@ std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
     if (fs::is_directory(path, error)) {
       std::vector<std::string> entries;
       for (const auto& entry : fs::directory_iterator(path, error)) {
-        if (entry.is_regular_file(error) && IsManifestFile(entry.path()) &&
-            !absl::StartsWith(entry.path().filename().string(), ".")) {
+        if (entry.is_regular_file(error) &&
+            IsManifestFileName(entry.path().filename().string())) {
           entries.push_back(entry.path().string());
         }
       }
@@ -114,9 +151,24 @@ std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
 
 ManifestSet LoadManifests(absl::Span<const std::string> paths) {
   ManifestSet set;
-  std::map<xds::ObjectRef, std::string> seen;
-  for (const std::string& file : ListManifestFiles(paths, &set.problems)) {
-    LoadFile(file, &set, &seen);
+  std::map<xds::ObjectRef, std::string> seen;  // Across files: the first definition wins.
+  for (const std::string& path : ListManifestFiles(paths, &set.problems)) {
+    ManifestFile file = ReadManifestFile(path, /*fingerprints=*/false);
+    if (file.opened) set.files.push_back(path);
+    set.problems.insert(set.problems.end(), std::make_move_iterator(file.problems.begin()),
+                        std::make_move_iterator(file.problems.end()));
+    for (FileObject& read : file.objects) {
+      auto [it, inserted] = seen.emplace(read.ref(), LocationOf(read));
+      if (!inserted) {
+        set.problems.push_back(DefinedAgain(read.ref(), LocationOf(read), it->second));
+        continue;
+      }
+      if (auto* resource = std::get_if<xds::ResourceObject>(&read.object)) {
+        set.resources.push_back(std::move(*resource));
+      } else {
+        set.authorities.push_back(std::get<xds::AuthorityObject>(std::move(read.object)));
+      }
+    }
   }
   return set;
 }

@@ -3,9 +3,12 @@
 #ifndef FACET_CONTROLLER_MANIFEST_MANIFEST_LOADER_H_
 #define FACET_CONTROLLER_MANIFEST_MANIFEST_LOADER_H_
 
+#include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "xds_server/snapshot/objects.h"
 
@@ -40,6 +43,32 @@ inline constexpr char kDefaultNamespace[] = "default";
 // problems are collected and every usable object is returned.
 // Stateless; thread-safe.
 ManifestSet LoadManifests(absl::Span<const std::string> paths);
+
+// One Facet object read from a file.
+struct FileObject {
+  std::variant<xds::ResourceObject, xds::AuthorityObject> object;
+  // A digest of the object's document and location (set when asked for):
+  // equal digests mean an equal object, so a re-read can skip it.
+  uint64_t fingerprint = 0;
+
+  const xds::ObjectRef& ref() const;
+};
+
+// What one read of one file found.
+struct ManifestFile {
+  bool opened = false;      // The file could be opened.
+  bool unreadable = false;  // Not readable, or not valid YAML (see problems).
+  std::vector<FileObject> objects;  // In file order; repeats within the file dropped.
+  std::vector<ManifestProblem> problems;
+};
+
+// Reads one manifest file (multi-document YAML, `kind: List`, JSON). With
+// `fingerprints`, sets each object's fingerprint. Stateless; thread-safe.
+ManifestFile ReadManifestFile(const std::string& path, bool fingerprints);
+
+// Whether LoadManifests reads a directory entry with this file name:
+// *.yaml, *.yml or *.json, and not a dot-file.
+bool IsManifestFileName(absl::string_view name);
 
 // Returns the files LoadManifests would read for `paths` (for watching).
 std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,

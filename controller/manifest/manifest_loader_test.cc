@@ -3,8 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/json/yaml_json.h"
 
 namespace facet::controller {
 namespace {
@@ -97,6 +99,74 @@ TEST_F(ManifestLoaderTest, ReportsDuplicatesForeignObjectsAndGarbage) {
   EXPECT_THAT(set.problems[1].message, HasSubstr("Namespace demo is not a Facet object"));
   EXPECT_EQ(set.problems[2].kind, ManifestProblem::Kind::kError);
   EXPECT_THAT(set.problems[2].message, HasSubstr("not a Facet object"));
+}
+
+TEST_F(ManifestLoaderTest, ReadsABigListItemByItemWithLocations) {
+  std::string text = "apiVersion: v1\nkind: List\nitems:\n";
+  for (int i = 0; i < 2000; ++i) {
+    absl::StrAppend(&text, "- apiVersion: facet.dev/v1alpha1\n  kind: XdsResource\n",
+                    "  metadata: {name: ep-", i, ", namespace: demo}\n",
+                    "  spec: {type: endpoint, name: ep-", i,
+                    ", variants: [{resource: {endpoints: [{priority: ", i, "}]}}]}\n");
+  }
+  const std::string path = Write("list.yaml", text);
+  ManifestSet set = LoadManifests({path});
+  EXPECT_THAT(set.problems, IsEmpty());
+  ASSERT_EQ(set.resources.size(), 2000u);
+  for (int i : {0, 1, 1234, 1999}) {
+    const xds::ResourceObject& object = set.resources[i];
+    EXPECT_EQ(object.ref.name, absl::StrCat("ep-", i));
+    EXPECT_EQ(object.location, absl::StrCat(path, ":", 4 + 4 * i));
+    ASSERT_TRUE(object.spec.has_value());
+    EXPECT_EQ(json::YamlToJson(object.spec->variants[0].resource, "r").value(),
+              absl::StrCat(R"({"endpoints":[{"priority":)", i, "}]}"));
+  }
+}
+
+TEST_F(ManifestLoaderTest, ReadsABigDocument) {
+  std::string text =
+      "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: big, namespace: demo}\n"
+      "spec:\n  type: endpoint\n  name: big\n  variants:\n  - resource:\n      endpoints:\n"
+      "      - lb_endpoints:\n";
+  for (int i = 0; i < 20000; ++i) {
+    absl::StrAppend(&text, "        - endpoint: {address: {socket_address: {address: 10.0.",
+                    i / 256 % 256, ".", i % 256, ", port_value: ", 1000 + i % 50000, "}}}\n");
+  }
+  ManifestSet set = LoadManifests({Write("big.yaml", text)});
+  EXPECT_THAT(set.problems, IsEmpty());
+  ASSERT_EQ(set.resources.size(), 1u);
+  ASSERT_TRUE(set.resources[0].spec.has_value());
+  const YAML::Node endpoints =
+      json::Child(json::Child(set.resources[0].spec->variants[0].resource, "endpoints")[0],
+                  "lb_endpoints");
+  ASSERT_EQ(endpoints.size(), 20000u);
+  EXPECT_EQ(YAML::Dump(endpoints[19999]),
+            "endpoint: {address: {socket_address: {address: 10.0.78.31, port_value: 20999}}}");
+}
+
+TEST_F(ManifestLoaderTest, FingerprintsFollowContentAndLocationNotFormatting) {
+  const std::string a = ResourceNamed("a"), b = ResourceNamed("b");
+  auto fingerprints = [&](const std::string& name, const std::string& text) {
+    ManifestFile file = ReadManifestFile(Write(name, text), /*fingerprints=*/true);
+    std::vector<uint64_t> out;
+    for (const FileObject& object : file.objects) out.push_back(object.fingerprint);
+    return out;
+  };
+  const std::vector<uint64_t> first = fingerprints("m.yaml", a + "---\n" + b);
+  ASSERT_EQ(first.size(), 2u);
+  EXPECT_EQ(fingerprints("m.yaml", a + "---\n" + b), first);
+  // Reformatted (spacing, quoting) at the same lines: equal.
+  std::string reformatted = b;
+  reformatted.replace(reformatted.find("{name: b, namespace: demo}"), 26,
+                      "{ name:  b ,   namespace: 'demo' }");
+  EXPECT_EQ(fingerprints("m.yaml", a + "---\n" + reformatted)[1], first[1]);
+  std::string edited = b;
+  edited.replace(edited.find("resource: {}"), 12, "resource: {endpoints: []}");
+  const std::vector<uint64_t> after_edit = fingerprints("m.yaml", a + "---\n" + edited);
+  EXPECT_EQ(after_edit[0], first[0]);
+  EXPECT_NE(after_edit[1], first[1]);
+  // Moved down a line: its location, and so its fingerprint, changes.
+  EXPECT_NE(fingerprints("m.yaml", a + "---\n# moved\n" + b)[1], first[1]);
 }
 
 }  // namespace

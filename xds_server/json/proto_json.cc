@@ -42,8 +42,10 @@ bool IsNullNode(const YAML::Node& node) {
 
 class Checker {
  public:
+  // Checks `node` against `descriptor`. `in_any`: `node` is the body of a
+  // google.protobuf.Any, whose "@type" key was checked already.
   absl::Status CheckMessage(const YAML::Node& node, const Descriptor& descriptor,
-                            const std::string& path, int depth) {
+                            const std::string& path, int depth, bool in_any = false) {
     if (depth > kMaxDepth) return Error(path, "nested too deeply");
     const std::string& full_name = descriptor.full_name();
     if (full_name == "google.protobuf.Any") return CheckAny(node, path, depth);
@@ -74,6 +76,7 @@ class Checker {
         return Error(path, absl::StrCat("map keys must be strings, found ", DescribeNode(entry.first)));
       }
       const std::string& key = entry.first.Scalar();
+      if (in_any && key == "@type") continue;
       std::string field_path = absl::StrCat(path, ".", key);
       const FieldDescriptor* field = FindField(descriptor, key);
       if (field == nullptr) {
@@ -291,11 +294,9 @@ class Checker {
       }
       return CheckMessage(Child(node, "value"), *inner, absl::StrCat(path, ".value"), depth + 1);
     }
-    YAML::Node rest(YAML::NodeType::Map);
-    for (const auto& entry : node) {
-      if (entry.first.Scalar() != "@type") rest[entry.first] = entry.second;
-    }
-    return CheckMessage(rest, *inner, path, depth + 1);
+    // Checked in place: copying the other keys into a new node would merge
+    // yaml-cpp memory pools, which costs the size of the whole document.
+    return CheckMessage(node, *inner, path, depth + 1, /*in_any=*/true);
   }
 };
 
