@@ -1,0 +1,118 @@
+// The load benchmark's client side: N ADS streams (SotW or delta) over C
+// separate HTTP/2 connections to one server, each subscribing and ACKing the
+// way a gRPC client does, and recording when it first holds every subscribed
+// type and when a watched resource arrives in a new version.
+#ifndef FACET_TEST_LOAD_LOAD_CLIENT_H_
+#define FACET_TEST_LOAD_LOAD_CLIENT_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace facet::load {
+
+// One subscription request of each stream: a type URL and the names
+// subscribed (empty: the whole type, as a wildcard).
+struct Subscription {
+  std::string type_url;
+  std::vector<std::string> names;
+};
+
+struct LoadOptions {
+  // The server, 127.0.0.1:PORT.
+  std::string address;
+  int connections = 1;
+  bool delta = false;
+  // Send each stream's parameters as resource locators' dynamic parameters
+  // rather than as node metadata.
+  bool locators = false;
+  std::vector<Subscription> subscriptions;
+  // The resource whose new version is measured.
+  std::string watched_type_url;
+  std::string watched_name;
+};
+
+// One stream: its dynamic parameters, and whether it should receive the
+// watched resource in a new version after the change.
+struct StreamPlan {
+  std::map<std::string, std::string> params;
+  bool expects_edit = false;
+};
+
+// What the streams saw of the change.
+struct EditResults {
+  // Time from the trigger to arrival, for each stream that expects the edit
+  // and received it, sorted.
+  std::vector<absl::Duration> latencies;
+  int expected = 0;
+  // Streams that received a new version without expecting one.
+  int unexpected = 0;
+};
+
+// Thread-safe. Owns the channels and the streams; the destructor cancels
+// every stream and waits for them.
+class LoadClient {
+ public:
+  LoadClient(LoadOptions options, std::vector<StreamPlan> plans);
+  LoadClient(const LoadClient&) = delete;
+  LoadClient& operator=(const LoadClient&) = delete;
+  ~LoadClient();
+
+  // Opens options.connections channels, each a separate connection, and waits
+  // until each is connected. Unavailable if one is not by `deadline`.
+  absl::Status Connect(absl::Time deadline);
+
+  // Opens every stream (round-robin over the channels) and waits until each
+  // has received a response for each of its subscriptions. Returns the time
+  // from opening the first stream to the last one's sync. DeadlineExceeded
+  // (naming how many synced) at `deadline`; Unavailable if a stream ends.
+  absl::StatusOr<absl::Duration> OpenAndSync(absl::Time deadline);
+
+  // Waits until every stream that expects the edit has received it. Returns
+  // false at `deadline` or once a stream has ended.
+  bool WaitForEdit(absl::Time deadline);
+
+  // Returns what the streams saw of the change triggered at `trigger`.
+  EditResults Edits(absl::Time trigger) const;
+
+  // Returns a description of the first stream that ended, if any ended.
+  std::string FirstFailure() const;
+
+  // Cancels every stream and waits for them to finish, until `deadline`.
+  // Streams still running then are abandoned (leaked) rather than destroyed.
+  void Shutdown(absl::Time deadline);
+
+ private:
+  class Stream;
+  template <typename Request, typename Response>
+  class Reactor;
+
+  // Called by streams, each once.
+  void OnSynced();
+  void OnEdited(bool expected);
+  void OnDone(int index, const grpc::Status& status);
+
+  const LoadOptions options_;
+  const std::vector<StreamPlan> plans_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+
+  mutable absl::Mutex mu_;
+  int synced_ ABSL_GUARDED_BY(mu_) = 0;
+  int edited_expected_ ABSL_GUARDED_BY(mu_) = 0;
+  int done_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::string first_failure_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace facet::load
+
+#endif  // FACET_TEST_LOAD_LOAD_CLIENT_H_

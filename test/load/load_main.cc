@@ -1,0 +1,503 @@
+// facet_load: the xDS load benchmark. For each target server (`facet serve`
+// on the synthetic world, and the null server), starts it as a child process
+// on 127.0.0.1, opens N ADS streams over C connections, measures the time
+// until every stream holds its subscriptions, triggers one route change (a
+// file edit for facet, SIGUSR1 for the null server), measures when each
+// stream whose selected variant changes receives it, reads the server's RSS,
+// and prints a table with facet/null ratios and one JSON line.
+//
+//   facet_load --streams 10000 --connections 100 --services 2000
+//
+// Exit status: 0 when every target synced every stream and delivered the
+// change to every stream that selects it, 1 otherwise, 2 on bad flags.
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "test/e2e/dashed_flags.h"
+#include "test/e2e/process.h"
+#include "test/load/load_client.h"
+#include "test/load/world.h"
+
+ABSL_FLAG(std::string, targets, "facet,null", "servers to measure, in order: facet, null");
+ABSL_FLAG(int, streams, 10000, "ADS streams");
+ABSL_FLAG(int, connections, 100, "HTTP/2 connections the streams are spread over");
+ABSL_FLAG(bool, delta, false, "open delta ADS streams instead of SotW ones");
+ABSL_FLAG(bool, locators, false,
+          "send each stream's parameters as resource locators' dynamic parameters instead of "
+          "node metadata");
+ABSL_FLAG(std::string, param, "env=prod:0.5,test:0.5",
+          "parameter distributions, KEY=VALUE:WEIGHT,... per key, keys separated by ';'");
+ABSL_FLAG(uint32_t, seed, 1, "seed for drawing each stream's parameters");
+ABSL_FLAG(int, services, 2000, "services in the generated world (six objects each)");
+ABSL_FLAG(std::string, world, "",
+          "an existing world directory (from generate_world with the same --services); empty: "
+          "generate one in the work directory");
+ABSL_FLAG(int, change_service, 0, "the service whose route is changed");
+ABSL_FLAG(std::string, resources, "",
+          "what each stream subscribes to, TYPE:NAME,... with TYPE lds, rds, cds or eds and NAME * "
+          "for a wildcard; empty: the changed service's listener, route, clusters and endpoints");
+ABSL_FLAG(std::string, null_push, "selected",
+          "which streams the null server writes the change to: selected (whose parameters select "
+          "the changed variant, the streams Facet must push to) or all (subscribed to routes)");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(120), "bound on the whole run");
+ABSL_FLAG(absl::Duration, settle, absl::Seconds(1),
+          "wait after the sync before reading RSS and triggering the change");
+ABSL_FLAG(std::string, work_dir, "",
+          "where the world, ready files and server logs go; empty: a new directory under /tmp, "
+          "removed after a successful run");
+ABSL_FLAG(std::string, facet_binary, FACET_BINARY, "the facet binary");
+ABSL_FLAG(std::string, null_server_binary, FACET_NULL_SERVER_BINARY, "the null server binary");
+
+namespace facet::load {
+namespace {
+
+using ::facet::e2e::Process;
+using ::facet::e2e::ProcessOptions;
+
+// One value of a parameter and its weight.
+struct WeightedValue {
+  std::string value;
+  double weight = 0;
+};
+
+// Parses "env=prod:0.5,test:0.5;version=v1:0.9,v2:0.1".
+absl::StatusOr<std::map<std::string, std::vector<WeightedValue>>> ParseDistributions(
+    absl::string_view spec) {
+  std::map<std::string, std::vector<WeightedValue>> out;
+  for (absl::string_view key_spec : absl::StrSplit(spec, ';', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> key_values =
+        absl::StrSplit(key_spec, absl::MaxSplits('=', 1));
+    if (key_values.first.empty() || key_values.second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--param: expected KEY=VALUE:WEIGHT,... in \"", key_spec, "\""));
+    }
+    for (absl::string_view value_spec : absl::StrSplit(key_values.second, ',')) {
+      std::pair<std::string, std::string> value_weight =
+          absl::StrSplit(value_spec, absl::MaxSplits(':', 1));
+      WeightedValue value{value_weight.first, 1};
+      if (value.value.empty() ||
+          (!value_weight.second.empty() && !absl::SimpleAtod(value_weight.second, &value.weight)) ||
+          value.weight < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--param: bad value \"", value_spec, "\""));
+      }
+      out[key_values.first].push_back(value);
+    }
+  }
+  return out;
+}
+
+std::vector<StreamPlan> DrawPlans(const std::map<std::string, std::vector<WeightedValue>>& dists,
+                                  int streams, uint32_t seed) {
+  std::mt19937 random(seed);
+  std::vector<StreamPlan> plans(streams);
+  for (const auto& [key, values] : dists) {
+    std::vector<double> weights;
+    for (const WeightedValue& value : values) weights.push_back(value.weight);
+    std::discrete_distribution<int> pick(weights.begin(), weights.end());
+    for (StreamPlan& plan : plans) plan.params[key] = values[pick(random)].value;
+  }
+  for (StreamPlan& plan : plans) plan.expects_edit = SelectsEditedVariant(plan.params);
+  return plans;
+}
+
+absl::StatusOr<std::vector<Subscription>> ParseResources(absl::string_view spec,
+                                                         const std::string& service) {
+  static const std::map<std::string, std::string> kTypes = {
+      {"lds", "type.googleapis.com/envoy.config.listener.v3.Listener"},
+      {"rds", "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"},
+      {"cds", "type.googleapis.com/envoy.config.cluster.v3.Cluster"},
+      {"eds", "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"}};
+  std::string chain;
+  if (spec.empty()) {
+    const std::string a = PrimaryClusterName(service);
+    const std::string b = SecondaryClusterName(service);
+    chain = absl::StrCat("lds:", service, ",rds:", service, ",cds:", a, ",cds:", b, ",eds:", a,
+                         ",eds:", b);
+    spec = chain;
+  }
+  std::vector<Subscription> out;
+  for (absl::string_view entry : absl::StrSplit(spec, ',', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> type_name = absl::StrSplit(entry, absl::MaxSplits(':', 1));
+    auto type = kTypes.find(type_name.first);
+    if (type == kTypes.end() || type_name.second.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resources: expected TYPE:NAME with TYPE lds, rds, cds or eds: ", entry));
+    }
+    auto it = std::find_if(out.begin(), out.end(),
+                           [&](const Subscription& s) { return s.type_url == type->second; });
+    if (it == out.end()) {
+      out.push_back({type->second, {}});
+      it = out.end() - 1;
+    }
+    if (type_name.second != "*") it->names.push_back(type_name.second);
+  }
+  return out;
+}
+
+// Returns VmRSS of `pid` in KiB, or -1.
+int64_t ReadRssKib(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    int64_t kib = 0;
+    if (absl::StartsWith(line, "VmRSS:") &&
+        absl::SimpleAtoi(absl::StripSuffix(absl::StripAsciiWhitespace(line.substr(6)), " kB"),
+                         &kib)) {
+      return kib;
+    }
+  }
+  return -1;
+}
+
+// Returns the xds_address of a ready file, which must be on 127.0.0.1.
+absl::StatusOr<std::string> XdsAddress(absl::string_view ready) {
+  constexpr absl::string_view kKey = "\"xds_address\":\"";
+  const size_t start = ready.find(kKey);
+  const size_t end =
+      start == absl::string_view::npos ? start : ready.find('"', start + kKey.size());
+  if (end == absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("no xds_address in ready file: ", ready));
+  }
+  std::string address(ready.substr(start + kKey.size(), end - start - kKey.size()));
+  if (!absl::StartsWith(address, "127.0.0.1:")) {
+    return absl::FailedPreconditionError(absl::StrCat("server is not on 127.0.0.1: ", address));
+  }
+  return address;
+}
+
+struct TargetResult {
+  std::string name;
+  std::string error;  // Empty when the run succeeded.
+  std::optional<absl::Duration> sync;
+  EditResults edits;
+  int64_t rss_before_kib = -1;
+  int64_t rss_after_kib = -1;
+  int streams = 0;
+
+  double RssPerStreamKib() const {
+    return rss_before_kib < 0 || rss_after_kib < 0 || streams == 0
+               ? NAN
+               : static_cast<double>(rss_after_kib - rss_before_kib) / streams;
+  }
+  // Returns the q-quantile (nearest rank) of the latencies in ms, or NaN.
+  double LatencyMs(double q) const {
+    const std::vector<absl::Duration>& l = edits.latencies;
+    if (l.empty()) return NAN;
+    const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(l.size())));
+    return absl::ToDoubleMilliseconds(l[std::clamp<size_t>(rank, 1, l.size()) - 1]);
+  }
+  double SyncMs() const { return sync.has_value() ? absl::ToDoubleMilliseconds(*sync) : NAN; }
+};
+
+struct RunConfig {
+  std::string work_dir;
+  std::string world_dir;
+  LoadOptions load;
+  std::vector<StreamPlan> plans;
+  int services = 0;
+  int change_service = 0;
+  absl::Time deadline;
+};
+
+// Starts the server for `target`, waits for its ready file and returns it.
+absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& target,
+                                                     const RunConfig& config,
+                                                     const std::string& ready_file) {
+  std::filesystem::remove(ready_file);
+  ProcessOptions options;
+  if (target == "facet") {
+    options.argv = {absl::GetFlag(FLAGS_facet_binary),
+                    "serve",
+                    absl::StrCat("--manifests=", config.world_dir),
+                    "--xds-address=127.0.0.1:0",
+                    "--admin-address=127.0.0.1:0",
+                    absl::StrCat("--ready-file=", ready_file),
+                    "--log-level=warn"};
+  } else {
+    options.argv = {absl::GetFlag(FLAGS_null_server_binary), "--xds-address=127.0.0.1:0",
+                    absl::StrCat("--ready-file=", ready_file),
+                    absl::StrCat("--services=", config.services),
+                    absl::StrCat("--push=", absl::GetFlag(FLAGS_null_push))};
+  }
+  options.stdout_path = absl::StrCat(config.work_dir, "/", target, ".stdout.log");
+  options.stderr_path = absl::StrCat(config.work_dir, "/", target, ".stderr.log");
+  return Process::Start(options);
+}
+
+// Triggers the change; returns the moment it became visible to the server.
+absl::StatusOr<absl::Time> TriggerChange(const std::string& target, const RunConfig& config,
+                                         Process& server) {
+  absl::Time trigger;
+  if (target == "facet") {
+    const std::string path =
+        absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service));
+    absl::Status written = WriteFileByRename(path, ServiceManifest(config.change_service, true),
+                                             [&] { trigger = absl::Now(); });
+    if (!written.ok()) return written;
+    return trigger;
+  }
+  trigger = absl::Now();
+  if (absl::Status signalled = server.Signal(SIGUSR1); !signalled.ok()) return signalled;
+  return trigger;
+}
+
+// Stops the server with SIGTERM and checks it exits cleanly.
+absl::Status StopServer(Process& server, absl::Time deadline) {
+  if (absl::Status signalled = server.Signal(SIGTERM); !signalled.ok()) return signalled;
+  const absl::Duration wait =
+      std::clamp(deadline - absl::Now(), absl::Seconds(2), absl::Seconds(15));
+  absl::StatusOr<e2e::ExitStatus> exit = server.WaitExit(wait);
+  if (!exit.ok()) return exit.status();
+  if (!exit->Succeeded()) {
+    return absl::InternalError(absl::StrCat(server.description(), " ", exit->ToString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
+                            TargetResult& result) {
+  const std::string ready_file = absl::StrCat(config.work_dir, "/", target, ".ready");
+  absl::StatusOr<std::unique_ptr<Process>> server = StartServer(target, config, ready_file);
+  if (!server.ok()) return server.status();
+  absl::StatusOr<std::string> ready =
+      e2e::WaitForFile(ready_file, config.deadline - absl::Now(), server->get());
+  if (!ready.ok()) return ready.status();
+  LoadOptions load = config.load;
+  absl::StatusOr<std::string> address = XdsAddress(*ready);
+  if (!address.ok()) return address.status();
+  load.address = *address;
+  result.rss_before_kib = ReadRssKib((*server)->pid());
+
+  absl::Status status = [&]() -> absl::Status {
+    LoadClient client(load, config.plans);
+    if (absl::Status connected = client.Connect(config.deadline); !connected.ok()) {
+      return connected;
+    }
+    absl::StatusOr<absl::Duration> sync = client.OpenAndSync(config.deadline);
+    if (!sync.ok()) return sync.status();
+    result.sync = *sync;
+    absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
+    result.rss_after_kib = ReadRssKib((*server)->pid());
+    absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, **server);
+    if (!trigger.ok()) return trigger.status();
+    const bool complete = client.WaitForEdit(config.deadline);
+    result.edits = client.Edits(*trigger);
+    client.Shutdown(config.deadline);
+    if (!complete) {
+      const std::string failure = client.FirstFailure();
+      return absl::DeadlineExceededError(
+          absl::StrCat(result.edits.latencies.size(), " of ", result.edits.expected,
+                       " streams received the change", failure.empty() ? "" : "; ", failure));
+    }
+    return absl::OkStatus();
+  }();
+  absl::Status stopped = StopServer(**server, config.deadline);
+  if (target == "facet") {
+    // Leave the world as it was, for the next target or run.
+    absl::Status restored = WriteFileByRename(
+        absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service)),
+        ServiceManifest(config.change_service, false), [] {});
+    if (status.ok()) status = restored;
+  }
+  return status.ok() ? stopped : status;
+}
+
+std::string FormatNumber(double value, int precision) {
+  return std::isnan(value) ? "-" : absl::StrFormat("%.*f", precision, value);
+}
+
+std::string JsonNumber(double value) {
+  return std::isnan(value) ? "null" : absl::StrFormat("%.3f", value);
+}
+
+void PrintReport(const std::vector<TargetResult>& results, const RunConfig& config) {
+  const std::string mode =
+      absl::StrCat(config.load.delta ? "delta" : "sotw", config.load.locators ? "+locators" : "");
+  std::cout << absl::StrFormat("\n%d %s streams over %d connections, %d services (%d objects)\n",
+                               config.plans.size(), mode, config.load.connections, config.services,
+                               config.services * 6);
+  std::cout << absl::StrFormat("%-8s %10s %9s %9s %9s %13s %7s %10s %10s %12s  %s\n", "target",
+                               "sync_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other",
+                               "rss0_MiB", "rss_MiB", "KiB/stream", "result");
+  for (const TargetResult& r : results) {
+    std::cout << absl::StrFormat(
+        "%-8s %10s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s  %s\n", r.name,
+        FormatNumber(r.SyncMs(), 1), FormatNumber(r.LatencyMs(0.5), 2),
+        FormatNumber(r.LatencyMs(0.99), 2), FormatNumber(r.LatencyMs(1.0), 2),
+        r.edits.latencies.size(), r.edits.expected, r.edits.unexpected,
+        FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
+        FormatNumber(r.rss_after_kib < 0 ? NAN : r.rss_after_kib / 1024.0, 1),
+        FormatNumber(r.RssPerStreamKib(), 2), r.error.empty() ? "ok" : r.error);
+  }
+  const TargetResult* facet = nullptr;
+  const TargetResult* null = nullptr;
+  for (const TargetResult& r : results) {
+    if (r.name == "facet") facet = &r;
+    if (r.name == "null") null = &r;
+  }
+  std::string ratio_json;
+  if (facet != nullptr && null != nullptr) {
+    const std::vector<std::pair<std::string, double>> ratios = {
+        {"sync", facet->SyncMs() / null->SyncMs()},
+        {"p50", facet->LatencyMs(0.5) / null->LatencyMs(0.5)},
+        {"p99", facet->LatencyMs(0.99) / null->LatencyMs(0.99)},
+        {"max", facet->LatencyMs(1.0) / null->LatencyMs(1.0)},
+        {"rss_per_stream", facet->RssPerStreamKib() / null->RssPerStreamKib()}};
+    std::vector<std::string> text;
+    std::vector<std::string> json;
+    for (const auto& [name, value] : ratios) {
+      text.push_back(absl::StrCat(name, " ", FormatNumber(value, 2), "x"));
+      json.push_back(absl::StrCat("\"", name, "\":", JsonNumber(value)));
+    }
+    std::cout << "facet/null: " << absl::StrJoin(text, ", ") << "\n";
+    ratio_json = absl::StrCat(",\"ratio\":{", absl::StrJoin(json, ","), "}");
+  }
+  std::vector<std::string> targets;
+  for (const TargetResult& r : results) {
+    targets.push_back(absl::StrCat(
+        "\"", r.name, "\":{\"ok\":", r.error.empty() ? "true" : "false",
+        ",\"sync_ms\":", JsonNumber(r.SyncMs()), ",\"p50_ms\":", JsonNumber(r.LatencyMs(0.5)),
+        ",\"p99_ms\":", JsonNumber(r.LatencyMs(0.99)), ",\"max_ms\":", JsonNumber(r.LatencyMs(1.0)),
+        ",\"pushes\":", r.edits.latencies.size(), ",\"expected\":", r.edits.expected,
+        ",\"unexpected\":", r.edits.unexpected, ",\"rss_before_kib\":", r.rss_before_kib,
+        ",\"rss_after_kib\":", r.rss_after_kib,
+        ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()), "}"));
+  }
+  std::cout << absl::StrCat("{\"streams\":", config.plans.size(),
+                            ",\"connections\":", config.load.connections, ",\"mode\":\"", mode,
+                            "\",\"services\":", config.services, ",\"targets\":{",
+                            absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
+}
+
+void RaiseFileLimit() {
+  rlimit limit;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
+int Main() {
+  const absl::Time deadline = absl::Now() + absl::GetFlag(FLAGS_deadline);
+  RaiseFileLimit();
+  RunConfig config;
+  config.deadline = deadline;
+  config.services = absl::GetFlag(FLAGS_services);
+  config.change_service = absl::GetFlag(FLAGS_change_service);
+  const int streams = absl::GetFlag(FLAGS_streams);
+  config.load.connections = absl::GetFlag(FLAGS_connections);
+  config.load.delta = absl::GetFlag(FLAGS_delta);
+  config.load.locators = absl::GetFlag(FLAGS_locators);
+  const std::vector<std::string> targets = absl::StrSplit(absl::GetFlag(FLAGS_targets), ',');
+  const std::string null_push = absl::GetFlag(FLAGS_null_push);
+  auto dists = ParseDistributions(absl::GetFlag(FLAGS_param));
+  const std::string service = ServiceName(config.change_service);
+  auto subscriptions = ParseResources(absl::GetFlag(FLAGS_resources), service);
+  std::string usage_error;
+  if (!dists.ok()) usage_error = std::string(dists.status().message());
+  if (!subscriptions.ok()) usage_error = std::string(subscriptions.status().message());
+  if (streams < 1 || config.load.connections < 1 || config.services < 1 ||
+      config.change_service < 0 || config.change_service >= config.services) {
+    usage_error =
+        "--streams, --connections and --services must be positive, and "
+        "--change-service below --services";
+  }
+  for (const std::string& target : targets) {
+    if (target != "facet" && target != "null") usage_error = "--targets: facet and/or null";
+  }
+  if (null_push != "all" && null_push != "selected") usage_error = "--null-push: all or selected";
+  if (subscriptions.ok() &&
+      std::none_of(subscriptions->begin(), subscriptions->end(), [&](const Subscription& s) {
+        return absl::EndsWith(s.type_url, ".RouteConfiguration") &&
+               std::find(s.names.begin(), s.names.end(), service) != s.names.end();
+      })) {
+    usage_error = absl::StrCat("--resources must include the changed route, rds:", service);
+  }
+  if (!usage_error.empty()) {
+    std::cerr << "facet_load: " << usage_error << "\n";
+    return 2;
+  }
+  config.load.subscriptions = *subscriptions;
+  config.load.watched_type_url = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
+  config.load.watched_name = service;
+  config.plans = DrawPlans(*dists, streams, absl::GetFlag(FLAGS_seed));
+
+  config.work_dir = absl::GetFlag(FLAGS_work_dir);
+  const bool own_work_dir = config.work_dir.empty();
+  if (own_work_dir) {
+    char dir_template[] = "/tmp/facet-load-XXXXXX";
+    if (mkdtemp(dir_template) == nullptr) {
+      std::cerr << "facet_load: cannot create a work directory under /tmp\n";
+      return 1;
+    }
+    config.work_dir = dir_template;
+  }
+  std::filesystem::create_directories(config.work_dir);
+  config.world_dir = absl::GetFlag(FLAGS_world);
+  if (config.world_dir.empty() &&
+      std::find(targets.begin(), targets.end(), "facet") != targets.end()) {
+    config.world_dir = absl::StrCat(config.work_dir, "/world");
+    std::filesystem::remove_all(config.world_dir);
+    if (absl::Status written = WriteWorld(config.world_dir, config.services); !written.ok()) {
+      std::cerr << "facet_load: " << written.message() << "\n";
+      return 1;
+    }
+  }
+  std::cerr << "facet_load: work directory " << config.work_dir << "\n";
+
+  std::vector<TargetResult> results;
+  bool ok = true;
+  for (const std::string& target : targets) {
+    TargetResult& result = results.emplace_back();
+    result.name = target;
+    result.streams = streams;
+    std::cerr << "facet_load: measuring " << target << "\n";
+    if (absl::Status status = RunTargetSteps(target, config, result); !status.ok()) {
+      result.error = std::string(status.message());
+      ok = false;
+    }
+  }
+  PrintReport(results, config);
+  if (ok && own_work_dir) {
+    std::filesystem::remove_all(config.work_dir);
+  } else if (!ok) {
+    std::cerr << "facet_load: server logs are in " << config.work_dir << "\n";
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace facet::load
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("facet_load [--streams N] [--connections C] [--targets facet,null]");
+  facet::e2e::ParseDashedCommandLine(argc, argv);
+  return facet::load::Main();
+}
