@@ -75,6 +75,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   flags.Define("leader-election-lease", "facet-controller", "name of the Lease");
   flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once ready");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
+  DefineXdsServerFlags(flags);
   flags.Define("help", "false", "print this help", true);
   const std::string usage = absl::StrCat("usage: facet controller [flags]\n", flags.Help());
   if (absl::Status s = flags.Parse(args); !s.ok() || !flags.positional().empty()) {
@@ -88,6 +89,11 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
   if (!mapping.ok()) {
     err << "facet controller: " << mapping.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
+  if (!server_options.ok()) {
+    err << "facet controller: " << server_options.status().message() << "\n";
     return 2;
   }
 
@@ -113,7 +119,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   const sigset_t signals = ShutdownSignals();
 
   xds::SnapshotStore store;
-  xds::AdsService::Options ads_options;
+  xds::AdsService::Options ads_options = server_options->ads;
   ads_options.mapping = *std::move(mapping);
   xds::AdsService ads(store, ads_options);
 
@@ -185,7 +191,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   }
 
   absl::StatusOr<XdsListener> listener =
-      StartXdsListener(flags.Get("xds-address"), ads, ads_options.max_request_bytes);
+      StartXdsListener(flags.Get("xds-address"), ads, *server_options);
   if (!listener.ok()) {
     err << "facet controller: --xds-address: " << listener.status().message() << "\n";
     if (elector) elector->Stop();

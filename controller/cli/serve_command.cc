@@ -176,6 +176,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.Define("allow-old-style-names", "true", "serve resources without spec.authority", true);
   flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
+  DefineXdsServerFlags(flags);
   flags.Define("help", "false", "print this help", true);
   const std::string usage = absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
   if (absl::Status s = flags.Parse(args); !s.ok()) {
@@ -199,6 +200,11 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     err << "facet serve: " << mapping.status().message() << "\n";
     return 2;
   }
+  absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
+  if (!server_options.ok()) {
+    err << "facet serve: " << server_options.status().message() << "\n";
+    return 2;
+  }
 
   // Normally done by main() already; repeated for callers that run the
   // command in-process.
@@ -206,7 +212,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   const sigset_t signals = ShutdownSignals();
 
   xds::SnapshotStore store;
-  xds::AdsService::Options ads_options;
+  xds::AdsService::Options ads_options = server_options->ads;
   ads_options.mapping = *std::move(mapping);
   xds::AdsService ads(store, ads_options);
 
@@ -217,7 +223,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   source.Start();  // The first snapshot is published before any client can connect.
 
   absl::StatusOr<XdsListener> listener =
-      StartXdsListener(flags.Get("xds-address"), ads, ads_options.max_request_bytes);
+      StartXdsListener(flags.Get("xds-address"), ads, *server_options);
   if (!listener.ok()) {
     err << "facet serve: --xds-address: " << listener.status().message() << "\n";
     return 1;

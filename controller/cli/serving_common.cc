@@ -2,12 +2,17 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/admin/admin_server.h"
+#include "grpcpp/resource_quota.h"
 #include "spdlog/spdlog.h"
 
 namespace facet::controller {
@@ -42,23 +47,197 @@ absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> ApplyCommonFlags(co
   return std::make_shared<const xds::ParameterMapping>(*std::move(mapping));
 }
 
+namespace {
+
+std::string DurationFlag(absl::Duration d) {
+  return d == absl::InfiniteDuration() ? "inf" : absl::FormatDuration(d);
+}
+
+absl::StatusOr<absl::Duration> ParseDurationFlag(const Flags& flags, const std::string& name) {
+  absl::Duration d;
+  if (!absl::ParseDuration(flags.Get(name), &d) || d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, ": \"", flags.Get(name),
+        "\" is not a duration of zero or more (a number with a unit: 500ms, 20s, 30m, 2h)"));
+  }
+  return d;
+}
+
+absl::StatusOr<int64_t> ParseIntFlag(const Flags& flags, const std::string& name, int64_t min,
+                                     int64_t max) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(flags.Get(name), &value) || value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", name, ": \"", flags.Get(name), "\" is not a whole number from ", min, " to ", max));
+  }
+  return value;
+}
+
+// Returns `d` in whole milliseconds for a gRPC channel argument: a positive
+// duration is at least 1 ms, and zero (when `zero_is_unlimited`) or anything
+// beyond INT_MAX ms is INT_MAX, gRPC's "unlimited".
+int ChannelArgMillis(absl::Duration d, bool zero_is_unlimited) {
+  if (d == absl::ZeroDuration()) return zero_is_unlimited ? INT_MAX : 0;
+  const int64_t millis = absl::ToInt64Milliseconds(absl::Ceil(d, absl::Milliseconds(1)));
+  return static_cast<int>(std::min<int64_t>(millis, INT_MAX));
+}
+
+}  // namespace
+
+void DefineXdsServerFlags(Flags& flags) {
+  const XdsServerOptions d;
+  flags.Define("grpc-keepalive-time", DurationFlag(d.keepalive_time),
+               "the server pings a connection idle this long (0: never)");
+  flags.Define("grpc-keepalive-timeout", DurationFlag(d.keepalive_timeout),
+               "close a connection whose ping is not acknowledged within this");
+  flags.Define("grpc-min-client-ping-interval", DurationFlag(d.min_client_ping_interval),
+               "clients pinging more often are sent GOAWAY too_many_pings");
+  flags.Define("grpc-keepalive-permit-without-calls",
+               d.keepalive_permit_without_calls ? "true" : "false",
+               "allow pings on connections without calls", /*is_bool=*/true);
+  flags.Define("grpc-max-connection-age", DurationFlag(d.max_connection_age),
+               "send GOAWAY to a connection this old, +-10% (0: never)");
+  flags.Define("grpc-max-connection-age-grace", DurationFlag(d.max_connection_age_grace),
+               "then close it after this, ending its streams with UNAVAILABLE");
+  flags.Define("grpc-max-concurrent-streams", absl::StrCat(d.max_concurrent_streams),
+               "streams per connection; clients queue more");
+  flags.Define("grpc-memory-budget-bytes", absl::StrCat(d.memory_budget_bytes),
+               "memory gRPC's transport may use for the server (0: unlimited)");
+  flags.Define("max-request-bytes", absl::StrCat(d.ads.max_request_bytes),
+               "largest request message; larger ones end the stream with RESOURCE_EXHAUSTED");
+  flags.Define("max-names-per-stream", absl::StrCat(d.ads.stream_limits.max_names),
+               "names subscribed per stream, cumulative across delta requests");
+  flags.Define("max-types-per-stream", absl::StrCat(d.ads.stream_limits.max_types),
+               "distinct type URLs per stream");
+  flags.Define("max-nack-records", absl::StrCat(d.ads.max_nack_records),
+               "NACK records kept; later ones are only counted");
+  flags.Define("max-error-detail-bytes", absl::StrCat(d.ads.max_error_detail_bytes),
+               "bytes of a NACK's error detail kept and logged");
+  flags.Define("write-stall-timeout", DurationFlag(d.ads.write_stall_timeout),
+               "cancel a stream whose write has not completed for this long (0: never)");
+}
+
+absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
+  XdsServerOptions options;
+  struct DurationField {
+    const char* flag;
+    absl::Duration* field;
+  };
+  for (const DurationField& f : {
+           DurationField{"grpc-keepalive-time", &options.keepalive_time},
+           DurationField{"grpc-keepalive-timeout", &options.keepalive_timeout},
+           DurationField{"grpc-min-client-ping-interval", &options.min_client_ping_interval},
+           DurationField{"grpc-max-connection-age", &options.max_connection_age},
+           DurationField{"grpc-max-connection-age-grace", &options.max_connection_age_grace},
+           DurationField{"write-stall-timeout", &options.ads.write_stall_timeout},
+       }) {
+    absl::StatusOr<absl::Duration> d = ParseDurationFlag(flags, f.flag);
+    if (!d.ok()) return d.status();
+    *f.field = *d;
+  }
+  if (options.keepalive_time != absl::ZeroDuration() &&
+      options.keepalive_timeout == absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--grpc-keepalive-timeout: must be more than 0 while --grpc-keepalive-time is set");
+  }
+  options.keepalive_permit_without_calls = flags.GetBool("grpc-keepalive-permit-without-calls");
+  struct IntField {
+    const char* flag;
+    int64_t min;
+    int64_t max;
+    std::function<void(int64_t)> set;
+  };
+  for (const IntField& f : {
+           IntField{"grpc-max-concurrent-streams", 1, INT_MAX,
+                    [&](int64_t v) { options.max_concurrent_streams = static_cast<int>(v); }},
+           IntField{"grpc-memory-budget-bytes", 0, INT64_MAX,
+                    [&](int64_t v) { options.memory_budget_bytes = v; }},
+           IntField{"max-request-bytes", 1, INT_MAX,
+                    [&](int64_t v) { options.ads.max_request_bytes = static_cast<int>(v); }},
+           IntField{"max-names-per-stream", 1, INT_MAX,
+                    [&](int64_t v) { options.ads.stream_limits.max_names = static_cast<int>(v); }},
+           IntField{"max-types-per-stream", 1, INT_MAX,
+                    [&](int64_t v) { options.ads.stream_limits.max_types = static_cast<int>(v); }},
+           IntField{"max-nack-records", 0, INT_MAX,
+                    [&](int64_t v) { options.ads.max_nack_records = static_cast<int>(v); }},
+           IntField{"max-error-detail-bytes", 0, INT_MAX,
+                    [&](int64_t v) { options.ads.max_error_detail_bytes = static_cast<int>(v); }},
+       }) {
+    absl::StatusOr<int64_t> value = ParseIntFlag(flags, f.flag, f.min, f.max);
+    if (!value.ok()) return value.status();
+    f.set(*value);
+  }
+  return options;
+}
+
+std::string DescribeXdsServerBounds(const XdsServerOptions& o) {
+  auto or_never = [](absl::Duration d) {
+    return d == absl::ZeroDuration() ? std::string("never") : DurationFlag(d);
+  };
+  return absl::StrCat(
+      "xDS server bounds: ",
+      o.keepalive_time == absl::ZeroDuration()
+          ? std::string("no server pings")
+          : absl::StrCat("server pings after ", DurationFlag(o.keepalive_time), " idle (timeout ",
+                         DurationFlag(o.keepalive_timeout), ")"),
+      "; clients may ping every ", DurationFlag(o.min_client_ping_interval),
+      o.keepalive_permit_without_calls ? " (also without calls)" : " (only with calls)",
+      o.max_connection_age == absl::ZeroDuration()
+          ? std::string("; no connection age limit")
+          : absl::StrCat("; connections get GOAWAY at age ", DurationFlag(o.max_connection_age),
+                         " and close ", DurationFlag(o.max_connection_age_grace), " later"),
+      "; ", o.max_concurrent_streams, " streams per connection; requests up to ",
+      o.ads.max_request_bytes, " bytes; gRPC memory budget ",
+      o.memory_budget_bytes == 0 ? std::string("unlimited")
+                                 : absl::StrCat(o.memory_budget_bytes, " bytes"),
+      "; per stream: ", o.ads.stream_limits.max_names, " names, ", o.ads.stream_limits.max_types,
+      " types, write stall ", or_never(o.ads.write_stall_timeout), "; ", o.ads.max_nack_records,
+      " NACK records of up to ", o.ads.max_error_detail_bytes, " bytes");
+}
+
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
-                                             int max_request_bytes) {
+                                             const XdsServerOptions& options) {
   auto host_port = SplitHostPort(address);
   if (!host_port.ok()) return host_port.status();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&ads);
-  builder.SetMaxReceiveMessageSize(max_request_bytes);
+  builder.SetMaxReceiveMessageSize(options.ads.max_request_bytes);
   // gRPC sets SO_REUSEPORT by default: a second process could then share the
   // port silently. Fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS,
+                             ChannelArgMillis(options.keepalive_time, /*zero_is_unlimited=*/true));
+  builder.AddChannelArgument(
+      GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+      ChannelArgMillis(options.keepalive_timeout, /*zero_is_unlimited=*/false));
+  // Keep pinging a connection whose streams are quiet (an ADS stream can be
+  // silent for hours): gRPC otherwise stops after two pings without data.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  builder.AddChannelArgument(
+      GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+      ChannelArgMillis(options.min_client_ping_interval, /*zero_is_unlimited=*/false));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS,
+                             options.keepalive_permit_without_calls ? 1 : 0);
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_AGE_MS,
+      ChannelArgMillis(options.max_connection_age, /*zero_is_unlimited=*/true));
+  builder.AddChannelArgument(
+      GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+      ChannelArgMillis(options.max_connection_age_grace, /*zero_is_unlimited=*/false));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  if (options.memory_budget_bytes > 0) {
+    grpc::ResourceQuota quota("facet-xds");
+    quota.Resize(static_cast<size_t>(options.memory_budget_bytes));
+    builder.SetResourceQuota(quota);
+  }
   XdsListener listener;
   listener.server = builder.BuildAndStart();
   if (listener.server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
+  spdlog::info("{}", DescribeXdsServerBounds(options));
   std::string host = host_port->first;
   if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
   listener.address = host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)

@@ -28,5 +28,15 @@ expect_usage_error '--log-level: unknown level "loud"' controller --log-level lo
 expect_usage_error 'parameter "a" is listed twice' \
   controller --node-metadata-params 'a,a=b'
 expect_usage_error 'unexpected argument' controller extra
+expect_usage_error '--grpc-keepalive-time: "soon" is not a duration' \
+  serve --manifests "${repo}/examples" --grpc-keepalive-time soon
+expect_usage_error '--grpc-max-concurrent-streams: "0" is not a whole number from 1' \
+  serve --manifests "${repo}/examples" --grpc-max-concurrent-streams=0
+expect_usage_error '--max-request-bytes: "4MiB" is not a whole number' \
+  controller --max-request-bytes 4MiB
+expect_usage_error '--grpc-keepalive-timeout: must be more than 0' \
+  controller --grpc-keepalive-timeout=0
+expect_usage_error '--write-stall-timeout: "-1s" is not a duration' \
+  controller --write-stall-timeout=-1s
 if [[ ${failures} -gt 0 ]]; then exit 1; fi
 echo "command usage errors: ok"
