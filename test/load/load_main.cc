@@ -194,7 +194,8 @@ absl::StatusOr<std::string> XdsAddress(absl::string_view ready) {
 
 struct TargetResult {
   std::string name;
-  std::string error;  // Empty when the run succeeded.
+  std::string error;                    // Empty when the run succeeded.
+  std::optional<absl::Duration> ready;  // From spawning the server to its ready file.
   std::optional<absl::Duration> sync;
   EditResults edits;
   int64_t rss_before_kib = -1;
@@ -214,6 +215,7 @@ struct TargetResult {
     return absl::ToDoubleMilliseconds(l[std::clamp<size_t>(rank, 1, l.size()) - 1]);
   }
   double SyncMs() const { return sync.has_value() ? absl::ToDoubleMilliseconds(*sync) : NAN; }
+  double ReadyMs() const { return ready.has_value() ? absl::ToDoubleMilliseconds(*ready) : NAN; }
 };
 
 struct RunConfig {
@@ -284,11 +286,13 @@ absl::Status StopServer(Process& server, absl::Time deadline) {
 absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
                             TargetResult& result) {
   const std::string ready_file = absl::StrCat(config.work_dir, "/", target, ".ready");
+  const absl::Time spawned = absl::Now();
   absl::StatusOr<std::unique_ptr<Process>> server = StartServer(target, config, ready_file);
   if (!server.ok()) return server.status();
   absl::StatusOr<std::string> ready =
       e2e::WaitForFile(ready_file, config.deadline - absl::Now(), server->get());
   if (!ready.ok()) return ready.status();
+  result.ready = absl::Now() - spawned;
   LoadOptions load = config.load;
   absl::StatusOr<std::string> address = XdsAddress(*ready);
   if (!address.ok()) return address.status();
@@ -343,16 +347,16 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
   std::cout << absl::StrFormat("\n%d %s streams over %d connections, %d services (%d objects)\n",
                                config.plans.size(), mode, config.load.connections, config.services,
                                config.services * 6);
-  std::cout << absl::StrFormat("%-8s %10s %9s %9s %9s %13s %7s %10s %10s %12s  %s\n", "target",
-                               "sync_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other",
-                               "rss0_MiB", "rss_MiB", "KiB/stream", "result");
+  std::cout << absl::StrFormat("%-8s %9s %10s %9s %9s %9s %13s %7s %10s %10s %12s  %s\n", "target",
+                               "ready_ms", "sync_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect",
+                               "other", "rss0_MiB", "rss_MiB", "KiB/stream", "result");
   for (const TargetResult& r : results) {
     std::cout << absl::StrFormat(
-        "%-8s %10s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s  %s\n", r.name,
-        FormatNumber(r.SyncMs(), 1), FormatNumber(r.LatencyMs(0.5), 2),
-        FormatNumber(r.LatencyMs(0.99), 2), FormatNumber(r.LatencyMs(1.0), 2),
-        r.edits.latencies.size(), r.edits.expected, r.edits.unexpected,
-        FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
+        "%-8s %9s %10s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s  %s\n", r.name,
+        FormatNumber(r.ReadyMs(), 0), FormatNumber(r.SyncMs(), 1),
+        FormatNumber(r.LatencyMs(0.5), 2), FormatNumber(r.LatencyMs(0.99), 2),
+        FormatNumber(r.LatencyMs(1.0), 2), r.edits.latencies.size(), r.edits.expected,
+        r.edits.unexpected, FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
         FormatNumber(r.rss_after_kib < 0 ? NAN : r.rss_after_kib / 1024.0, 1),
         FormatNumber(r.RssPerStreamKib(), 2), r.error.empty() ? "ok" : r.error);
   }
@@ -383,11 +387,11 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
   for (const TargetResult& r : results) {
     targets.push_back(absl::StrCat(
         "\"", r.name, "\":{\"ok\":", r.error.empty() ? "true" : "false",
-        ",\"sync_ms\":", JsonNumber(r.SyncMs()), ",\"p50_ms\":", JsonNumber(r.LatencyMs(0.5)),
-        ",\"p99_ms\":", JsonNumber(r.LatencyMs(0.99)), ",\"max_ms\":", JsonNumber(r.LatencyMs(1.0)),
-        ",\"pushes\":", r.edits.latencies.size(), ",\"expected\":", r.edits.expected,
-        ",\"unexpected\":", r.edits.unexpected, ",\"rss_before_kib\":", r.rss_before_kib,
-        ",\"rss_after_kib\":", r.rss_after_kib,
+        ",\"ready_ms\":", JsonNumber(r.ReadyMs()), ",\"sync_ms\":", JsonNumber(r.SyncMs()),
+        ",\"p50_ms\":", JsonNumber(r.LatencyMs(0.5)), ",\"p99_ms\":", JsonNumber(r.LatencyMs(0.99)),
+        ",\"max_ms\":", JsonNumber(r.LatencyMs(1.0)), ",\"pushes\":", r.edits.latencies.size(),
+        ",\"expected\":", r.edits.expected, ",\"unexpected\":", r.edits.unexpected,
+        ",\"rss_before_kib\":", r.rss_before_kib, ",\"rss_after_kib\":", r.rss_after_kib,
         ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()), "}"));
   }
   std::cout << absl::StrCat("{\"streams\":", config.plans.size(),
