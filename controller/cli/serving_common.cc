@@ -87,7 +87,7 @@ int ChannelArgMillis(absl::Duration d, bool zero_is_unlimited) {
 void DefineXdsServerFlags(Flags& flags) {
   const XdsServerOptions d;
   flags.Define("grpc-keepalive-time", DurationFlag(d.keepalive_time),
-               "the server pings a connection idle this long (0: never)");
+               "the server pings each connection this often (0: never)");
   flags.Define("grpc-keepalive-timeout", DurationFlag(d.keepalive_timeout),
                "close a connection whose ping is not acknowledged within this");
   flags.Define("grpc-min-client-ping-interval", DurationFlag(d.min_client_ping_interval),
@@ -178,7 +178,7 @@ std::string DescribeXdsServerBounds(const XdsServerOptions& o) {
       "xDS server bounds: ",
       o.keepalive_time == absl::ZeroDuration()
           ? std::string("no server pings")
-          : absl::StrCat("server pings after ", DurationFlag(o.keepalive_time), " idle (timeout ",
+          : absl::StrCat("server pings every ", DurationFlag(o.keepalive_time), " (timeout ",
                          DurationFlag(o.keepalive_timeout), ")"),
       "; clients may ping every ", DurationFlag(o.min_client_ping_interval),
       o.keepalive_permit_without_calls ? " (also without calls)" : " (only with calls)",

@@ -31,9 +31,8 @@ absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> ApplyCommonFlags(co
 // Server-level bounds of the xDS gRPC port, and the per-stream bounds of the
 // ADS service behind it. The defaults are the flags' defaults.
 struct XdsServerOptions {
-  // The server pings a connection after this long without activity and closes
-  // it when the ping is not acknowledged within keepalive_timeout. Zero: no
-  // server pings.
+  // The server pings each connection this often and closes it when a ping is
+  // not acknowledged within keepalive_timeout. Zero: no server pings.
   absl::Duration keepalive_time = absl::Minutes(1);
   absl::Duration keepalive_timeout = absl::Seconds(20);
   // Clients may ping this often (gRPC C++ and grpc-js xDS clients ping every
