@@ -428,18 +428,21 @@ absl::StatusOr<std::unique_ptr<Message>> DecodeResource(const ResourceType& type
         path, ": expected a map (the proto3 JSON of ", type.type_name(), "), found ",
         json::DescribeNode(document)));
   }
-  YAML::Node body(YAML::NodeType::Map);
+  // The document is only read: assigning its nodes into another tree would
+  // merge yaml-cpp memory pools (quadratic over many documents, and unsafe
+  // for copies of the document held elsewhere).
+  YAML::Node body = document;
   for (const auto& entry : document) {
-    if (entry.first.IsScalar() && entry.first.Scalar() == "@type") {
-      if (!entry.second.IsScalar() || entry.second.Scalar() != type.type_url()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ".@type: is \"", entry.second.IsScalar() ? entry.second.Scalar() : "?",
-            "\" but spec.type is ", type.type_name(), "; @type must be \"", type.type_url(),
-            "\" or omitted"));
-      }
-      continue;
+    if (!entry.first.IsScalar() || entry.first.Scalar() != "@type") continue;
+    if (!entry.second.IsScalar() || entry.second.Scalar() != type.type_url()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ".@type: is \"", entry.second.IsScalar() ? entry.second.Scalar() : "?",
+          "\" but spec.type is ", type.type_name(), "; @type must be \"", type.type_url(),
+          "\" or omitted"));
     }
-    body[entry.first] = entry.second;
+    body.reset(YAML::Clone(document));  // A private copy without "@type".
+    body.remove("@type");
+    break;
   }
   std::unique_ptr<Message> message = type.New();
   if (absl::Status s = json::ParseMessage(body, path, message.get()); !s.ok()) return s;
