@@ -1,5 +1,8 @@
 #include "controller/kube_source/kube_source.h"
 
+#include <optional>
+#include <set>
+
 #include <utility>
 #include <variant>
 
@@ -22,37 +25,46 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
       owned_clock_(options_.clock == nullptr ? std::make_unique<kube::RealClock>() : nullptr),
       clock_(options_.clock != nullptr ? options_.clock : owned_clock_.get()),
       status_writer_(client),
+      revision_writer_(client),
       builder_([this] {
         xds::BuildOptions build = options_.build;
         build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
         return build;
       }()) {
-  auto make = [&](const std::string& path, const std::string& name, bool authority) {
+  auto make = [&](const std::string& path, const std::string& name, Kind kind) {
     kube::Reflector::Options reflector_options;
     reflector_options.collection_path = path;
     reflector_options.name = name;
     reflector_options.clock = options_.clock;
-    reflector_options.on_change = [this, authority](const std::vector<kube::ObjectDelta>& deltas) {
-      Enqueue(authority, deltas);
+    if (kind == Kind::kRevision) reflector_options.label_selector = kRevisionSelector;
+    reflector_options.on_change = [this, kind](const std::vector<kube::ObjectDelta>& deltas) {
+      Enqueue(kind, deltas);
     };
     return std::make_unique<kube::Reflector>(client_, std::move(reflector_options));
   };
   const std::string group = "/apis/facet.dev/v1alpha1";
   if (options_.namespaces.empty()) {
-    resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources", false));
+    resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources", Kind::kResource));
+    revision_reflectors_.push_back(
+        make("/apis/apps/v1/controllerrevisions", "controllerrevisions", Kind::kRevision));
   } else {
     for (const std::string& ns : options_.namespaces) {
       resource_reflectors_.push_back(make(absl::StrCat(group, "/namespaces/", ns, "/xdsresources"),
-                                          absl::StrCat("xdsresources in ", ns), false));
+                                          absl::StrCat("xdsresources in ", ns), Kind::kResource));
+      revision_reflectors_.push_back(
+          make(absl::StrCat("/apis/apps/v1/namespaces/", ns, "/controllerrevisions"),
+               absl::StrCat("controllerrevisions in ", ns), Kind::kRevision));
     }
   }
-  authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities", true);
+  authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities", Kind::kAuthority);
+  builder_.SetLastGoodLookup([this](const xds::ObjectRef& ref) { return LastGood(ref); });
 }
 
 KubeSource::~KubeSource() { Stop(); }
 
 void KubeSource::Start() {
   for (auto& reflector : resource_reflectors_) reflector->Start();
+  for (auto& reflector : revision_reflectors_) reflector->Start();
   authority_reflector_->Start();
   worker_ = std::thread([this] { Run(); });
 }
@@ -65,12 +77,13 @@ void KubeSource::Stop() {
   }
   if (worker_.joinable()) worker_.join();
   for (auto& reflector : resource_reflectors_) reflector->Stop();
+  for (auto& reflector : revision_reflectors_) reflector->Stop();
   if (authority_reflector_) authority_reflector_->Stop();
 }
 
-void KubeSource::Enqueue(bool authority, const std::vector<kube::ObjectDelta>& deltas) {
+void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
-  for (const kube::ObjectDelta& delta : deltas) pending_[{authority, delta.key}] = delta;
+  for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;
   dirty_ = true;  // Also after the first list, whose deltas may be empty.
 }
 
@@ -129,20 +142,40 @@ void KubeSource::Run() {
     }
     bool synced = authority_reflector_->has_synced();
     for (const auto& reflector : resource_reflectors_) synced = synced && reflector->has_synced();
+    for (const auto& reflector : revision_reflectors_) synced = synced && reflector->has_synced();
     if (!synced) continue;  // Never publish a partial view of the cluster.
     if (build || last_ == nullptr) BuildAndPublish();
     const bool leading = !is_leader_ || is_leader_();
     if (leading && (build || status || clock_->Now() - last_status_sync_ >= options_.status_resync)) {
+      // A full pass when asked (e.g. on becoming leader) or on resync.
+      SyncRevisions(/*all=*/status || !build);
       SyncStatus();
     }
   }
 }
 
-void KubeSource::Apply(bool authority, const YAML::Node& object, const std::string& key,
+void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& key,
                        bool deleted) {
+  if (kind == Kind::kRevision) {
+    // The newest revision of an object is its last accepted spec.
+    if (deleted) return;  // Pruned, or gone with its owner.
+    std::optional<xds::ResourceObject> last_good = LastGoodOf(object);
+    if (!last_good.has_value()) return;
+    const std::string owner = OwnerKeyOf(object);
+    const auto newest = std::make_pair(last_good->generation, key);
+    auto [it, inserted] = newest_revision_.try_emplace(owner, newest);
+    if (!inserted) {
+      if (it->second >= newest) return;
+      it->second = newest;
+    }
+    builder_.LastGoodChanged(last_good->ref);
+    return;
+  }
+  const bool authority = kind == Kind::kAuthority;
   ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
   if (auto* resource = std::get_if<xds::ResourceObject>(&parsed); resource && !authority) {
     if (deleted) {
+      newest_revision_.erase(key);
       builder_.Remove(resource->ref);
     } else {
       builder_.Upsert(std::move(*resource));
@@ -158,22 +191,81 @@ void KubeSource::Apply(bool authority, const YAML::Node& object, const std::stri
   }
 }
 
+std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& ref) const {
+  auto newest = newest_revision_.find(absl::StrCat(ref.namespace_, "/", ref.name));
+  if (newest == newest_revision_.end()) return std::nullopt;
+  for (const auto& reflector : revision_reflectors_) {
+    const auto snapshot = reflector->Snapshot();
+    if (auto it = snapshot->find(newest->second.second); it != snapshot->end()) {
+      return LastGoodOf(it->second);
+    }
+  }
+  return std::nullopt;
+}
+
+void KubeSource::SyncRevisions(bool all) {
+  std::set<xds::ObjectRef> refs;
+  refs.swap(to_record_);
+  if (all) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ref, status] : statuses_) {
+      if (status->accepted && ref.kind == xds::kXdsResourceKind) refs.insert(ref);
+    }
+  }
+  if (refs.empty()) return;
+  // What Facet already recorded, per owner.
+  std::map<std::string, std::vector<YAML::Node>> existing;
+  for (const auto& reflector : revision_reflectors_) {
+    const auto snapshot = reflector->Snapshot();
+    for (const auto& [key, revision] : *snapshot) existing[OwnerKeyOf(revision)].push_back(revision);
+  }
+  int64_t writes = 0, errors = 0;
+  for (const xds::ObjectRef& ref : refs) {
+    std::shared_ptr<const xds::ObjectStatus> status = builder_.StatusOf(ref);
+    if (status == nullptr || !status->accepted) continue;
+    const std::string key = absl::StrCat(ref.namespace_, "/", ref.name);
+    std::optional<YAML::Node> object;
+    for (const auto& reflector : resource_reflectors_) {
+      const auto snapshot = reflector->Snapshot();
+      if (auto it = snapshot->find(key); it != snapshot->end()) object = it->second;
+    }
+    // Only the generation that was accepted (a newer one is built next).
+    if (!object || kube::StringAt(*object, {"metadata", "generation"}) !=
+                       absl::StrCat(status->generation)) {
+      continue;
+    }
+    absl::StatusOr<bool> wrote = revision_writer_.Record(*object, existing[key]);
+    if (!wrote.ok()) {
+      ++errors;
+      to_record_.insert(ref);  // Retried on the next pass.
+      spdlog::warn("{}: recording its accepted revision: {}", key,
+                   std::string(wrote.status().message()));
+    } else if (*wrote) {
+      ++writes;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  stats_.revision_writes += writes;
+  stats_.revision_errors += errors;
+}
+
 void KubeSource::BuildAndPublish() {
-  std::map<std::pair<bool, std::string>, kube::ObjectDelta> deltas;
+  std::map<std::pair<Kind, std::string>, kube::ObjectDelta> deltas;
   {
     absl::MutexLock lock(&mu_);
     deltas.swap(pending_);
   }
   if (!loaded_) {
     // The first time, every cached object (events so far are in the caches).
-    auto load = [this](const kube::Reflector& reflector, bool authority) {
+    auto load = [this](const kube::Reflector& reflector, Kind kind) {
       // Hold the snapshot for the whole loop: the reflector may replace its
       // cache meanwhile, and a temporary shared_ptr would die before the body.
       const auto snapshot = reflector.Snapshot();
-      for (const auto& [key, object] : *snapshot) Apply(authority, object, key, false);
+      for (const auto& [key, object] : *snapshot) Apply(kind, object, key, false);
     };
-    for (const auto& reflector : resource_reflectors_) load(*reflector, false);
-    load(*authority_reflector_, true);
+    for (const auto& reflector : revision_reflectors_) load(*reflector, Kind::kRevision);
+    for (const auto& reflector : resource_reflectors_) load(*reflector, Kind::kResource);
+    load(*authority_reflector_, Kind::kAuthority);
     loaded_ = true;
   } else {
     for (const auto& [key, delta] : deltas) {
@@ -201,7 +293,12 @@ void KubeSource::BuildAndPublish() {
     stats_.validated_objects += result.validated_objects;
     stats_.rejected_objects = builder_.rejected_count();
     stats_.last_build_duration = elapsed;
-    for (const auto& status : result.changed_statuses) statuses_[status->ref] = status;
+    for (const auto& status : result.changed_statuses) {
+      statuses_[status->ref] = status;
+      if (status->accepted && status->ref.kind == xds::kXdsResourceKind) {
+        to_record_.insert(status->ref);
+      }
+    }
     for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
   }
   if (last_ == nullptr || result.snapshot_changed) {

@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "absl/time/time.h"
 #include "controller/kube/kube_client.h"
 #include "controller/kube/reflector.h"
+#include "controller/revisions/revisions.h"
 #include "controller/status/status_writer.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/ads/snapshot_store.h"
@@ -45,6 +48,8 @@ class KubeSource {
     int64_t status_errors = 0;
     int rejected_objects = 0;
     int64_t validated_objects = 0;  // Objects validated anew, over every build.
+    int64_t revision_writes = 0;    // ControllerRevisions written (last accepted specs).
+    int64_t revision_errors = 0;
     absl::Duration last_build_duration;
     kube::Reflector::Counters reflectors;  // Summed over every reflector.
   };
@@ -66,12 +71,18 @@ class KubeSource {
   std::vector<xds::ObjectStatus> statuses() const;
 
  private:
-  void Enqueue(bool authority, const std::vector<kube::ObjectDelta>& deltas);
+  enum class Kind { kResource, kAuthority, kRevision };
+  void Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas);
   void Run();
   // Feeds the pending watch events (or, the first time, every cached object)
   // to the builder, builds and publishes when what is served changed.
   void BuildAndPublish();
-  void Apply(bool authority, const YAML::Node& object, const std::string& key, bool deleted);
+  void Apply(Kind kind, const YAML::Node& object, const std::string& key, bool deleted);
+  // Records the accepted spec of each object accepted since the last call
+  // (all accepted objects when `all`) in a ControllerRevision. Leader only.
+  void SyncRevisions(bool all);
+  // The newest ControllerRevision of `ref`, as the object it recorded.
+  std::optional<xds::ResourceObject> LastGood(const xds::ObjectRef& ref) const;
   void SyncStatus();
 
   kube::KubeClient& client_;
@@ -82,8 +93,10 @@ class KubeSource {
   std::unique_ptr<kube::Clock> owned_clock_;
   kube::Clock* clock_;
   std::vector<std::unique_ptr<kube::Reflector>> resource_reflectors_;
+  std::vector<std::unique_ptr<kube::Reflector>> revision_reflectors_;
   std::unique_ptr<kube::Reflector> authority_reflector_;
   StatusWriter status_writer_;
+  RevisionWriter revision_writer_;
   std::atomic<bool> ready_{false};
 
   mutable absl::Mutex mu_;
@@ -94,11 +107,15 @@ class KubeSource {
   std::map<xds::ObjectRef, std::shared_ptr<const xds::ObjectStatus>> statuses_
       ABSL_GUARDED_BY(mu_);
   // Watch events not yet built, latest per (kind, key).
-  std::map<std::pair<bool, std::string>, kube::ObjectDelta> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<Kind, std::string>, kube::ObjectDelta> pending_ ABSL_GUARDED_BY(mu_);
 
   // Worker thread only:
   xds::IncrementalBuilder builder_;
   bool loaded_ = false;  // Whether every cached object was fed once.
+  // Per owner "namespace/name": the newest revision fed to the builder
+  // (its generation, its key).
+  std::map<std::string, std::pair<int64_t, std::string>> newest_revision_;
+  std::set<xds::ObjectRef> to_record_;  // Accepted, revision not yet written.
   std::shared_ptr<const xds::Snapshot> last_;
   absl::Time last_status_sync_ = absl::InfinitePast();
   std::thread worker_;

@@ -121,6 +121,47 @@ TEST_F(KubeSourceTest, OneWatchEventValidatesOneObject) {
   EXPECT_EQ(changes.size(), 1u);
 }
 
+constexpr char kRevisions[] = "/apis/apps/v1/controllerrevisions";
+
+TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevision) {
+  ApplyExamples(client_);
+  auto first = Start();
+  ASSERT_TRUE(Eventually([&] { return first->ready(); }));
+  // The leader records every accepted object's spec.
+  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 22; }));
+  const std::string version =
+      store_.Current()->Find(xds::RouteConfigurationType(), "greeter")->variants[0]->version;
+  const std::string served_version = store_.Current()->version();
+  YAML::Node route = YAML::Clone(client_.Objects(kResources)["demo/greeter-routes"]);
+  route["spec"]["variants"][1]["match"] = route["spec"]["variants"][0]["match"];
+  client_.Put(kResources, route);
+  ASSERT_TRUE(Eventually([&] {
+    return Condition(client_, "demo/greeter-routes", "Accepted", "reason") == "OverlappingVariants";
+  }));
+  first.reset();
+
+  // A replica starting now never saw the route valid.
+  xds::SnapshotStore fresh_store;
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  KubeSource second(client_, fresh_store, nullptr, [] { return false; }, options);
+  second.Start();
+  ASSERT_TRUE(Eventually([&] { return second.ready(); }));
+  const xds::ServedResource* served =
+      fresh_store.Current()->Find(xds::RouteConfigurationType(), "greeter");
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->variants[0]->version, version);
+  EXPECT_EQ(fresh_store.Current()->version(), served_version);
+  EXPECT_NE(fresh_store.Current()->Find(xds::ListenerType(), "greeter"), nullptr);
+
+  // Deleting the object deletes its revisions.
+  ASSERT_TRUE(client_.Delete(kResources, "demo", "greeter-routes"));
+  for (const auto& [key, revision] : client_.Objects(kRevisions)) {
+    EXPECT_NE(OwnerKeyOf(revision), "demo/greeter-routes") << key;
+  }
+  second.Stop();
+}
+
 TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
   ApplyExamples(client_);
   auto source = Start([] { return false; });

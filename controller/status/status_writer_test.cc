@@ -139,6 +139,7 @@ class ConflictOnce final : public kube::KubeClient {
     }
     return inner_.Update(p, j);
   }
+  absl::Status Delete(const std::string& p) override { return inner_.Delete(p); }
   int updates_ = 0;
 
  private:

@@ -143,8 +143,12 @@ std::string FakeKubeClient::PutLocked(const std::string& collection, YAML::Node 
     }
   }
   if (existed) {
-    // As the API server does: a spec change bumps metadata.generation.
+    // As the API server does: the uid stays, and a spec change bumps
+    // metadata.generation.
     const YAML::Node& previous = stored.at(*key);
+    if (StringAt(object, {"metadata", "uid"}).empty()) {
+      object["metadata"]["uid"] = StringAt(previous, {"metadata", "uid"});
+    }
     int64_t generation = 1;
     (void)absl::SimpleAtoi(StringAt(previous, {"metadata", "generation"}), &generation);
     if (SpecText(controller::kube::Field(previous, "spec")) !=

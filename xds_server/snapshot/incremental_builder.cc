@@ -113,6 +113,7 @@ class IncrementalBuilder::State {
     // revision it may fall back to.
     std::shared_ptr<const ServedResource> fallback;
     uint64_t touched_build = 0;
+    bool last_good_asked = false;  // In this build.
     // The object that won the name this object claims, when not this one.
     std::optional<ObjectRef> duplicate_of;
     std::vector<Finding> new_problems;       // Why the new revision does not serve.
@@ -127,8 +128,9 @@ class IncrementalBuilder::State {
   std::map<ObjectRef, AuthorityObject> pending_authorities;
   std::set<ObjectRef> pending_removals;
   std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
-  std::map<ObjectRef, ResourceObject> pending_last_good;
-  // Validated last accepted revisions (SetLastGood), by object.
+  std::set<ObjectRef> pending_last_good;  // Changed for objects serving nothing.
+  LastGoodLookup last_good_lookup;
+  // Validated last accepted revisions asked for, by object (null: none).
   std::map<ObjectRef, std::shared_ptr<const ServedResource>> last_good;
 
   // --- held state ----------------------------------------------------------
@@ -162,7 +164,13 @@ class IncrementalBuilder::State {
 
   // The earlier revision an object may serve instead of its new one: not
   // when its name is no longer admitted by its authority.
-  static std::shared_ptr<const ServedResource> Fallback(const Entry& entry) {
+  std::shared_ptr<const ServedResource> Fallback(Entry& entry) {
+    if (entry.fallback == nullptr && !entry.last_good_asked) {
+      // Nothing served here before: a revision accepted elsewhere, asked for
+      // only now that it is needed.
+      entry.last_good_asked = true;
+      entry.fallback = LastGood(entry.object.ref);
+    }
     if (entry.fallback != nullptr && entry.fallback->name == entry.own.served_name &&
         internal::HasErrors(entry.admission)) {
       return nullptr;
@@ -170,14 +178,24 @@ class IncrementalBuilder::State {
     return entry.fallback;
   }
 
+  // The validated last accepted revision the lookup gives for `ref`, or
+  // null; asked once until LastGoodChanged(ref).
+  std::shared_ptr<const ServedResource> LastGood(const ObjectRef& ref) {
+    if (!last_good_lookup) return nullptr;
+    auto [it, inserted] = last_good.try_emplace(ref);
+    if (inserted) {
+      if (std::optional<ResourceObject> object = last_good_lookup(ref)) {
+        it->second = internal::ValidateResourceObject(*object, options_).resource;
+      }
+    }
+    return it->second;
+  }
+
   void Touch(Entry& entry) {
     if (entry.touched_build == build_number) return;
     entry.touched_build = build_number;
     entry.fallback = entry.served;
-    if (entry.fallback == nullptr) {
-      auto it = last_good.find(entry.object.ref);
-      if (it != last_good.end()) entry.fallback = it->second;
-    }
+    entry.last_good_asked = false;
     touched_.insert(entry.object.ref);
   }
   void Reindex(Entry& entry);
@@ -468,14 +486,8 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   changed_names_.clear();
   std::set<NameKey> claim_names;
 
-  // Last accepted revisions recorded elsewhere.
-  for (auto& [ref, object] : pending_last_good) {
-    internal::OwnValidation validation = internal::ValidateResourceObject(object, options_);
-    if (validation.resource == nullptr) {
-      last_good.erase(ref);
-      continue;
-    }
-    last_good[ref] = std::move(validation.resource);
+  // Objects serving nothing whose last accepted revision changed.
+  for (const ObjectRef& ref : pending_last_good) {
     auto it = entries.find(ref);
     if (it != entries.end() && it->second.served == nullptr) Touch(it->second);
   }
@@ -659,9 +671,17 @@ bool IncrementalBuilder::has_pending() const {
          !state_->pending_last_good.empty();
 }
 
-void IncrementalBuilder::SetLastGood(ResourceObject object) {
-  const ObjectRef ref = object.ref;
-  state_->pending_last_good[ref] = std::move(object);
+void IncrementalBuilder::SetLastGoodLookup(LastGoodLookup lookup) {
+  state_->last_good_lookup = std::move(lookup);
+  state_->last_good.clear();
+}
+
+void IncrementalBuilder::LastGoodChanged(const ObjectRef& ref) {
+  state_->last_good.erase(ref);
+  auto it = state_->entries.find(ref);
+  if (it != state_->entries.end() && it->second.served == nullptr) {
+    state_->pending_last_good.insert(ref);
+  }
 }
 
 void IncrementalBuilder::SeedFallbacks(const Snapshot* previous) { state_->seed = previous; }

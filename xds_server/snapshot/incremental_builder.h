@@ -4,8 +4,10 @@
 #ifndef FACET_XDS_SERVER_SNAPSHOT_INCREMENTAL_BUILDER_H_
 #define FACET_XDS_SERVER_SNAPSHOT_INCREMENTAL_BUILDER_H_
 
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,12 +40,18 @@ class IncrementalBuilder {
   void Upsert(AuthorityObject object);
   // Records the deletion of an object (a no-op for an unknown one).
   void Remove(const ObjectRef& ref);
-  // Records the last revision of an XdsResource that was accepted anywhere
-  // (e.g. by another replica, kept in the API server): when the object's
-  // current revision is rejected and this builder has served none of it,
-  // that revision serves instead, with the same content-derived versions.
-  // Validated at the next Build(); an invalid one is ignored.
-  void SetLastGood(ResourceObject object);
+  // Returns the last revision of an XdsResource accepted anywhere (e.g. by
+  // another replica, kept in the API server), or nullopt.
+  using LastGoodLookup = std::function<std::optional<ResourceObject>(const ObjectRef&)>;
+  // When an object's current revision is rejected and this builder serves
+  // nothing of it, the revision `lookup` returns serves instead, with the
+  // same content-derived versions. Called (from Build()) only for such
+  // objects; its answer is validated once and kept until
+  // LastGoodChanged(ref). An invalid one is ignored.
+  void SetLastGoodLookup(LastGoodLookup lookup);
+  // Says that `ref`'s last accepted revision changed; rebuilds only when the
+  // object serves nothing now (cheap otherwise).
+  void LastGoodChanged(const ObjectRef& ref);
   // Whether changes wait for Build().
   bool has_pending() const;
 

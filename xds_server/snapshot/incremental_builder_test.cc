@@ -189,7 +189,12 @@ TEST(IncrementalBuilderTest, FreshBuilderServesTheLastGoodRevisionRecordedElsewh
   // A replica started now sees only the invalid revision, and the last good
   // one recorded by the other.
   IncrementalBuilder new_replica{BuildOptions{}};
-  new_replica.SetLastGood(world[5]);
+  int lookups = 0;
+  new_replica.SetLastGoodLookup([&](const ObjectRef& ref) -> std::optional<ResourceObject> {
+    ++lookups;
+    if (ref == route) return world[5];
+    return std::nullopt;
+  });
   ASSERT_EQ(world[5].ref, route);
   for (const auto& object : world) {
     if (!(object.ref == route)) new_replica.Upsert(object);
@@ -198,6 +203,7 @@ TEST(IncrementalBuilderTest, FreshBuilderServesTheLastGoodRevisionRecordedElsewh
   IncrementalBuilder::Result new_result = new_replica.Build();
   EXPECT_TRUE(new_replica.StatusOf(route)->serving_previous);
   EXPECT_EQ(new_result.snapshot->version(), old_result.snapshot->version());
+  EXPECT_EQ(lookups, 1);  // Asked only for the object that needed it.
 
   // Without it, the route (and whatever refers to it) would not be served.
   IncrementalBuilder bare{BuildOptions{}};

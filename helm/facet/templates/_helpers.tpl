@@ -70,4 +70,9 @@ their status. Nothing else (no create, delete or patch of the objects).
 - apiGroups: ["facet.dev"]
   resources: ["xdsresources/status"]
   verbs: ["update", "patch"]
+# Each XdsResource's last accepted spec, kept so that every replica serves it
+# while the object's current generation is invalid (owned by the object).
+- apiGroups: ["apps"]
+  resources: ["controllerrevisions"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 {{- end -}}

@@ -418,6 +418,9 @@ var crdReadGrants = []grant{
 	{"facet.dev", "xdsresources", "get"}, {"facet.dev", "xdsresources", "list"},
 	{"facet.dev", "xdsresources", "watch"},
 	{"facet.dev", "xdsresources/status", "update"}, {"facet.dev", "xdsresources/status", "patch"},
+	{"apps", "controllerrevisions", "get"}, {"apps", "controllerrevisions", "list"},
+	{"apps", "controllerrevisions", "watch"}, {"apps", "controllerrevisions", "create"},
+	{"apps", "controllerrevisions", "delete"},
 }
 
 var authorityGrants = []grant{
