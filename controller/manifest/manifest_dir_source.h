@@ -113,7 +113,9 @@ class ManifestDirSource {
   void Rescan();
   // Re-reads the dirty files, feeds the builder, builds and publishes.
   void ProcessDirty();
-  void ProcessFile(const std::string& path, Clock::time_point now);
+  // Applies a (re-)read of `path`: `pre_read` when given, else a fresh read.
+  void ProcessFile(const std::string& path, Clock::time_point now,
+                   std::optional<ManifestFile> pre_read = std::nullopt);
   void Define(const xds::ObjectRef& ref, const std::string& path, FileObject* object);
   void Undefine(const xds::ObjectRef& ref, const std::string& path);
   void BuildAndPublish();

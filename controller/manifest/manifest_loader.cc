@@ -6,6 +6,7 @@
 #include <map>
 #include <sstream>
 #include <system_error>
+#include <thread>
 #include <variant>
 
 #include "absl/hash/hash.h"
@@ -149,11 +150,33 @@ std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
   return files;
 }
 
+std::vector<ManifestFile> ReadManifestFiles(absl::Span<const std::string> paths,
+                                            bool fingerprints) {
+  std::vector<ManifestFile> out(paths.size());
+  constexpr size_t kPerThread = 32;  // Below this, a thread costs more than it saves.
+  const size_t threads = std::min<size_t>(
+      {std::max(1u, std::thread::hardware_concurrency()), 8,
+       (paths.size() + kPerThread - 1) / kPerThread});
+  auto work = [&](size_t first) {
+    for (size_t i = first; i < paths.size(); i += threads) {
+      out[i] = ReadManifestFile(paths[i], fingerprints);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
+  if (threads > 0) work(0);
+  for (std::thread& helper : helpers) helper.join();
+  return out;
+}
+
 ManifestSet LoadManifests(absl::Span<const std::string> paths) {
   ManifestSet set;
   std::map<xds::ObjectRef, std::string> seen;  // Across files: the first definition wins.
-  for (const std::string& path : ListManifestFiles(paths, &set.problems)) {
-    ManifestFile file = ReadManifestFile(path, /*fingerprints=*/false);
+  const std::vector<std::string> listed = ListManifestFiles(paths, &set.problems);
+  std::vector<ManifestFile> files = ReadManifestFiles(listed, /*fingerprints=*/false);
+  for (size_t f = 0; f < listed.size(); ++f) {
+    const std::string& path = listed[f];
+    ManifestFile& file = files[f];
     if (file.opened) set.files.push_back(path);
     set.problems.insert(set.problems.end(), std::make_move_iterator(file.problems.begin()),
                         std::make_move_iterator(file.problems.end()));
