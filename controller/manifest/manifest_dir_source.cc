@@ -85,8 +85,9 @@ void ManifestDirSource::Run() {
   Clock::time_point batch_deadline = Clock::time_point::max();
   while (!stopping_) {
     Clock::time_point deadline = std::min(next_rescan, batch_deadline);
-    for (const auto& [path, state] : files_) {
-      if (state.held) deadline = std::min(deadline, state.held->second + options_.removal_settle);
+    for (const std::string& path : held_files_) {
+      const auto& held = files_.at(path).held;
+      deadline = std::min(deadline, held->second + options_.removal_settle);
     }
     const bool was_idle = dirty_.empty();
     Wait(deadline);
@@ -103,8 +104,8 @@ void ManifestDirSource::Run() {
       next_rescan = now + interval();
       batch_deadline = now;
     }
-    for (const auto& [path, state] : files_) {
-      if (state.held && now >= state.held->second + options_.removal_settle) {
+    for (const std::string& path : held_files_) {
+      if (now >= files_.at(path).held->second + options_.removal_settle) {
         dirty_.insert(path);
         batch_deadline = now;
       }
@@ -209,6 +210,12 @@ void ManifestDirSource::ProcessDirty() {
       reads.erase(read);
     }
     ProcessFile(path, now, std::move(pre_read));
+    auto file = files_.find(path);
+    if (file != files_.end() && file->second.held) {
+      held_files_.insert(path);
+    } else {
+      held_files_.erase(path);
+    }
   }
   BuildAndPublish();
 }

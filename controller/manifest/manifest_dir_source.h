@@ -125,6 +125,9 @@ class ManifestDirSource {
   // Worker thread only (and Start(), before the worker exists).
   xds::IncrementalBuilder builder_;
   std::map<std::string, FileState> files_;
+  // The files in files_ whose removals are held back (so waiting on them
+  // costs what is held, not the directory's size). Worker thread only.
+  std::set<std::string> held_files_;
   // The files defining each object, by name; the first one's object serves.
   std::map<xds::ObjectRef, std::set<std::string>> definers_;
   // Objects whose serving file changed to one not read since: they are
