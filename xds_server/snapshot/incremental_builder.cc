@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -202,7 +203,10 @@ class IncrementalBuilder::State {
   void Unindex(Entry& entry);
   void UpdateClaim(Entry& entry, std::set<NameKey>* names);
   void SetServed(Entry& entry, std::shared_ptr<const ServedResource> resource);
-  void Revalidate(Entry& entry, const ResourceObject& object);
+  // Runs every pending object's own checks (on several threads for a large
+  // batch); results in the map's order.
+  std::vector<internal::OwnValidation> ValidateAll(
+      const std::map<ObjectRef, std::pair<ResourceObject, std::string>>& pending) const;
   void Readmit(Entry& entry);
   void ApplyAuthorities();
   // Returns the objects whose right to their name changed.
@@ -286,10 +290,25 @@ void IncrementalBuilder::State::SetServed(Entry& entry,
   Reindex(entry);
 }
 
-void IncrementalBuilder::State::Revalidate(Entry& entry, const ResourceObject& object) {
-  entry.own = internal::ValidateResourceObject(object, options_);
-  ++result_->validated_objects;
-  Readmit(entry);
+std::vector<internal::OwnValidation> IncrementalBuilder::State::ValidateAll(
+    const std::map<ObjectRef, std::pair<ResourceObject, std::string>>& pending) const {
+  std::vector<const ResourceObject*> objects;
+  objects.reserve(pending.size());
+  for (const auto& [ref, entry] : pending) objects.push_back(&entry.first);
+  std::vector<internal::OwnValidation> out(objects.size());
+  constexpr size_t kPerThread = 256;  // Below this, a thread costs more than it saves.
+  const size_t threads = std::min<size_t>(
+      {std::max(1u, std::thread::hardware_concurrency()), 8, (objects.size() + kPerThread - 1) / kPerThread});
+  auto work = [&](size_t first) {
+    for (size_t i = first; i < objects.size(); i += threads) {
+      out[i] = internal::ValidateResourceObject(*objects[i], options_);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
+  work(0);
+  for (std::thread& helper : helpers) helper.join();
+  return out;
 }
 
 void IncrementalBuilder::State::Readmit(Entry& entry) {
@@ -531,6 +550,10 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   if (authorities_changed || build_number == 1) ApplyAuthorities();
 
   // New and changed objects.
+  // Each object's own checks depend on nothing else: spread a large batch
+  // (a first build) over the cores.
+  std::vector<internal::OwnValidation> validated = ValidateAll(pending_resources);
+  size_t next_validated = 0;
   for (auto& [ref, pending] : pending_resources) {
     auto [it, inserted] = entries.try_emplace(ref);
     Entry& entry = it->second;
@@ -541,7 +564,9 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     entry.digest = std::move(pending.second);
     if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
     Touch(entry);
-    Revalidate(entry, object);
+    entry.own = std::move(validated[next_validated++]);
+    ++result_->validated_objects;
+    Readmit(entry);
     entry.new_problems.clear();
     entry.fallback_problem.reset();
   }

@@ -112,23 +112,32 @@ const std::shared_ptr<const ServedResource>* Snapshot::ShardedMap<Key, Hash>::Fi
 }
 
 template <typename Key, typename Hash>
+typename Snapshot::ShardedMap<Key, Hash>::Shard& Snapshot::ShardedMap<Key, Hash>::Own(
+    size_t index) {
+  auto& shard = shards_[index];
+  if (!owned_[index]) {
+    shard = shard == nullptr ? std::make_shared<Shard>() : std::make_shared<Shard>(*shard);
+    owned_[index] = true;
+  }
+  return *shard;
+}
+
+template <typename Key, typename Hash>
 void Snapshot::ShardedMap<Key, Hash>::Set(const Key& key,
                                           std::shared_ptr<const ServedResource> value) {
-  auto& shard = shards_[ShardOf(key)];
-  auto copy = shard == nullptr ? std::make_shared<Shard>() : std::make_shared<Shard>(*shard);
-  auto [it, inserted] = copy->insert_or_assign(key, std::move(value));
+  auto [it, inserted] = Own(ShardOf(key)).insert_or_assign(key, std::move(value));
   if (inserted) ++size_;
-  shard = std::move(copy);
 }
 
 template <typename Key, typename Hash>
 bool Snapshot::ShardedMap<Key, Hash>::Erase(const Key& key) {
-  auto& shard = shards_[ShardOf(key)];
-  if (shard == nullptr || shard->find(key) == shard->end()) return false;
-  auto copy = std::make_shared<Shard>(*shard);
-  copy->erase(copy->find(key));
+  const size_t index = ShardOf(key);
+  if (shards_[index] == nullptr || shards_[index]->find(key) == shards_[index]->end()) {
+    return false;
+  }
+  Shard& shard = Own(index);
+  shard.erase(shard.find(key));
   --size_;
-  shard = copy->empty() ? nullptr : std::move(copy);
   return true;
 }
 

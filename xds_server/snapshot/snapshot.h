@@ -3,6 +3,7 @@
 #define FACET_XDS_SERVER_SNAPSHOT_SNAPSHOT_H_
 
 #include <array>
+#include <bitset>
 #include <functional>
 #include <map>
 #include <memory>
@@ -128,6 +129,16 @@ class Snapshot {
   class ShardedMap {
    public:
     using Shard = std::map<Key, std::shared_ptr<const ServedResource>, std::less<>>;
+    ShardedMap() = default;
+    // A copy shares every shard; it copies a shard the first time it
+    // changes it, and changes that copy in place afterwards.
+    ShardedMap(const ShardedMap& other) : shards_(other.shards_), size_(other.size_) {}
+    ShardedMap& operator=(const ShardedMap& other) {
+      shards_ = other.shards_;
+      size_ = other.size_;
+      owned_.reset();
+      return *this;
+    }
     template <typename K>
     const std::shared_ptr<const ServedResource>* Find(const K& key) const;
     void Set(const Key& key, std::shared_ptr<const ServedResource> value);
@@ -143,8 +154,11 @@ class Snapshot {
     static size_t ShardOf(const K& key) {
       return Hash()(key) % kShards;
     }
-    std::array<std::shared_ptr<const Shard>, kShards> shards_;
+    // Shards are shared with other maps unless owned_ says this map made them.
+    Shard& Own(size_t index);
+    std::array<std::shared_ptr<Shard>, kShards> shards_;
     size_t size_ = 0;
+    std::bitset<kShards> owned_;
   };
   struct RefHash {
     size_t operator()(const ObjectRef& ref) const;
