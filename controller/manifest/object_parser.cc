@@ -3,6 +3,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
@@ -67,7 +68,8 @@ std::optional<xds::VariantSpec> ParseVariant(const YAML::Node& node, size_t inde
     return std::nullopt;
   }
   const size_t errors_before = findings->size();
-  CheckKnownFields(node, path, {"name", "match", "constraints", "resource"}, findings);
+  CheckKnownFields(node, path, {"name", "match", "constraints", "resource", "endpointsFrom"},
+                   findings);
   xds::VariantSpec variant;
   variant.label = StringField(node, "name", absl::StrCat(path, ".name"), findings);
   if (variant.label.empty()) variant.label = absl::StrCat("variants[", index, "]");
@@ -98,8 +100,45 @@ std::optional<xds::VariantSpec> ParseVariant(const YAML::Node& node, size_t inde
     }
   }
   variant.resource = json::Child(node, "resource");
-  if (!variant.resource.IsDefined() || variant.resource.IsNull()) {
-    AddError(findings, absl::StrCat(path, ".resource"), "is required");
+  const bool has_resource = variant.resource.IsDefined() && !variant.resource.IsNull();
+  YAML::Node from = json::Child(node, "endpointsFrom");
+  if (from.IsDefined() && !from.IsNull()) {
+    const std::string from_path = absl::StrCat(path, ".endpointsFrom");
+    if (has_resource) {
+      AddError(findings, path, "both resource and endpointsFrom are set; a variant uses one");
+    } else if (!from.IsMap()) {
+      AddError(findings, from_path,
+               absl::StrCat("expected a map {service, port}, found ", json::DescribeNode(from)));
+    } else {
+      CheckKnownFields(from, from_path, {"service", "port"}, findings);
+      xds::EndpointsFrom endpoints;
+      endpoints.service = StringField(from, "service", absl::StrCat(from_path, ".service"), findings);
+      if (endpoints.service.empty()) {
+        AddError(findings, absl::StrCat(from_path, ".service"), "is required");
+      }
+      YAML::Node port = json::Child(from, "port");
+      const std::string port_path = absl::StrCat(from_path, ".port");
+      if (!port.IsDefined() || port.IsNull()) {
+        AddError(findings, port_path, "is required (a port name or number)");
+      } else if (!port.IsScalar()) {
+        AddError(findings, port_path,
+                 absl::StrCat("expected a port name or number, found ", json::DescribeNode(port)));
+      } else if (json::ClassifyScalar(port) == json::ScalarKind::kInteger) {
+        int number = 0;
+        if (!absl::SimpleAtoi(port.Scalar(), &number) || number < 1 || number > 65535) {
+          AddError(findings, port_path,
+                   absl::StrCat("port ", port.Scalar(), " is not between 1 and 65535"));
+        }
+        endpoints.port_number = number;
+      } else if (port.Scalar().empty()) {
+        AddError(findings, port_path, "is empty (a port name or number)");
+      } else {
+        endpoints.port_name = port.Scalar();
+      }
+      variant.endpoints_from = std::move(endpoints);
+    }
+  } else if (!has_resource) {
+    AddError(findings, absl::StrCat(path, ".resource"), "is required (or endpointsFrom)");
   }
   if (findings->size() != errors_before) return std::nullopt;
   return variant;

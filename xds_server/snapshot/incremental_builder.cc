@@ -80,6 +80,12 @@ std::string SpecDigest(const ResourceObject& object) {
       AppendField(&text, variant.constraints_field);
       AppendField(&text, variant.constraints.SerializeAsString());
       AppendYaml(&text, variant.resource);
+      if (variant.endpoints_from) {
+        text.push_back('E');
+        AppendField(&text, variant.endpoints_from->service);
+        AppendField(&text, variant.endpoints_from->port_name);
+        AppendField(&text, absl::StrCat(variant.endpoints_from->port_number));
+      }
     }
   }
   return ContentDigest(text);

@@ -54,12 +54,24 @@ struct Finding {
   }
 };
 
+// Where an endpoint variant's ClusterLoadAssignment comes from instead of a
+// written resource: the EndpointSlices of a Service in the object's
+// namespace.
+struct EndpointsFrom {
+  std::string service;
+  std::string port_name;  // Set when the port is given by name.
+  int port_number = 0;    // Set (1-65535) when the port is given by number.
+};
+
 struct VariantSpec {
   std::string label;  // spec.variants[i].name, or "variants[i]" when unnamed.
   // Canonical constraints (compiled from `match` or parsed from `constraints`).
   envoy::service::discovery::v3::DynamicParameterConstraints constraints;
   std::string constraints_field;  // Field the constraints came from, for messages.
   YAML::Node resource;            // The resource document (proto3 JSON as YAML).
+  // Set for spec.variants[i].endpointsFrom. The Kubernetes source fills
+  // `resource` from the slices; where nothing does, the variant is rejected.
+  std::optional<EndpointsFrom> endpoints_from;
 };
 
 struct ResourceSpec {

@@ -291,8 +291,27 @@ class ObjectValidatorImpl {
       variant->constraints = *std::move(constraint);
     }
     const std::string resource_path = absl::StrCat(VariantField(index), ".resource");
+    YAML::Node document = spec.resource;
+    if (spec.endpoints_from.has_value()) {
+      const std::string from_path = absl::StrCat(VariantField(index), ".endpointsFrom");
+      if (&type != &ClusterLoadAssignmentType()) {
+        AddError(findings, "InvalidSpec", from_path,
+                 absl::StrCat("endpointsFrom builds a ClusterLoadAssignment; spec.type is ",
+                              type.alias(), " (use type: endpoint)"));
+        return nullptr;
+      }
+      if (!document.IsDefined()) {
+        // Only facet controller, which watches EndpointSlices, resolves it.
+        AddWarning(findings, "EndpointsFromService", from_path,
+                   absl::StrCat("the endpoints come from the EndpointSlices of Service ",
+                                Quote(spec.endpoints_from->service),
+                                " in a cluster (facet controller); here the variant is checked "
+                                "and served with no endpoints"));
+        document = YAML::Load("{}");
+      }
+    }
     absl::StatusOr<std::unique_ptr<google::protobuf::Message>> message =
-        DecodeResource(type, spec.resource, resource_path, served_name);
+        DecodeResource(type, document, resource_path, served_name);
     if (!message.ok()) {
       // The message starts with the field path; split it off for the finding.
       std::string text(message.status().message());
