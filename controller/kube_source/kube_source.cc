@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "controller/endpoints/endpoint_slices.h"
 #include "controller/kube/yaml_fields.h"
 #include "controller/manifest/object_parser.h"
 #include "spdlog/spdlog.h"
@@ -39,6 +40,7 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
     reflector_options.name = name;
     reflector_options.clock = options_.clock;
     if (kind == Kind::kRevision) reflector_options.label_selector = kRevisionSelector;
+    if (kind == Kind::kSlice) reflector_options.label_selector = kServiceNameLabel;
     reflector_options.on_change = [this, kind](const std::vector<kube::ObjectDelta>& deltas) {
       Enqueue(kind, deltas);
     };
@@ -49,6 +51,8 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
     resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources", Kind::kResource));
     revision_reflectors_.push_back(
         make("/apis/apps/v1/controllerrevisions", "controllerrevisions", Kind::kRevision));
+    slice_reflectors_.push_back(
+        make("/apis/discovery.k8s.io/v1/endpointslices", "endpointslices", Kind::kSlice));
   } else {
     for (const std::string& ns : options_.namespaces) {
       resource_reflectors_.push_back(make(absl::StrCat(group, "/namespaces/", ns, "/xdsresources"),
@@ -56,6 +60,9 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
       revision_reflectors_.push_back(
           make(absl::StrCat("/apis/apps/v1/namespaces/", ns, "/controllerrevisions"),
                absl::StrCat("controllerrevisions in ", ns), Kind::kRevision));
+      slice_reflectors_.push_back(
+          make(absl::StrCat("/apis/discovery.k8s.io/v1/namespaces/", ns, "/endpointslices"),
+               absl::StrCat("endpointslices in ", ns), Kind::kSlice));
     }
   }
   authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities", Kind::kAuthority);
@@ -67,6 +74,7 @@ KubeSource::~KubeSource() { Stop(); }
 void KubeSource::Start() {
   for (auto& reflector : resource_reflectors_) reflector->Start();
   for (auto& reflector : revision_reflectors_) reflector->Start();
+  for (auto& reflector : slice_reflectors_) reflector->Start();
   authority_reflector_->Start();
   worker_ = std::thread([this] { Run(); });
 }
@@ -80,12 +88,14 @@ void KubeSource::Stop() {
   if (worker_.joinable()) worker_.join();
   for (auto& reflector : resource_reflectors_) reflector->Stop();
   for (auto& reflector : revision_reflectors_) reflector->Stop();
+  for (auto& reflector : slice_reflectors_) reflector->Stop();
   if (authority_reflector_) authority_reflector_->Stop();
 }
 
 void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
   for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;
+  if (kind == Kind::kSlice && !deltas.empty()) slices_pending_ = true;
   dirty_ = true;  // Also after the first list, whose deltas may be empty.
 }
 
@@ -131,9 +141,14 @@ void KubeSource::Run() {
       mu_.AwaitWithTimeout(absl::Condition(&wake), options_.status_resync);
       if (stopping_) return;
       if (dirty_) {
-        // Debounce: let the rest of a burst arrive, then build once.
+        // Debounce: let the rest of a burst arrive, then build once. Slice
+        // churn (a rolling update) is coalesced over a longer window.
+        const absl::Duration window = slices_pending_
+                                          ? std::max(options_.debounce, options_.slice_coalesce)
+                                          : options_.debounce;
+        slices_pending_ = false;
         mu_.Unlock();
-        absl::SleepFor(options_.debounce);
+        absl::SleepFor(window);
         mu_.Lock();
         if (stopping_) return;
         dirty_ = false;
@@ -145,6 +160,7 @@ void KubeSource::Run() {
     bool synced = authority_reflector_->has_synced();
     for (const auto& reflector : resource_reflectors_) synced = synced && reflector->has_synced();
     for (const auto& reflector : revision_reflectors_) synced = synced && reflector->has_synced();
+    for (const auto& reflector : slice_reflectors_) synced = synced && reflector->has_synced();
     if (!synced) continue;  // Never publish a partial view of the cluster.
     if (build || last_ == nullptr) BuildAndPublish();
     const bool leading = !is_leader_ || is_leader_();
@@ -173,12 +189,40 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
     builder_.LastGoodChanged(last_good->ref);
     return;
   }
+  if (kind == Kind::kSlice) {
+    const std::string service = absl::StrCat(kube::StringAt(object, {"metadata", "namespace"}),
+                                             "/",
+                                             kube::StringAt(object, {"metadata", "labels",
+                                                                     kServiceNameLabel}));
+    auto& slices = slices_by_service_[service];
+    if (deleted) {
+      slices.erase(key);
+    } else {
+      slices.insert(key);
+    }
+    // Only the objects built from this Service's slices are rebuilt.
+    if (auto dependents = dependents_.find(service); dependents != dependents_.end()) {
+      for (const xds::ObjectRef& ref : dependents->second) UpsertWithSlices(ref);
+    }
+    if (slices.empty()) slices_by_service_.erase(service);
+    return;
+  }
   const bool authority = kind == Kind::kAuthority;
   ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
   if (auto* resource = std::get_if<xds::ResourceObject>(&parsed); resource && !authority) {
+    ForgetSliced(resource->ref);
     if (deleted) {
       newest_revision_.erase(key);
       builder_.Remove(resource->ref);
+    } else if (UsesSlices(*resource)) {
+      const xds::ObjectRef ref = resource->ref;
+      for (const xds::VariantSpec& variant : resource->spec->variants) {
+        if (variant.endpoints_from) {
+          dependents_[absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service)].insert(ref);
+        }
+      }
+      sliced_objects_[ref] = std::move(*resource);
+      UpsertWithSlices(ref);
     } else {
       builder_.Upsert(std::move(*resource));
     }
@@ -191,6 +235,55 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
   } else if (auto* unusable = std::get_if<UnusableDocument>(&parsed); unusable && !deleted) {
     spdlog::error("{}: {}", key, unusable->message);
   }
+}
+
+bool KubeSource::UsesSlices(const xds::ResourceObject& object) {
+  if (!object.spec.has_value()) return false;
+  for (const xds::VariantSpec& variant : object.spec->variants) {
+    if (variant.endpoints_from) return true;
+  }
+  return false;
+}
+
+void KubeSource::ForgetSliced(const xds::ObjectRef& ref) {
+  auto it = sliced_objects_.find(ref);
+  if (it == sliced_objects_.end()) return;
+  for (const xds::VariantSpec& variant : it->second.spec->variants) {
+    if (!variant.endpoints_from) continue;
+    const std::string service = absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service);
+    auto dependents = dependents_.find(service);
+    if (dependents == dependents_.end()) continue;
+    dependents->second.erase(ref);
+    if (dependents->second.empty()) dependents_.erase(dependents);
+  }
+  sliced_objects_.erase(it);
+}
+
+void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
+  auto it = sliced_objects_.find(ref);
+  if (it == sliced_objects_.end()) return;
+  xds::ResourceObject object = it->second;  // Documents are shared, not changed.
+  for (size_t i = 0; i < object.spec->variants.size(); ++i) {
+    xds::VariantSpec& variant = object.spec->variants[i];
+    if (!variant.endpoints_from) continue;
+    std::vector<YAML::Node> slices;
+    const std::string service = absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service);
+    if (auto keys = slices_by_service_.find(service); keys != slices_by_service_.end()) {
+      for (const std::string& key : keys->second) {
+        for (const auto& reflector : slice_reflectors_) {
+          const auto snapshot = reflector->Snapshot();
+          if (auto slice = snapshot->find(key); slice != snapshot->end()) {
+            slices.push_back(slice->second);
+          }
+        }
+      }
+    }
+    SlicedEndpoints built = ClusterLoadAssignmentFromSlices(
+        slices, *variant.endpoints_from, absl::StrCat("spec.variants[", i, "].endpointsFrom"));
+    variant.resource.reset(built.resource);
+    for (xds::Finding& finding : built.findings) object.findings.push_back(std::move(finding));
+  }
+  builder_.Upsert(std::move(object));
 }
 
 std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& ref) const {
@@ -266,6 +359,7 @@ void KubeSource::BuildAndPublish() {
       for (const auto& [key, object] : *snapshot) Apply(kind, object, key, false);
     };
     for (const auto& reflector : revision_reflectors_) load(*reflector, Kind::kRevision);
+    for (const auto& reflector : slice_reflectors_) load(*reflector, Kind::kSlice);
     for (const auto& reflector : resource_reflectors_) load(*reflector, Kind::kResource);
     load(*authority_reflector_, Kind::kAuthority);
     loaded_ = true;

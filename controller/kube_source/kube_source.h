@@ -37,6 +37,9 @@ class KubeSource {
     xds::BuildOptions build;              // authority_policy is always kEnforce.
     // Changes arriving within this window after the first make one snapshot.
     absl::Duration debounce = absl::Milliseconds(5);
+    // EndpointSlice changes within this window make one build (a rolling
+    // update of many pods causes few pushes).
+    absl::Duration slice_coalesce = absl::Milliseconds(100);
     // How often the leader re-checks status for client feedback (connected
     // clients per variant, NACKs) when nothing else changed.
     absl::Duration status_resync = absl::Seconds(10);
@@ -71,7 +74,7 @@ class KubeSource {
   std::vector<xds::ObjectStatus> statuses() const;
 
  private:
-  enum class Kind { kResource, kAuthority, kRevision };
+  enum class Kind { kResource, kAuthority, kRevision, kSlice };
   void Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas);
   void Run();
   // Feeds the pending watch events (or, the first time, every cached object)
@@ -81,6 +84,12 @@ class KubeSource {
   // Records the accepted spec of each object accepted since the last call
   // (all accepted objects when `all`) in a ControllerRevision. Leader only.
   void SyncRevisions(bool all);
+  static bool UsesSlices(const xds::ResourceObject& object);
+  // Drops what is kept of an object built from EndpointSlices.
+  void ForgetSliced(const xds::ObjectRef& ref);
+  // Fills the object's endpointsFrom variants from the current slices and
+  // upserts it.
+  void UpsertWithSlices(const xds::ObjectRef& ref);
   // The newest ControllerRevision of `ref`, as the object it recorded.
   std::optional<xds::ResourceObject> LastGood(const xds::ObjectRef& ref) const;
   void SyncStatus();
@@ -94,6 +103,7 @@ class KubeSource {
   kube::Clock* clock_;
   std::vector<std::unique_ptr<kube::Reflector>> resource_reflectors_;
   std::vector<std::unique_ptr<kube::Reflector>> revision_reflectors_;
+  std::vector<std::unique_ptr<kube::Reflector>> slice_reflectors_;
   std::unique_ptr<kube::Reflector> authority_reflector_;
   StatusWriter status_writer_;
   RevisionWriter revision_writer_;
@@ -101,6 +111,7 @@ class KubeSource {
 
   mutable absl::Mutex mu_;
   bool dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool slices_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool status_due_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Stats stats_ ABSL_GUARDED_BY(mu_);
@@ -116,6 +127,11 @@ class KubeSource {
   // (its generation, its key).
   std::map<std::string, std::pair<int64_t, std::string>> newest_revision_;
   std::set<xds::ObjectRef> to_record_;  // Accepted, revision not yet written.
+  // EndpointSlices: slice keys per "namespace/service"; the objects built
+  // from each Service; those objects as parsed (resolved on every change).
+  std::map<std::string, std::set<std::string>> slices_by_service_;
+  std::map<std::string, std::set<xds::ObjectRef>> dependents_;
+  std::map<xds::ObjectRef, xds::ResourceObject> sliced_objects_;
   std::shared_ptr<const xds::Snapshot> last_;
   absl::Time last_status_sync_ = absl::InfinitePast();
   std::thread worker_;

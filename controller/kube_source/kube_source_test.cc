@@ -4,7 +4,10 @@
 #include <fstream>
 
 #include "absl/time/clock.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "controller/kube/yaml_fields.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fakes/fake_kube_client.h"
@@ -160,6 +163,81 @@ TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevi
     EXPECT_NE(OwnerKeyOf(revision), "demo/greeter-routes") << key;
   }
   second.Stop();
+}
+
+constexpr char kSlices[] = "/apis/discovery.k8s.io/v1/endpointslices";
+
+YAML::Node GreeterSlice(const std::string& ns, const std::string& name,
+                        const std::string& endpoints) {
+  return YAML::Load("{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: " +
+                    name + ", namespace: " + ns +
+                    ", labels: {kubernetes.io/service-name: greeter}}, addressType: IPv4, "
+                    "ports: [{name: grpc, port: 50051}], endpoints: " + endpoints + "}");
+}
+
+std::vector<std::string> Addresses(const xds::SnapshotStore& store) {
+  std::vector<std::string> out;
+  const xds::ServedResource* served =
+      store.Current()->Find(xds::ClusterLoadAssignmentType(), "greeter-live");
+  if (served == nullptr) return {"(not served)"};
+  envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+  cla.ParseFromString(served->variants[0]->serialized);
+  for (const auto& locality : cla.endpoints()) {
+    for (const auto& endpoint : locality.lb_endpoints()) {
+      out.push_back(absl::StrCat(locality.locality().zone(), "/",
+                                 endpoint.endpoint().address().socket_address().address(), ":",
+                                 endpoint.endpoint().address().socket_address().port_value()));
+    }
+  }
+  return out;
+}
+
+TEST_F(KubeSourceTest, EndpointsFollowTheServicesSlices) {
+  client_.Put(kResources, YAML::Load(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: greeter-live, "
+      "namespace: demo}, spec: {type: endpoint, name: greeter-live, variants: [{endpointsFrom: "
+      "{service: greeter, port: grpc}}]}}"));
+  client_.Put(kSlices, GreeterSlice("demo", "greeter-abc",
+                                    "[{addresses: [10.0.0.1], zone: a}, {addresses: [10.0.0.2], "
+                                    "zone: a, conditions: {ready: false}}]"));
+  // Same Service name in another namespace: never used.
+  client_.Put(kSlices, GreeterSlice("other", "greeter-xyz", "[{addresses: [10.9.9.9]}]"));
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  EXPECT_THAT(Addresses(store_), ::testing::ElementsAre("a/10.0.0.1:50051"));
+
+  // A new pod turns ready in a second slice: one object rebuilt.
+  const int64_t validated = source->stats().validated_objects;
+  client_.Put(kSlices, GreeterSlice("demo", "greeter-def", "[{addresses: [10.0.0.3], zone: b}]"));
+  ASSERT_TRUE(Eventually([&] { return Addresses(store_).size() == 2; }));
+  EXPECT_THAT(Addresses(store_), ::testing::ElementsAre("a/10.0.0.1:50051", "b/10.0.0.3:50051"));
+  EXPECT_EQ(source->stats().validated_objects, validated + 1);
+
+  // A rolling update: 100 slice changes paced over about 200 ms (as pods
+  // turn ready one by one) make a few builds, not one per change.
+  const int64_t builds = source->stats().builds;
+  for (int i = 0; i < 100; ++i) {
+    client_.Put(kSlices, GreeterSlice("demo", "greeter-def",
+                                      "[{addresses: [10.0.1." + std::to_string(i) + "], zone: b}]"));
+    absl::SleepFor(absl::Milliseconds(2));  // The pace of the rollout, not a wait.
+  }
+  ASSERT_TRUE(Eventually([&] {
+    return Addresses(store_) ==
+           std::vector<std::string>{"a/10.0.0.1:50051", "b/10.0.1.99:50051"};
+  }));
+  EXPECT_LE(source->stats().builds - builds, 6) << "builds: " << source->stats().builds - builds;
+
+  // Every slice gone: no endpoints, and a warning in status.
+  ASSERT_TRUE(client_.Delete(kSlices, "demo", "greeter-abc"));
+  ASSERT_TRUE(client_.Delete(kSlices, "demo", "greeter-def"));
+  ASSERT_TRUE(Eventually([&] { return Addresses(store_).empty(); }));
+  bool warned = false;
+  for (const auto& status : source->statuses()) {
+    for (const auto& finding : status.findings) {
+      warned = warned || absl::StrContains(finding.message, "no ready endpoints");
+    }
+  }
+  EXPECT_TRUE(warned);
 }
 
 TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {

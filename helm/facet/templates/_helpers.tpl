@@ -75,4 +75,9 @@ their status. Nothing else (no create, delete or patch of the objects).
 - apiGroups: ["apps"]
   resources: ["controllerrevisions"]
   verbs: ["get", "list", "watch", "create", "delete"]
+# The endpoints of endpointsFrom variants (slices of Services in watched
+# namespaces only).
+- apiGroups: ["discovery.k8s.io"]
+  resources: ["endpointslices"]
+  verbs: ["list", "watch"]
 {{- end -}}

@@ -421,6 +421,7 @@ var crdReadGrants = []grant{
 	{"apps", "controllerrevisions", "get"}, {"apps", "controllerrevisions", "list"},
 	{"apps", "controllerrevisions", "watch"}, {"apps", "controllerrevisions", "create"},
 	{"apps", "controllerrevisions", "delete"},
+	{"discovery.k8s.io", "endpointslices", "list"}, {"discovery.k8s.io", "endpointslices", "watch"},
 }
 
 var authorityGrants = []grant{
