@@ -45,6 +45,11 @@ const std::vector<std::string>& GreeterObjects() {
 }
 
 // One replica watching demo, writing status without a Lease.
+// One of several replicas electing a leader through the Lease facet-controller.
+const std::vector<std::string> kReplica = {"--namespaces",           kDemoNamespace,
+                                           "--leader-election=true", "--leader-election-namespace",
+                                           kDemoNamespace,           "--leader-election-lease",
+                                           "facet-controller"};
 const std::vector<std::string> kSingleReplica = {"--namespaces", kDemoNamespace,
                                                  "--leader-election=false"};
 
@@ -60,11 +65,10 @@ bool IsProgrammed(const Json& object) {
 }
 
 // Subscribes a fresh SotW stream on `xds_address` to `names` of `type_url`
-// (node metadata `metadata`) and returns the resources of the first answer.
-absl::StatusOr<std::vector<ads::DecodedResource>> Fetch(
+// (node metadata `metadata`) and returns the first answer.
+absl::StatusOr<ads::DiscoveryResponse> FirstAnswer(
     const std::string& xds_address, absl::string_view type_url,
-    const std::vector<std::string>& names,
-    const std::map<std::string, std::string>& metadata = {}) {
+    const std::vector<std::string>& names, const std::map<std::string, std::string>& metadata) {
   absl::StatusOr<std::unique_ptr<ads::AdsTestClient>> client =
       ads::AdsTestClient::Connect(xds_address);
   if (!client.ok()) return client.status();
@@ -73,10 +77,29 @@ absl::StatusOr<std::vector<ads::DecodedResource>> Fetch(
   ads::DiscoveryRequest request = ads::MakeRequest(type_url, names);
   *request.mutable_node() = ads::MakeNode("controller-e2e-check", metadata);
   if (absl::Status sent = (*stream)->Send(request); !sent.ok()) return sent;
+  return (*stream)->NextOfType(type_url, absl::Seconds(10));
+}
+
+// The resources of FirstAnswer().
+absl::StatusOr<std::vector<ads::DecodedResource>> Fetch(
+    const std::string& xds_address, absl::string_view type_url,
+    const std::vector<std::string>& names,
+    const std::map<std::string, std::string>& metadata = {}) {
   absl::StatusOr<ads::DiscoveryResponse> response =
-      (*stream)->NextOfType(type_url, absl::Seconds(10));
+      FirstAnswer(xds_address, type_url, names, metadata);
   if (!response.ok()) return response.status();
   return ads::DecodeResources(*response);
+}
+
+// The version_info of FirstAnswer(): a digest of what is served, equal on
+// every replica serving the same.
+absl::StatusOr<std::string> FetchVersion(const std::string& xds_address, absl::string_view type_url,
+                                         const std::vector<std::string>& names,
+                                         const std::map<std::string, std::string>& metadata) {
+  absl::StatusOr<ads::DiscoveryResponse> response =
+      FirstAnswer(xds_address, type_url, names, metadata);
+  if (!response.ok()) return response.status();
+  return response->version_info();
 }
 
 std::vector<std::string> Names(const std::vector<ads::DecodedResource>& resources) {
@@ -324,6 +347,130 @@ TEST_F(ControllerE2eTest, EditedRouteMovesRunningClientWithoutFailures) {
   WaitProgrammed({"greeter-blue-cluster", "greeter-blue-endpoints"});
 }
 
+// EndpointSlices: the prod cluster's endpoints come from the Service
+// greeter-prod's slices. A not-ready endpoint gets no traffic; making it ready
+// and the other not ready moves a running client without failed calls;
+// deleting the slices leaves a warning in status.
+TEST_F(ControllerE2eTest, EndpointsFromSlicesRouteClientsAndFollowTheirChanges) {
+  Controller* controller = nullptr;
+  ASSERT_NO_FATAL_FAILURE(ServeGreeter({"prod", "test", "blue"}, &controller));
+  const auto& ports = h().e2e().backend_ports();
+  // Two slices of one Service: the pods behind them listen on different
+  // ports (named target ports may differ per pod).
+  auto slice = [&](const std::string& name, const std::string& backend, bool ready) {
+    return absl::StrCat(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: ", name,
+        "\n  namespace: demo\n  labels: {kubernetes.io/service-name: greeter-prod}\n"
+        "addressType: IPv4\nports: [{name: grpc, port: ",
+        ports.at(backend), "}]\nendpoints: [{addresses: [127.0.0.1], conditions: {ready: ",
+        ready ? "true" : "false", "}}]\n");
+  };
+  ASSERT_THAT(h().Apply(slice("greeter-prod-a", "prod", true), /*use_kubectl=*/false), IsOk());
+  ASSERT_THAT(h().Apply(slice("greeter-prod-b", "blue", false), /*use_kubectl=*/false), IsOk());
+  ASSERT_THAT(h().Apply("apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n"
+                        "  name: greeter-prod-endpoints\n  namespace: demo\nspec:\n"
+                        "  type: endpoint\n  name: greeter-prod\n  variants:\n"
+                        "  - endpointsFrom: {service: greeter-prod, port: grpc}\n"),
+              IsOk());
+  EXPECT_THAT(h().WaitForObject(
+                  ResourcePath("greeter-prod-endpoints"),
+                  [](const Json& o) { return Generation(o) == 2 && IsProgrammed(o); },
+                  "generation 2 (endpointsFrom) programmed"),
+              IsOk());
+  // Only the ready endpoint gets traffic; env=test is untouched.
+  ExpectRoutes(*controller, {{"prod", "prod"}, {"test", "test"}});
+
+  std::unique_ptr<Process> client =
+      StartCallingClient(*controller, "prod", absl::Seconds(6), "ok prod", /*count=*/10);
+  ASSERT_NE(client, nullptr);
+  // A rolling update: the new pod turns ready, then the old one stops.
+  ASSERT_THAT(h().Apply(slice("greeter-prod-b", "blue", true), /*use_kubectl=*/false), IsOk());
+  ASSERT_THAT(h().Apply(slice("greeter-prod-a", "prod", false), /*use_kubectl=*/false), IsOk());
+  EXPECT_THAT(client->WaitForStdout(
+                  [](absl::string_view out) { return CountLines(out, "ok blue") > 3; },
+                  absl::Seconds(5)),
+              IsOk())
+      << "the client did not move to the newly ready endpoint";
+  ExpectNoFailedCalls(*client);
+
+  // The Service's slices deleted: nothing to serve, said in status.
+  ASSERT_THAT(h().Delete("/apis/discovery.k8s.io/v1/namespaces/demo/endpointslices/greeter-prod-a"),
+              IsOk());
+  ASSERT_THAT(h().Delete("/apis/discovery.k8s.io/v1/namespaces/demo/endpointslices/greeter-prod-b"),
+              IsOk());
+  EXPECT_THAT(h().WaitForObject(
+                  ResourcePath("greeter-prod-endpoints"),
+                  [](const Json& o) { return absl::StrContains(o.Dump(), "no ready endpoints"); },
+                  "a no-ready-endpoints warning in status"),
+              IsOk());
+}
+
+// Last good revisions are shared: a replica started while greeter-routes is
+// invalid serves its last accepted revision (from the ControllerRevision the
+// leader wrote), with the same versions as the replica that saw it valid,
+// and a complete listener list. Deleting the object deletes its revisions.
+TEST_F(ControllerE2eTest, ReplicaStartedWhileARouteIsInvalidServesItsLastGoodRevision) {
+  ASSERT_THAT(h().e2e().StartBackends({"prod", "test"}), IsOk());
+  absl::StatusOr<std::string> greeter = h().RenderE2eTemplate("greeter.yaml.tmpl");
+  ASSERT_THAT(greeter, IsOk());
+  ASSERT_THAT(h().Apply(*greeter), IsOk());
+  const std::vector<std::string>& args = kReplica;
+  absl::StatusOr<Controller*> a = h().StartController("replica-a", args);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(h().WaitReady(**a), IsOk());
+  WaitProgrammed(GreeterObjects());
+  // greeter-routes' revisions (label facet.dev/owner), as stored.
+  auto revision_count = [&] {
+    absl::StatusOr<Json> list = h().GetObject("/apis/apps/v1/namespaces/demo/controllerrevisions");
+    const Json* items = list.ok() ? list->Find("items") : nullptr;
+    if (items == nullptr || !items->is_array()) return -1;
+    int count = 0;
+    for (const Json& item : items->array()) {
+      if (item.GetString({"metadata", "labels", "facet.dev/owner"}) == "greeter-routes") ++count;
+    }
+    return count;
+  };
+  ASSERT_THAT(PollUntil([&] { return revision_count() == 1; }, kWait,
+                        "the leader's ControllerRevision of greeter-routes"),
+              IsOk());
+  absl::StatusOr<std::string> good =
+      FetchVersion((*a)->xds_address, ads::kRouteConfigurationTypeUrl, {"greeter"}, {{"env", "prod"}});
+  ASSERT_THAT(good, IsOk());
+
+  absl::StatusOr<std::string> overlap = ControllerHarness::ReadTestdata("greeter-routes-overlap.yaml");
+  ASSERT_THAT(overlap, IsOk());
+  ASSERT_THAT(h().Apply(*overlap), IsOk());
+  ASSERT_THAT(h().WaitForObject(
+                  ResourcePath("greeter-routes"),
+                  [](const Json& o) {
+                    return Generation(o) == 2 &&
+                           HasCondition(o, "Accepted", "False", "OverlappingVariants");
+                  },
+                  "generation 2 rejected"),
+              IsOk());
+
+  // A replica that never saw generation 1.
+  absl::StatusOr<Controller*> b = h().StartController("replica-b", args);
+  ASSERT_THAT(b, IsOk());
+  ASSERT_THAT(h().WaitReady(**b), IsOk());
+  absl::StatusOr<std::vector<ads::DecodedResource>> listeners =
+      Fetch((*b)->xds_address, ads::kListenerTypeUrl, {});
+  ASSERT_THAT(listeners, IsOk());
+  EXPECT_THAT(Names(*listeners), ::testing::ElementsAre("greeter")) << "the listener must not be withdrawn";
+  for (Controller* replica : {*a, *b}) {
+    EXPECT_THAT(FetchVersion(replica->xds_address, ads::kRouteConfigurationTypeUrl, {"greeter"},
+                             {{"env", "prod"}}),
+                ::facet::testing::IsOkAndHolds(*good))
+        << replica->name << " must serve the last good revision, with its version";
+  }
+  ExpectRoutes(**b, {{"prod", "prod"}, {"test", "test"}});
+
+  ASSERT_THAT(h().Delete(ResourcePath("greeter-routes")), IsOk());
+  EXPECT_THAT(PollUntil([&] { return revision_count() == 0; }, kWait,
+                        "greeter-routes' revisions deleted with it"),
+              IsOk());
+}
+
 // 3. A generation whose variants overlap is rejected with the reason in its
 // status; clients keep the previous revision.
 TEST_F(ControllerE2eTest, OverlappingVariantsAreRejectedAndPreviousRevisionKeepsServing) {
@@ -495,10 +642,7 @@ TEST_F(ControllerE2eTest, OneOfTwoReplicasLeadsWritesStatusAndHandsOverOnSigterm
   ASSERT_THAT(greeter, IsOk());
   ASSERT_THAT(blue, IsOk());
   ASSERT_THAT(h().Apply(*greeter), IsOk());
-  const std::vector<std::string> args = {"--namespaces",           kDemoNamespace,
-                                         "--leader-election=true", "--leader-election-namespace",
-                                         kDemoNamespace,           "--leader-election-lease",
-                                         "facet-controller"};
+  const std::vector<std::string>& args = kReplica;
   absl::StatusOr<Controller*> a = h().StartController("replica-a", args);
   ASSERT_THAT(a, IsOk());
   absl::StatusOr<Controller*> b = h().StartController("replica-b", args);

@@ -261,6 +261,10 @@ absl::Status ControllerHarness::ApplyOverHttp(absl::string_view manifest) {
       std::string ns = object->GetString({"metadata", "namespace"});
       path = absl::StrCat("/apis/facet.dev/v1alpha1/namespaces/", ns.empty() ? kDemoNamespace : ns,
                           "/xdsresources/", name);
+    } else if (kind == "EndpointSlice") {
+      std::string ns = object->GetString({"metadata", "namespace"});
+      path = absl::StrCat("/apis/discovery.k8s.io/v1/namespaces/", ns.empty() ? kDemoNamespace : ns,
+                          "/endpointslices/", name);
     } else {
       return absl::InvalidArgumentError(absl::StrCat("cannot apply a ", kind, " over HTTP"));
     }
