@@ -138,7 +138,9 @@ void KubeSource::Run() {
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return dirty_ || status_due_ || stopping_;
       };
-      mu_.AwaitWithTimeout(absl::Condition(&wake), options_.status_resync);
+      mu_.AwaitWithTimeout(absl::Condition(&wake),
+                           status_backlog_ ? options_.status_backlog_retry
+                                           : options_.status_resync);
       if (stopping_) return;
       if (dirty_) {
         // Debounce: let the rest of a burst arrive, then build once. Slice
@@ -162,11 +164,15 @@ void KubeSource::Run() {
     for (const auto& reflector : revision_reflectors_) synced = synced && reflector->has_synced();
     for (const auto& reflector : slice_reflectors_) synced = synced && reflector->has_synced();
     if (!synced) continue;  // Never publish a partial view of the cluster.
-    if (build || last_ == nullptr) BuildAndPublish();
+    // Watch events of Facet's own status writes change no status: only a
+    // build that changed some status calls for a pass.
+    const bool changed = (build || last_ == nullptr) && BuildAndPublish();
     const bool leading = !is_leader_ || is_leader_();
-    if (leading && (build || status || clock_->Now() - last_status_sync_ >= options_.status_resync)) {
+    const absl::Duration since = clock_->Now() - last_status_sync_;
+    if (leading && (changed || status || since >= options_.status_resync ||
+                    (status_backlog_ && since >= options_.status_backlog_retry))) {
       // A full pass when asked (e.g. on becoming leader) or on resync.
-      SyncRevisions(/*all=*/status || !build);
+      SyncRevisions(/*all=*/status || !changed);
       SyncStatus();
     }
   }
@@ -344,7 +350,7 @@ void KubeSource::SyncRevisions(bool all) {
   stats_.revision_errors += errors;
 }
 
-void KubeSource::BuildAndPublish() {
+bool KubeSource::BuildAndPublish() {
   std::map<std::pair<Kind, std::string>, kube::ObjectDelta> deltas;
   {
     absl::MutexLock lock(&mu_);
@@ -368,7 +374,7 @@ void KubeSource::BuildAndPublish() {
       Apply(key.first, delta.object, delta.key, delta.type == kube::ObjectDelta::Type::kDeleted);
     }
   }
-  if (!builder_.has_pending() && last_ != nullptr) return;  // Status or metadata only.
+  if (!builder_.has_pending() && last_ != nullptr) return false;  // Status or metadata only.
   const absl::Time start = absl::Now();
   xds::IncrementalBuilder::Result result = builder_.Build();
   const absl::Duration elapsed = absl::Now() - start;
@@ -405,6 +411,7 @@ void KubeSource::BuildAndPublish() {
   // it keeps: hand the freed heap back to the system.
   if (result.validated_objects >= 1000) malloc_trim(0);
   ready_ = true;
+  return !result.changed_statuses.empty() || !result.removed_statuses.empty();
 }
 
 void KubeSource::SyncStatus() {
@@ -428,13 +435,33 @@ void KubeSource::SyncStatus() {
       }
     }
   }
+  // Stored statuses are read from the watch caches: an unchanged status
+  // costs no request.
+  std::vector<std::shared_ptr<const kube::ObjectCache::Objects>> caches;
+  for (const auto& reflector : resource_reflectors_) caches.push_back(reflector->Snapshot());
+  const auto authority_cache = authority_reflector_->Snapshot();
   int64_t writes = 0, errors = 0;
+  status_backlog_ = false;
   for (const auto& status : statuses) {
+    if (writes >= options_.max_status_writes_per_pass) {
+      status_backlog_ = true;  // The rest follow after status_backlog_retry.
+      break;
+    }
     // A rejected XdsAuthority (e.g. a duplicate) owns nothing.
-    const int resources = status.ref.kind == xds::kXdsAuthorityKind && status.accepted
-                              ? per_authority[status.served_name]
-                              : 0;
-    absl::StatusOr<bool> wrote = status_writer_.Sync(status, feedback, resources);
+    const bool authority = status.ref.kind == xds::kXdsAuthorityKind;
+    const int resources = authority && status.accepted ? per_authority[status.served_name] : 0;
+    const YAML::Node* cached = nullptr;
+    if (authority) {
+      if (auto it = authority_cache->find(status.ref.name); it != authority_cache->end()) {
+        cached = &it->second;
+      }
+    } else {
+      const std::string key = absl::StrCat(status.ref.namespace_, "/", status.ref.name);
+      for (const auto& cache : caches) {
+        if (auto it = cache->find(key); it != cache->end()) cached = &it->second;
+      }
+    }
+    absl::StatusOr<bool> wrote = status_writer_.Sync(status, feedback, resources, cached);
     if (!wrote.ok()) {
       ++errors;
       spdlog::warn("{}: writing status: {}", status.ref.ToString(),

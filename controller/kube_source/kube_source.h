@@ -43,6 +43,10 @@ class KubeSource {
     // How often the leader re-checks status for client feedback (connected
     // clients per variant, NACKs) when nothing else changed.
     absl::Duration status_resync = absl::Seconds(10);
+    // Status writes in one pass; the rest follow a second later, so churn
+    // (clients coming and going on many objects) cannot flood the API server.
+    int max_status_writes_per_pass = 100;
+    absl::Duration status_backlog_retry = absl::Seconds(1);
     kube::Clock* clock = nullptr;  // Null: real clock.
   };
   struct Stats {
@@ -79,7 +83,8 @@ class KubeSource {
   void Run();
   // Feeds the pending watch events (or, the first time, every cached object)
   // to the builder, builds and publishes when what is served changed.
-  void BuildAndPublish();
+  // Returns whether any object's status changed.
+  bool BuildAndPublish();
   void Apply(Kind kind, const YAML::Node& object, const std::string& key, bool deleted);
   // Records the accepted spec of each object accepted since the last call
   // (all accepted objects when `all`) in a ControllerRevision. Leader only.
@@ -123,6 +128,7 @@ class KubeSource {
   // Worker thread only:
   xds::IncrementalBuilder builder_;
   bool loaded_ = false;  // Whether every cached object was fed once.
+  bool status_backlog_ = false;  // The last status pass stopped at its write budget.
   // Per owner "namespace/name": the newest revision fed to the builder
   // (its generation, its key).
   std::map<std::string, std::pair<int64_t, std::string>> newest_revision_;

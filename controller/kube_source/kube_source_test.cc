@@ -240,6 +240,23 @@ TEST_F(KubeSourceTest, EndpointsFollowTheServicesSlices) {
   EXPECT_TRUE(warned);
 }
 
+TEST_F(KubeSourceTest, StatusWritesPerPassAreBounded) {
+  ApplyExamples(client_);
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  options.status_resync = absl::Hours(1);
+  options.max_status_writes_per_pass = 5;
+  options.status_backlog_retry = absl::Hours(1);
+  KubeSource source(client_, store_, nullptr, nullptr, options);
+  source.Start();
+  ASSERT_TRUE(Eventually([&] { return source.stats().status_writes >= 5; }));
+  absl::SleepFor(absl::Milliseconds(200));  // Nothing more may be written meanwhile.
+  EXPECT_EQ(source.stats().status_writes, 5);  // 24 objects need writing; 5 per pass.
+  source.RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source.stats().status_writes >= 10; }));
+  source.Stop();
+}
+
 TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
   ApplyExamples(client_);
   auto source = Start([] { return false; });

@@ -195,10 +195,14 @@ bool SameStatus(const YAML::Node& a, const YAML::Node& b) {
 }
 
 absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
-                                        const ClientFeedback& feedback, int authority_resources) {
+                                        const ClientFeedback& feedback, int authority_resources,
+                                        const YAML::Node* cached) {
   const std::string path = ObjectPath(status.ref);
   for (int attempt = 0; attempt < 5; ++attempt) {
-    absl::StatusOr<YAML::Node> object = client_.Get(path);
+    // The watch cache first; the API server only after a conflict.
+    absl::StatusOr<YAML::Node> object = attempt == 0 && cached != nullptr && cached->IsDefined()
+                                            ? absl::StatusOr<YAML::Node>(*cached)
+                                            : client_.Get(path);
     if (!object.ok()) {
       if (object.status().code() == absl::StatusCode::kNotFound) return false;
       return object.status();

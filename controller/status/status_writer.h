@@ -46,10 +46,12 @@ class StatusWriter {
 
   // Writes the status of one object through its /status subresource when it
   // differs from what is stored: returns true when it wrote, false when
-  // nothing changed or the object is gone. Conflicts are retried (re-GET and
-  // recompute) up to 5 times.
+  // nothing changed or the object is gone. What is stored is read from
+  // `cached` (the object as a watch cache holds it) when given, so an
+  // unchanged status costs no request; otherwise, and after a conflict, with a
+  // GET. Conflicts are retried (re-GET and recompute) up to 5 times.
   absl::StatusOr<bool> Sync(const xds::ObjectStatus& status, const ClientFeedback& feedback,
-                            int authority_resources = 0);
+                            int authority_resources = 0, const YAML::Node* cached = nullptr);
 
  private:
   kube::KubeClient& client_;

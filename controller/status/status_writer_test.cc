@@ -119,20 +119,25 @@ TEST_F(StatusWriterTest, StatusWritesNeverBumpGenerationAndGoneObjectsAreSkipped
   EXPECT_THAT(writer_.Sync(Accepted(), {}), IsOkAndHolds(false));
 }
 
-// Changes the object between the writer's GET and PUT, once.
-class ConflictOnce final : public kube::KubeClient {
+// The fake, counting GETs and (with `conflict_once`) changing the object
+// between the writer's GET and its first PUT.
+class ProbingClient final : public kube::KubeClient {
  public:
-  explicit ConflictOnce(FakeKubeClient& inner) : inner_(inner) {}
+  ProbingClient(FakeKubeClient& inner, bool conflict_once)
+      : inner_(inner), conflict_once_(conflict_once) {}
   absl::StatusOr<kube::ListResult> List(const std::string& p, const kube::ListOptions& o) override { return inner_.List(p, o); }
   absl::StatusOr<std::unique_ptr<kube::WatchHandle>> Watch(const std::string& p, const kube::WatchOptions& o,
                                                            std::function<void(kube::WatchEvent)> e,
                                                            std::function<void(absl::Status)> d) override {
     return inner_.Watch(p, o, std::move(e), std::move(d));
   }
-  absl::StatusOr<YAML::Node> Get(const std::string& p) override { return inner_.Get(p); }
+  absl::StatusOr<YAML::Node> Get(const std::string& p) override {
+    ++gets;
+    return inner_.Get(p);
+  }
   absl::StatusOr<YAML::Node> Create(const std::string& p, const std::string& j) override { return inner_.Create(p, j); }
   absl::StatusOr<YAML::Node> Update(const std::string& p, const std::string& j) override {
-    if (updates_++ == 0) {
+    if (conflict_once_ && updates_++ == 0) {
       YAML::Node object = YAML::Clone(inner_.Objects(kResources)["demo/route"]);
       object["metadata"]["labels"]["touched"] = "yes";
       inner_.Put(kResources, object);
@@ -140,14 +145,36 @@ class ConflictOnce final : public kube::KubeClient {
     return inner_.Update(p, j);
   }
   absl::Status Delete(const std::string& p) override { return inner_.Delete(p); }
+  int gets = 0;
   int updates_ = 0;
 
  private:
   FakeKubeClient& inner_;
+  const bool conflict_once_;
 };
 
+TEST_F(StatusWriterTest, ComparesWithTheCachedObjectAndReadsOnlyAfterAConflict) {
+  ProbingClient client(client_, /*conflict_once=*/false);
+  StatusWriter writer(client, [this] { return clock_.Now(); });
+  YAML::Node cached = YAML::Clone(Stored());
+  EXPECT_THAT(writer.Sync(Accepted(), {}, 0, &cached), IsOkAndHolds(true));
+  EXPECT_EQ(client.gets, 0);
+  // Unchanged against the cache: no request at all.
+  cached = YAML::Clone(Stored());
+  EXPECT_THAT(writer.Sync(Accepted(), {}, 0, &cached), IsOkAndHolds(false));
+  EXPECT_EQ(client.gets, 0);
+  // A stale cache (older resourceVersion) conflicts once, then re-reads.
+  YAML::Node stale = YAML::Clone(Stored());
+  xds::ObjectStatus rejected = Accepted();
+  rejected.accepted = false;
+  rejected.findings.push_back({xds::Severity::kError, "InvalidResource", "spec", "bad"});
+  client_.Put(kResources, YAML::Clone(Stored()));  // Bumps the resourceVersion.
+  EXPECT_THAT(writer.Sync(rejected, {}, 0, &stale), IsOkAndHolds(true));
+  EXPECT_EQ(client.gets, 1);
+}
+
 TEST_F(StatusWriterTest, RetriesConflicts) {
-  ConflictOnce client(client_);
+  ProbingClient client(client_, /*conflict_once=*/true);
   StatusWriter writer(client, [this] { return clock_.Now(); });
   EXPECT_THAT(writer.Sync(Accepted(), {}), IsOkAndHolds(true));
   EXPECT_EQ(client.updates_, 2);
