@@ -16,6 +16,10 @@ namespace {
 
 constexpr size_t kMaxMessage = 32768;
 constexpr size_t kMaxNacksPerVariant = 32;
+// Bounds on the lists that grow with variants and clients, so a status stays
+// far below etcd's object size (1.5 MiB): about 700 KiB at most.
+constexpr size_t kMaxListedVariants = 256;
+constexpr size_t kMaxNacksPerObject = 32;
 // The CRD bounds status.variants[].nacks[].detail and status.warnings[].
 constexpr size_t kMaxDetail = 4096;
 constexpr size_t kMaxWarnings = 64;
@@ -145,7 +149,18 @@ YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& curr
   out["variantCount"] = static_cast<int>(status.variants.size());
   out["conditions"] = conditions;
   YAML::Node variants(YAML::NodeType::Sequence);
+  size_t nacks_listed = 0;
+  int nacks_omitted = 0;
   for (const auto& variant : status.variants) {
+    if (variants.size() >= kMaxListedVariants) {
+      // Not listed: neither are its NACKs.
+      for (const auto& [key, records] : feedback.nacks) {
+        if (std::get<1>(key) == status.served_name && std::get<2>(key) == variant->version) {
+          nacks_omitted += static_cast<int>(records.size());
+        }
+      }
+      continue;
+    }
     YAML::Node v;
     v["name"] = StringNode(variant->label);
     v["version"] = StringNode(variant->version);
@@ -161,7 +176,11 @@ YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& curr
     for (const auto& [key, records] : feedback.nacks) {
       if (std::get<1>(key) != status.served_name || std::get<2>(key) != variant->version) continue;
       for (const auto& record : records) {
-        if (nacks.size() >= kMaxNacksPerVariant) break;
+        if (nacks.size() >= kMaxNacksPerVariant || nacks_listed >= kMaxNacksPerObject) {
+          ++nacks_omitted;
+          continue;
+        }
+        ++nacks_listed;
         YAML::Node n;
         n["client"] = StringNode(record.node_id);
         n["version"] = StringNode(record.version);
@@ -174,6 +193,11 @@ YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& curr
     variants.push_back(v);
   }
   if (variants.size() > 0) out["variants"] = variants;
+  // Say what the bounds left out.
+  if (status.variants.size() > variants.size()) {
+    out["variantsOmitted"] = static_cast<int>(status.variants.size() - variants.size());
+  }
+  if (nacks_omitted > 0) out["nacksOmitted"] = nacks_omitted;
   if (!warnings.empty()) {
     YAML::Node list(YAML::NodeType::Sequence);
     for (const xds::Finding* finding : warnings) {

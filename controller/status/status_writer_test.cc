@@ -1,5 +1,7 @@
 #include "controller/status/status_writer.h"
 
+#include "absl/strings/str_cat.h"
+
 #include "controller/kube/yaml_fields.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -171,6 +173,31 @@ TEST_F(StatusWriterTest, ComparesWithTheCachedObjectAndReadsOnlyAfterAConflict) 
   client_.Put(kResources, YAML::Clone(Stored()));  // Bumps the resourceVersion.
   EXPECT_THAT(writer.Sync(rejected, {}, 0, &stale), IsOkAndHolds(true));
   EXPECT_EQ(client.gets, 1);
+}
+
+TEST_F(StatusWriterTest, BoundsVariantAndNackListsAndSaysWhatItLeftOut) {
+  xds::ObjectStatus status = Accepted();
+  ClientFeedback feedback;
+  for (int i = 0; i < 300; ++i) {
+    auto variant = std::make_shared<xds::Variant>();
+    variant->label = absl::StrCat("v", i);
+    variant->version = absl::StrCat("version-", i);
+    status.variants.push_back(variant);
+    feedback.nacks[{"t", "greeter", variant->version}].push_back(
+        {"t", "greeter", variant->version, variant->label, "client", std::string(10000, 'x'), 1});
+  }
+  YAML::Node desired = DesiredStatus(status, YAML::Node(), feedback, 0, absl::Now());
+  EXPECT_EQ(desired["variants"].size(), 256u);
+  EXPECT_EQ(desired["variantsOmitted"].as<int>(), 301 - 256);
+  size_t nacks = 0;
+  for (const YAML::Node& v : desired["variants"]) {
+    if (v["nacks"]) {
+      nacks += v["nacks"].size();
+      EXPECT_LE(v["nacks"][0]["detail"].as<std::string>().size(), 4096u);
+    }
+  }
+  EXPECT_EQ(nacks, 32u);
+  EXPECT_EQ(desired["nacksOmitted"].as<int>(), 300 - 32);  // Listed variants' and the rest's.
 }
 
 TEST_F(StatusWriterTest, RetriesConflicts) {
