@@ -124,6 +124,8 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   xds::AdsService ads(store, ads_options);
 
   kube::RealClock clock;
+  // Declared before the elector, which releases the Lease through it.
+  std::unique_ptr<kube::CpprestKubeClient> lease_client;
   std::unique_ptr<LeaderElector> elector;
   KubeSource* source_ptr = nullptr;
   if (flags.GetBool("leader-election")) {
@@ -131,7 +133,17 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
     election.lease_namespace = lease_namespace;
     election.lease_name = flags.Get("leader-election-lease");
     election.identity = Identity();
-    auto created = LeaderElector::Create(**client, clock, election, [&source_ptr](bool leading) {
+    // The Lease has its own client, whose requests give up at the renew
+    // deadline: a hung renewal cannot outlive the leadership it renews.
+    kube::CpprestKubeClient::Options lease_options;
+    lease_options.request_timeout = election.renew_deadline;
+    auto lease = kube::CpprestKubeClient::Create(*config, lease_options);
+    if (!lease.ok()) {
+      err << "facet controller: " << lease.status().message() << "\n";
+      return 1;
+    }
+    lease_client = *std::move(lease);
+    auto created = LeaderElector::Create(*lease_client, clock, election, [&source_ptr](bool leading) {
       if (leading && source_ptr != nullptr) source_ptr->RequestStatusSync();
     });
     if (!created.ok()) {

@@ -60,6 +60,12 @@ std::string LeaderElector::LeaseCollection() const {
   return absl::StrCat(kLeaseApi, "/namespaces/", options_.lease_namespace, "/leases");
 }
 
+bool LeaderElector::is_leader() const {
+  if (!leading_) return false;
+  const int64_t renewed = last_renew_nanos_;
+  return clock_.Now() - absl::FromUnixNanos(renewed) < options_.renew_deadline;
+}
+
 std::string LeaderElector::LeasePath() const {
   return absl::StrCat(LeaseCollection(), "/", options_.lease_name);
 }
@@ -112,6 +118,7 @@ bool LeaderElector::TryCreate(absl::Time now) {
     return false;
   }
   last_renew_ = now;
+  last_renew_nanos_ = absl::ToUnixNanos(now);
   return true;
 }
 
@@ -161,6 +168,7 @@ bool LeaderElector::Tick() {
       json.ok() ? client_.Update(LeasePath(), *json) : absl::StatusOr<YAML::Node>(json.status());
   if (updated.ok()) {
     last_renew_ = now;
+    last_renew_nanos_ = absl::ToUnixNanos(now);
     observed_record_.clear();
     SetLeading(true);
     return true;

@@ -5,6 +5,7 @@
 #define FACET_CONTROLLER_LEADER_ELECTION_LEADER_ELECTOR_H_
 
 #include <atomic>
+#include <limits>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,7 +55,12 @@ class LeaderElector {
 
   // Makes one attempt to acquire or renew; returns whether this replica leads.
   bool Tick();
-  bool is_leader() const { return leading_; }
+  // Whether this replica leads: it holds the lease and renewed it less than
+  // renew_deadline ago, on the monotonic clock. So a replica whose renewal
+  // hangs (a slow API server) stops counting itself leader before the lease
+  // can pass to another (lease_duration > renew_deadline), even while the
+  // hung request has not returned.
+  bool is_leader() const;
   const std::string& identity() const { return options_.identity; }
 
  private:
@@ -70,6 +76,9 @@ class LeaderElector {
   const Options options_;
   const Callback callback_;
   std::atomic<bool> leading_{false};
+  // When the lease was last renewed, in nanoseconds of clock_ (read by
+  // is_leader() from any thread).
+  std::atomic<int64_t> last_renew_nanos_{std::numeric_limits<int64_t>::min()};
   // Owning thread only:
   absl::Time last_renew_ = absl::InfinitePast();
   std::string observed_record_;

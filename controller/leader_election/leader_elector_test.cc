@@ -114,6 +114,23 @@ TEST_F(LeaderElectorTest, StaleRenewTimeWrittenByOthersIsNotTrusted) {
   EXPECT_EQ(Transitions(), "5");
 }
 
+TEST_F(LeaderElectorTest, StopsCountingItselfLeaderWhenRenewalStallsBeforeTheLeaseExpires) {
+  std::vector<bool> changes;
+  auto a = Elector("a", &changes);
+  ASSERT_TRUE(a->Tick());
+  EXPECT_TRUE(a->is_leader());
+  // No renewal happens (its Update hangs, say): past the renew deadline (10
+  // s) and before the lease duration (15 s) it no longer writes as leader,
+  // though no Tick() has returned to notice.
+  clock_.Advance(absl::Seconds(9));
+  EXPECT_TRUE(a->is_leader());
+  clock_.Advance(absl::Seconds(2));
+  EXPECT_FALSE(a->is_leader());
+  // A renewal makes it leader again.
+  ASSERT_TRUE(a->Tick());
+  EXPECT_TRUE(a->is_leader());
+}
+
 TEST_F(LeaderElectorTest, RejectsBadTimings) {
   LeaderElector::Options options;
   options.lease_namespace = "ns";
