@@ -443,6 +443,7 @@ void KubeSource::SyncStatus() {
   int64_t writes = 0, errors = 0;
   status_backlog_ = false;
   for (const auto& status : statuses) {
+    if (is_leader_ && !is_leader_()) break;  // Leadership lapsed mid-pass: stop writing.
     if (writes >= options_.max_status_writes_per_pass) {
       status_backlog_ = true;  // The rest follow after status_backlog_retry.
       break;
