@@ -9,6 +9,8 @@ packages=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # The admission webhook's HTTPS server.
+  libcpp-httplib-dev
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev

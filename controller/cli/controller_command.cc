@@ -19,6 +19,8 @@
 #include "controller/kube/kube_config.h"
 #include "controller/kube_source/kube_source.h"
 #include "controller/leader_election/leader_elector.h"
+#include "controller/webhook/admission.h"
+#include "controller/webhook/webhook_server.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
@@ -74,6 +76,10 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   flags.Define("leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig's namespace)");
   flags.Define("leader-election-lease", "facet-controller", "name of the Lease");
   flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once ready");
+  flags.Define("webhook-address", "",
+               "HOST:PORT for the validating admission webhook (HTTPS POST /validate; empty: off)");
+  flags.Define("webhook-tls-cert", "", "PEM certificate of the webhook (with --webhook-address)");
+  flags.Define("webhook-tls-key", "", "PEM private key of the webhook (with --webhook-address)");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
   DefineXdsServerFlags(flags);
   flags.Define("help", "false", "print this help", true);
@@ -89,6 +95,11 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
   if (!mapping.ok()) {
     err << "facet controller: " << mapping.status().message() << "\n";
+    return 2;
+  }
+  if (!flags.Get("webhook-address").empty() &&
+      (flags.Get("webhook-tls-cert").empty() || flags.Get("webhook-tls-key").empty())) {
+    err << "facet controller: --webhook-address needs --webhook-tls-cert and --webhook-tls-key\n";
     return 2;
   }
   absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
@@ -166,6 +177,24 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   source.Start();
   if (elector) elector->Start();
 
+  // Every replica, leader or not, answers admission reviews.
+  std::unique_ptr<WebhookServer> webhook;
+  if (!flags.Get("webhook-address").empty()) {
+    const xds::BuildOptions build = source_options.build;
+    auto started = WebhookServer::Start(
+        flags.Get("webhook-address"), flags.Get("webhook-tls-cert"), flags.Get("webhook-tls-key"),
+        [&source, build](const std::string& body) {
+          return ReviewAdmission(body, source.AuthorityObjects(), build);
+        });
+    if (!started.ok()) {
+      err << "facet controller: --webhook-address: " << started.status().message() << "\n";
+      if (elector) elector->Stop();
+      source.Stop();
+      return 1;
+    }
+    webhook = *std::move(started);
+  }
+
   std::unique_ptr<AdminServer> admin;
   if (!flags.Get("admin-address").empty()) {
     auto started = AdminServer::Start(
@@ -217,7 +246,8 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
                admin ? absl::StrCat(", admin on http://", admin->address()) : "",
                flags.Get("namespaces").empty() ? "all namespaces" : flags.Get("namespaces"));
   if (!flags.Get("ready-file").empty() &&
-      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {
+      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "",
+                      webhook ? webhook->address() : "")) {
     spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
   }
 
@@ -227,6 +257,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   if (elector) elector->Stop();  // Releases the lease so another replica leads at once.
   ads.Drain();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  webhook.reset();
   source.Stop();
   admin.reset();
   return 0;

@@ -246,12 +246,14 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
 }
 
 bool WriteReadyFile(const std::string& path, const std::string& xds_address,
-                    const std::string& admin_address) {
+                    const std::string& admin_address, const std::string& webhook_address) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
     out << "{\"xds_address\":\"" << xds_address << "\",\"admin_address\":\"" << admin_address
-        << "\"}\n";
+        << "\"";
+    if (!webhook_address.empty()) out << ",\"webhook_address\":\"" << webhook_address << "\"";
+    out << "}\n";
     if (!out) return false;
   }
   return std::rename(tmp.c_str(), path.c_str()) == 0;

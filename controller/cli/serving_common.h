@@ -83,10 +83,11 @@ struct XdsListener {
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
                                              const XdsServerOptions& options);
 
-// Writes {"xds_address": ..., "admin_address": ...} to `path` atomically
+// Writes {"xds_address": ..., "admin_address": ...} (and "webhook_address"
+// when set) to `path` atomically
 // (temporary file, then rename). Returns false when it cannot.
 bool WriteReadyFile(const std::string& path, const std::string& xds_address,
-                    const std::string& admin_address);
+                    const std::string& admin_address, const std::string& webhook_address = "");
 
 }  // namespace facet::controller
 

@@ -92,6 +92,18 @@ void KubeSource::Stop() {
   if (authority_reflector_) authority_reflector_->Stop();
 }
 
+std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
+  std::vector<xds::AuthorityObject> out;
+  const auto snapshot = authority_reflector_->Snapshot();
+  for (const auto& [key, object] : *snapshot) {
+    ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
+    if (auto* authority = std::get_if<xds::AuthorityObject>(&parsed)) {
+      out.push_back(std::move(*authority));
+    }
+  }
+  return out;
+}
+
 void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
   for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;

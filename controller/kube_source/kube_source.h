@@ -76,6 +76,9 @@ class KubeSource {
   void RequestStatusSync();
   Stats stats() const;
   std::vector<xds::ObjectStatus> statuses() const;
+  // Returns the XdsAuthority objects as currently watched (for admission
+  // reviews). Thread-safe.
+  std::vector<xds::AuthorityObject> AuthorityObjects() const;
 
  private:
   enum class Kind { kResource, kAuthority, kRevision, kSlice };

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <httplib.h>  // Its feature macros come from pkg-config.
+
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -19,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
 #include "test/controller_e2e/controller_harness.h"
+#include "test/kube_api_server/tls.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::e2e {
@@ -148,6 +151,18 @@ class ControllerE2eTest : public ::testing::Test {
     *controller = *started;
     ASSERT_THAT(h().WaitReady(**controller), IsOk());
     ASSERT_NO_FATAL_FAILURE(WaitProgrammed(GreeterObjects()));
+  }
+
+  // Starts replica-a and replica-b with `args` and waits until both are ready.
+  void StartTwoReplicas(const std::vector<std::string>& args, Controller** a, Controller** b) {
+    absl::StatusOr<Controller*> first = h().StartController("replica-a", args);
+    ASSERT_THAT(first, IsOk());
+    absl::StatusOr<Controller*> second = h().StartController("replica-b", args);
+    ASSERT_THAT(second, IsOk());
+    ASSERT_THAT(h().WaitReady(**first), IsOk());
+    ASSERT_THAT(h().WaitReady(**second), IsOk());
+    *a = *first;
+    *b = *second;
   }
 
   // Waits until each object is Accepted, ResolvedRefs and Programmed at its
@@ -471,6 +486,58 @@ TEST_F(ControllerE2eTest, ReplicaStartedWhileARouteIsInvalidServesItsLastGoodRev
               IsOk());
 }
 
+// The admission webhook runs on every replica, leader or not: over TLS
+// verified by its CA, it allows a valid object and denies an overlapping one
+// with facet validate's message, echoing the request's uid.
+TEST_F(ControllerE2eTest, EveryReplicaAnswersAdmissionReviewsOverTls) {
+  absl::StatusOr<facet::testing::TlsCredentials> tls = facet::testing::GenerateTestCredentials();
+  ASSERT_THAT(tls, IsOk());
+  const std::string cert = absl::StrCat(h().e2e().dir(), "/webhook.crt");
+  const std::string key = absl::StrCat(h().e2e().dir(), "/webhook.key");
+  const std::string ca = absl::StrCat(h().e2e().dir(), "/webhook-ca.crt");
+  ASSERT_THAT(WriteFileAtomically(cert, tls->cert_pem), IsOk());
+  ASSERT_THAT(WriteFileAtomically(key, tls->key_pem), IsOk());
+  ASSERT_THAT(WriteFileAtomically(ca, tls->ca_pem), IsOk());
+  std::vector<std::string> args = kReplica;
+  for (const char* flag : {"--webhook-address", "127.0.0.1:0"}) args.push_back(flag);
+  args.insert(args.end(), {"--webhook-tls-cert", cert, "--webhook-tls-key", key});
+  Controller* a_started = nullptr;
+  Controller* b_started = nullptr;
+  ASSERT_NO_FATAL_FAILURE(StartTwoReplicas(args, &a_started, &b_started));
+  Controller** a = &a_started;
+  Controller** b = &b_started;
+  absl::StatusOr<std::string> overlap = ControllerHarness::ReadTestdata("greeter-routes-overlap.yaml");
+  ASSERT_THAT(overlap, IsOk());
+  absl::StatusOr<Json> overlapping = Json::ParseYaml(*overlap);
+  ASSERT_THAT(overlapping, IsOk());
+  auto review = [](const Json& object) {
+    return absl::StrCat(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)",
+                        R"("request":{"uid":"u-1","operation":"CREATE","namespace":"demo",)",
+                        R"("object":)", object.Dump(), "}}");
+  };
+  absl::StatusOr<Json> valid = Json::ParseYaml(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: e, namespace: demo}, "
+      "spec: {type: endpoint, name: e, variants: [{resource: {}}]}}");
+  ASSERT_THAT(valid, IsOk());
+  for (Controller* replica : {*a, *b}) {
+    ASSERT_FALSE(replica->webhook_address.empty());
+    const int port = std::stoi(replica->webhook_address.substr(replica->webhook_address.rfind(':') + 1));
+    httplib::SSLClient client("127.0.0.1", port);
+    client.set_ca_cert_path(ca.c_str());
+    client.enable_server_certificate_verification(true);
+    auto allowed = client.Post("/validate", review(*valid), "application/json");
+    ASSERT_TRUE(allowed) << replica->name << ": " << httplib::to_string(allowed.error());
+    absl::StatusOr<Json> answer = Json::Parse(allowed->body);
+    ASSERT_THAT(answer, IsOk());
+    EXPECT_EQ(answer->GetString({"response", "uid"}), "u-1");
+    EXPECT_EQ(answer->FindPath({"response", "allowed"})->Dump(), "true") << allowed->body;
+    auto denied = client.Post("/validate", review(*overlapping), "application/json");
+    ASSERT_TRUE(denied);
+    EXPECT_THAT(denied->body, ::testing::HasSubstr("\"allowed\":false"));
+    EXPECT_THAT(denied->body, ::testing::HasSubstr("overlap: both match"));
+  }
+}
+
 // 3. A generation whose variants overlap is rejected with the reason in its
 // status; clients keep the previous revision.
 TEST_F(ControllerE2eTest, OverlappingVariantsAreRejectedAndPreviousRevisionKeepsServing) {
@@ -643,12 +710,11 @@ TEST_F(ControllerE2eTest, OneOfTwoReplicasLeadsWritesStatusAndHandsOverOnSigterm
   ASSERT_THAT(blue, IsOk());
   ASSERT_THAT(h().Apply(*greeter), IsOk());
   const std::vector<std::string>& args = kReplica;
-  absl::StatusOr<Controller*> a = h().StartController("replica-a", args);
-  ASSERT_THAT(a, IsOk());
-  absl::StatusOr<Controller*> b = h().StartController("replica-b", args);
-  ASSERT_THAT(b, IsOk());
-  ASSERT_THAT(h().WaitReady(**a), IsOk());
-  ASSERT_THAT(h().WaitReady(**b), IsOk());
+  Controller* a_started = nullptr;
+  Controller* b_started = nullptr;
+  ASSERT_NO_FATAL_FAILURE(StartTwoReplicas(args, &a_started, &b_started));
+  Controller** a = &a_started;
+  Controller** b = &b_started;
 
   auto leading = [](const Controller& c) {
     absl::StatusOr<double> value = ControllerHarness::Metric(c, "facet_leader");

@@ -371,6 +371,7 @@ absl::Status ControllerHarness::WaitForReadyFile(Controller& controller) {
   if (!addresses.ok()) return addresses.status();
   controller.xds_address = addresses->GetString({"xds_address"});
   controller.admin_address = addresses->GetString({"admin_address"});
+  controller.webhook_address = addresses->GetString({"webhook_address"});
   if (!PortOf(controller.xds_address).ok() || !PortOf(controller.admin_address).ok()) {
     return absl::InternalError(
         absl::StrCat(controller.ready_file, " has no usable addresses: ", *ready));

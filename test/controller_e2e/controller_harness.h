@@ -51,6 +51,7 @@ struct Controller {
   std::unique_ptr<Process> process;
   std::string xds_address;
   std::string admin_address;
+  std::string webhook_address;  // With --webhook-address.
 };
 
 // Owns one test's API server, controllers and (through E2eHarness) backends

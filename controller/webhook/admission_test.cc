@@ -1,0 +1,131 @@
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <httplib.h>  // Feature macros come from pkg-config (CMakeLists.txt).
+
+#include "absl/strings/str_cat.h"
+#include "controller/webhook/admission.h"
+#include "controller/webhook/webhook_server.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/kube_api_server/tls.h"
+#include "xds_server/common/status_matchers.h"
+#include "yaml-cpp/yaml.h"
+
+namespace facet::controller {
+namespace {
+
+using ::facet::testing::IsOk;
+using ::testing::HasSubstr;
+
+std::string Review(const std::string& object_yaml, const std::string& operation = "CREATE") {
+  YAML::Node review;
+  review["apiVersion"] = "admission.k8s.io/v1";
+  review["kind"] = "AdmissionReview";
+  review["request"]["uid"] = "705ab4f5-6393-11e8-b7cc-42010a800002";
+  review["request"]["operation"] = operation;
+  review["request"]["namespace"] = "demo";
+  review["request"]["object"] = YAML::Load(object_yaml);
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << YAML::Flow << review;
+  return out.c_str();
+}
+
+YAML::Node Response(const std::string& body) { return YAML::Load(body)["response"]; }
+
+constexpr char kEndpoints[] =
+    "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: e, namespace: demo}, "
+    "spec: {type: endpoint, name: greeter, variants: [{resource: {endpoints: [{lb_endpoints: "
+    "[{endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: 80}}}}]}]}}]}}";
+
+std::string Decide(const std::string& object, const std::vector<xds::AuthorityObject>& authorities = {}) {
+  return ReviewAdmission(Review(object), authorities, xds::BuildOptions{});
+}
+
+TEST(AdmissionTest, AllowsAValidObjectAndEchoesTheUid) {
+  YAML::Node response = Response(Decide(kEndpoints));
+  EXPECT_EQ(response["uid"].as<std::string>(), "705ab4f5-6393-11e8-b7cc-42010a800002");
+  EXPECT_TRUE(response["allowed"].as<bool>());
+}
+
+TEST(AdmissionTest, DeniesOverlapsWithTheWitnessAsFacetValidatePrintsIt) {
+  YAML::Node response = Response(Decide(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: r, namespace: demo}, "
+      "spec: {type: route, name: greeter, variants: ["
+      "{name: a, match: {env: prod}, resource: {}}, {name: b, match: {env: [prod, test]}, resource: {}}]}}"));
+  EXPECT_FALSE(response["allowed"].as<bool>());
+  EXPECT_EQ(response["status"]["code"].as<int>(), 422);
+  EXPECT_THAT(response["status"]["message"].as<std::string>(),
+              HasSubstr("demo/r: spec.variants[1]: variants \"a\" and \"b\" overlap: both match {env=prod}"));
+}
+
+TEST(AdmissionTest, DeniesMalformedResourceJsonAndUnadmittedAuthorities) {
+  YAML::Node malformed = Response(Decide(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: c, namespace: demo}, "
+      "spec: {type: cluster, name: c, variants: [{resource: {type: EDS, bogus: 1}}]}}"));
+  EXPECT_FALSE(malformed["allowed"].as<bool>());
+  EXPECT_THAT(malformed["status"]["message"].as<std::string>(), HasSubstr("bogus"));
+
+  xds::AuthorityObject authority;
+  authority.ref = {xds::kXdsAuthorityKind, "", "a"};
+  authority.authority = "a.example";
+  authority.allowed_namespaces = {"other"};
+  YAML::Node refused = Response(Decide(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: e, namespace: demo}, "
+      "spec: {type: endpoint, name: greeter, authority: a.example, variants: [{resource: {}}]}}",
+      {authority}));
+  EXPECT_FALSE(refused["allowed"].as<bool>());
+  EXPECT_THAT(refused["status"]["message"].as<std::string>(),
+              HasSubstr("authority \"a.example\" does not admit namespace \"demo\""));
+}
+
+TEST(AdmissionTest, AllowsWhatDependsOnApplyOrder) {
+  // The cluster it routes to may be applied next.
+  YAML::Node response = Response(Decide(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: r, namespace: demo}, "
+      "spec: {type: route, name: greeter, variants: [{resource: {virtual_hosts: [{name: v, "
+      "domains: ['*'], routes: [{match: {prefix: ''}, route: {cluster: later}}]}]}}]}}"));
+  EXPECT_TRUE(response["allowed"].as<bool>());
+  EXPECT_TRUE(Response(ReviewAdmission(Review(kEndpoints, "DELETE"), {}, {}))["allowed"].as<bool>());
+}
+
+TEST(AdmissionTest, AnswersSomethingThatIsNotAReviewWith400) {
+  YAML::Node response = Response(ReviewAdmission("{\"kind\": \"Pod\"}", {}, {}));
+  EXPECT_FALSE(response["allowed"].as<bool>());
+  EXPECT_EQ(response["status"]["code"].as<int>(), 400);
+}
+
+std::string WriteTemp(const std::string& name, const std::string& contents) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  std::ofstream(path) << contents;
+  return path;
+}
+
+TEST(WebhookServerTest, RoundTripOverTlsVerifiedByTheCa) {
+  auto credentials = facet::testing::GenerateTestCredentials();
+  ASSERT_THAT(credentials, IsOk());
+  const std::string cert = WriteTemp("webhook.crt", credentials->cert_pem);
+  const std::string key = WriteTemp("webhook.key", credentials->key_pem);
+  const std::string ca = WriteTemp("webhook-ca.crt", credentials->ca_pem);
+  auto server = WebhookServer::Start("127.0.0.1:0", cert, key, [](const std::string& body) {
+    return ReviewAdmission(body, {}, xds::BuildOptions{});
+  });
+  ASSERT_THAT(server, IsOk());
+  const std::string port = (*server)->address().substr((*server)->address().rfind(':') + 1);
+  httplib::SSLClient client("127.0.0.1", std::stoi(port));
+  client.set_ca_cert_path(ca.c_str());
+  client.enable_server_certificate_verification(true);
+  auto reply = client.Post("/validate", Review(kEndpoints), "application/json");
+  ASSERT_TRUE(reply) << httplib::to_string(reply.error());
+  EXPECT_EQ(reply->status, 200);
+  EXPECT_TRUE(Response(reply->body)["allowed"].as<bool>());
+  // A client that does not trust the CA fails the handshake.
+  httplib::SSLClient stranger("127.0.0.1", std::stoi(port));
+  stranger.enable_server_certificate_verification(true);
+  stranger.set_ca_cert_path(cert.c_str());  // Not the CA.
+  EXPECT_FALSE(stranger.Post("/validate", Review(kEndpoints), "application/json"));
+}
+
+}  // namespace
+}  // namespace facet::controller
