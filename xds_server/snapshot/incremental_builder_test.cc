@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/constraints/match_syntax.h"
+#include "xds_server/snapshot/test_objects.h"
 
 namespace facet::xds {
 namespace {
@@ -18,24 +19,9 @@ using ::testing::IsEmpty;
 
 ResourceObject Object(const std::string& name, const std::string& type, const std::string& xds_name,
                       const std::vector<std::pair<std::string, std::string>>& variants) {
-  ResourceObject object;
-  object.ref = {kXdsResourceKind, "demo", name};
-  object.generation = 1;
-  ResourceSpec spec;
-  spec.type = type;
-  spec.name = xds_name;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    VariantSpec variant;
-    variant.label = "v" + std::to_string(i);
-    if (!variants[i].first.empty()) {
-      auto compiled = CompileMatch(YAML::Load(variants[i].first), "match");
-      EXPECT_THAT(compiled, facet::testing::IsOk());
-      if (compiled.ok()) variant.constraints = *compiled;
-    }
-    variant.resource = YAML::Load(variants[i].second);
-    spec.variants.push_back(std::move(variant));
-  }
-  object.spec = std::move(spec);
+  std::string bad_match;
+  ResourceObject object = testing::MakeObject("demo", name, type, xds_name, variants, &bad_match);
+  EXPECT_EQ(bad_match, "") << "a test match does not compile";
   return object;
 }
 

@@ -10,29 +10,14 @@
 #include "xds_server/constraints/match_syntax.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/incremental_builder.h"
+#include "xds_server/snapshot/test_objects.h"
 
 namespace facet::xds {
 namespace {
 
 ResourceObject Object(const std::string& name, const std::string& type,
                       const std::vector<std::pair<std::string, std::string>>& variants) {
-  ResourceObject object;
-  object.ref = {kXdsResourceKind, "bench", name};
-  object.generation = 1;
-  ResourceSpec spec;
-  spec.type = type;
-  spec.name = name;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    VariantSpec variant;
-    variant.label = "v" + std::to_string(i);
-    if (!variants[i].first.empty()) {
-      variant.constraints = *CompileMatch(YAML::Load(variants[i].first), "match");
-    }
-    variant.resource = YAML::Load(variants[i].second);
-    spec.variants.push_back(std::move(variant));
-  }
-  object.spec = std::move(spec);
-  return object;
+  return testing::MakeObject("bench", name, type, name, variants);
 }
 
 std::string Listener(const std::string& route) {
