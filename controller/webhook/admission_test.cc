@@ -102,18 +102,26 @@ std::string WriteTemp(const std::string& name, const std::string& contents) {
   return path;
 }
 
+absl::StatusOr<std::unique_ptr<WebhookServer>> StartWebhook(const std::string& cert,
+                                                            const std::string& key) {
+  return WebhookServer::Start("127.0.0.1:0", cert, key, [](const std::string& body) {
+    return ReviewAdmission(body, {}, xds::BuildOptions{});
+  });
+}
+
+int PortOf(const WebhookServer& server) {
+  return std::stoi(server.address().substr(server.address().rfind(':') + 1));
+}
+
 TEST(WebhookServerTest, RoundTripOverTlsVerifiedByTheCa) {
   auto credentials = facet::testing::GenerateTestCredentials();
   ASSERT_THAT(credentials, IsOk());
   const std::string cert = WriteTemp("webhook.crt", credentials->cert_pem);
   const std::string key = WriteTemp("webhook.key", credentials->key_pem);
   const std::string ca = WriteTemp("webhook-ca.crt", credentials->ca_pem);
-  auto server = WebhookServer::Start("127.0.0.1:0", cert, key, [](const std::string& body) {
-    return ReviewAdmission(body, {}, xds::BuildOptions{});
-  });
+  auto server = StartWebhook(cert, key);
   ASSERT_THAT(server, IsOk());
-  const std::string port = (*server)->address().substr((*server)->address().rfind(':') + 1);
-  httplib::SSLClient client("127.0.0.1", std::stoi(port));
+  httplib::SSLClient client("127.0.0.1", PortOf(**server));
   client.set_ca_cert_path(ca.c_str());
   client.enable_server_certificate_verification(true);
   auto reply = client.Post("/validate", Review(kEndpoints), "application/json");
@@ -121,10 +129,42 @@ TEST(WebhookServerTest, RoundTripOverTlsVerifiedByTheCa) {
   EXPECT_EQ(reply->status, 200);
   EXPECT_TRUE(Response(reply->body)["allowed"].as<bool>());
   // A client that does not trust the CA fails the handshake.
-  httplib::SSLClient stranger("127.0.0.1", std::stoi(port));
+  httplib::SSLClient stranger("127.0.0.1", PortOf(**server));
   stranger.enable_server_certificate_verification(true);
   stranger.set_ca_cert_path(cert.c_str());  // Not the CA.
   EXPECT_FALSE(stranger.Post("/validate", Review(kEndpoints), "application/json"));
+}
+
+TEST(WebhookServerTest, NewConnectionsGetARotatedCertificate) {
+  auto first = facet::testing::GenerateTestCredentials();
+  auto second = facet::testing::GenerateTestCredentials();  // Another CA.
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT(second, IsOk());
+  const std::string cert = WriteTemp("rotate.crt", first->cert_pem);
+  const std::string key = WriteTemp("rotate.key", first->key_pem);
+  const std::string first_ca = WriteTemp("rotate-ca1.crt", first->ca_pem);
+  const std::string second_ca = WriteTemp("rotate-ca2.crt", second->ca_pem);
+  auto server = StartWebhook(cert, key);
+  ASSERT_THAT(server, IsOk());
+  const int port = PortOf(**server);
+  auto post = [&](const std::string& ca) {
+    httplib::SSLClient client("127.0.0.1", port);
+    client.set_ca_cert_path(ca.c_str());
+    client.enable_server_certificate_verification(true);
+    return static_cast<bool>(client.Post("/validate", Review(kEndpoints), "application/json"));
+  };
+  EXPECT_TRUE(post(first_ca));
+  EXPECT_FALSE(post(second_ca));
+  // Rotate: both files replaced by rename, as a Secret volume update does.
+  WriteTemp("rotate.key.new", second->key_pem);
+  WriteTemp("rotate.crt.new", second->cert_pem);
+  ASSERT_EQ(std::rename((key + ".new").c_str(), key.c_str()), 0);
+  ASSERT_EQ(std::rename((cert + ".new").c_str(), cert.c_str()), 0);
+  EXPECT_TRUE(post(second_ca));
+  EXPECT_FALSE(post(first_ca));
+  // A broken rotation keeps the last good pair.
+  WriteTemp("rotate.crt", "not a certificate");
+  EXPECT_TRUE(post(second_ca));
 }
 
 }  // namespace

@@ -24,8 +24,11 @@ class WebhookServer {
   using Handler = std::function<std::string(const std::string& body)>;
 
   // Listens on `address` (HOST:PORT; port 0 picks one) with the certificate
-  // and key in PEM files. Fails with InvalidArgument for an unusable address
-  // or certificate, Unavailable when the port cannot be bound.
+  // and key in PEM files. The files are read again when they change (size or
+  // modification time), and new connections get the new certificate; open
+  // ones keep theirs. A change that does not parse keeps the last good pair
+  // (logged). Fails with InvalidArgument for an unusable address or
+  // certificate, Unavailable when the port cannot be bound.
   static absl::StatusOr<std::unique_ptr<WebhookServer>> Start(const std::string& address,
                                                              const std::string& cert_file,
                                                              const std::string& key_file,
@@ -36,7 +39,9 @@ class WebhookServer {
   const std::string& address() const { return address_; }
 
  private:
-  WebhookServer() = default;
+  class Certificates;
+  WebhookServer();
+  std::unique_ptr<Certificates> certificates_;
   std::unique_ptr<httplib::SSLServer> server_;
   std::thread thread_;
   std::string address_;
