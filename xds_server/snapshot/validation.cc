@@ -168,42 +168,6 @@ class ObjectValidatorImpl {
     return name;
   }
 
-  void CheckAuthorityAdmission(const ObjectRef& ref, absl::string_view served_name,
-                               std::vector<Finding>* findings) const {
-    if (!IsXdstpName(served_name)) {
-      if (!options_.allow_old_style_names) {
-        AddError(findings, "AuthorityNotAllowed", "spec.name",
-                 "old-style (non-xdstp) names are not allowed by this Facet's configuration; set "
-                 "spec.authority");
-      }
-      return;
-    }
-    absl::StatusOr<XdstpName> parsed = ParseXdstpName(served_name);
-    if (!parsed.ok()) return;
-    auto it = admitted_.find(parsed->authority);
-    const bool declared = it != admitted_.end();
-    const bool admitted =
-        declared && (it->second.count("*") > 0 || it->second.count(ref.namespace_) > 0);
-    if (options_.authority_policy == BuildOptions::AuthorityPolicy::kEnforce) {
-      if (!admitted) {
-        AddError(findings, "AuthorityNotAllowed", "spec.authority",
-                 declared ? absl::StrCat("authority ", Quote(parsed->authority),
-                                         " does not admit namespace ", Quote(ref.namespace_),
-                                         " (see its XdsAuthority spec.allowedNamespaces)")
-                          : absl::StrCat("no XdsAuthority declares authority ",
-                                         Quote(parsed->authority)));
-      }
-    } else if (!admitted) {
-      AddWarning(findings, "AuthorityNotAllowed", "spec.authority",
-                 declared ? absl::StrCat("authority ", Quote(parsed->authority),
-                                         " does not admit namespace ", Quote(ref.namespace_),
-                                         "; Facet refuses this object wherever XdsAuthority objects are declared")
-                          : absl::StrCat("no XdsAuthority in the input declares authority ",
-                                         Quote(parsed->authority),
-                                         "; Facet refuses it wherever XdsAuthority objects are declared"));
-    }
-  }
-
   // Validates one object's new revision on its own (authority admission
   // aside); sets `*served` when it is valid.
   ObjectStatus ValidateObject(const ResourceObject& object,
@@ -443,9 +407,11 @@ class ObjectValidatorImpl {
 
   const BuildOptions& options_;
   absl::flat_hash_map<std::string, ObjectRef> authority_owner_;
+  std::map<std::string, std::set<std::string>> admitted_;  // Filled by CheckAuthority.
 
  public:
-  std::map<std::string, std::set<std::string>> admitted_;
+  // Returns what CheckAuthority() found each authority admits.
+  std::map<std::string, std::set<std::string>> TakeAdmitted() { return std::move(admitted_); }
 };
 
 }  // namespace
@@ -456,7 +422,7 @@ std::vector<ObjectStatus> CheckAuthorities(absl::Span<const AuthorityObject* con
   std::vector<ObjectStatus> statuses;
   statuses.reserve(objects.size());
   for (const AuthorityObject* object : objects) statuses.push_back(validator.CheckAuthority(*object));
-  table->admitted = std::move(validator.admitted_);
+  table->admitted = validator.TakeAdmitted();
   table->enforce =
       options.authority_policy == BuildOptions::AuthorityPolicy::kEnforce ||
       (options.authority_policy == BuildOptions::AuthorityPolicy::kEnforceWhenDeclared &&
@@ -494,12 +460,37 @@ OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOp
 void CheckAdmission(const ObjectRef& ref, absl::string_view served_name,
                     const AuthorityTable& table, const BuildOptions& options,
                     std::vector<Finding>* findings) {
-  BuildOptions effective = options;
-  effective.authority_policy = table.enforce ? BuildOptions::AuthorityPolicy::kEnforce
-                                             : BuildOptions::AuthorityPolicy::kWarnUndeclared;
-  ObjectValidatorImpl validator(effective);
-  validator.admitted_ = table.admitted;  // Copied: admission checks are rare (changes only).
-  validator.CheckAuthorityAdmission(ref, served_name, findings);
+  if (!IsXdstpName(served_name)) {
+    if (!options.allow_old_style_names) {
+      AddError(findings, "AuthorityNotAllowed", "spec.name",
+               "old-style (non-xdstp) names are not allowed by this Facet's configuration; set "
+               "spec.authority");
+    }
+    return;
+  }
+  absl::StatusOr<XdstpName> parsed = ParseXdstpName(served_name);
+  if (!parsed.ok()) return;
+  auto it = table.admitted.find(parsed->authority);
+  const bool declared = it != table.admitted.end();
+  const bool admitted =
+      declared && (it->second.count("*") > 0 || it->second.count(ref.namespace_) > 0);
+  if (admitted) return;
+  if (table.enforce) {
+    AddError(findings, "AuthorityNotAllowed", "spec.authority",
+             declared ? absl::StrCat("authority ", Quote(parsed->authority),
+                                     " does not admit namespace ", Quote(ref.namespace_),
+                                     " (see its XdsAuthority spec.allowedNamespaces)")
+                      : absl::StrCat("no XdsAuthority declares authority ",
+                                     Quote(parsed->authority)));
+  } else {
+    AddWarning(findings, "AuthorityNotAllowed", "spec.authority",
+               declared ? absl::StrCat("authority ", Quote(parsed->authority),
+                                       " does not admit namespace ", Quote(ref.namespace_),
+                                       "; Facet refuses this object wherever XdsAuthority objects are declared")
+                        : absl::StrCat("no XdsAuthority in the input declares authority ",
+                                       Quote(parsed->authority),
+                                       "; Facet refuses it wherever XdsAuthority objects are declared"));
+  }
 }
 
 std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup,
