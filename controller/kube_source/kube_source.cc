@@ -17,6 +17,26 @@
 
 namespace facet::controller {
 
+namespace {
+
+// Returns the object cached under `key` by the first of `reflectors` that
+// holds it (the node shares the cache's memory: read only).
+std::optional<YAML::Node> FindCached(
+    const std::vector<std::unique_ptr<kube::Reflector>>& reflectors, const std::string& key) {
+  for (const auto& reflector : reflectors) {
+    const auto snapshot = reflector->Snapshot();
+    if (auto it = snapshot->find(key); it != snapshot->end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+// The watch-cache key of a namespaced object.
+std::string CacheKey(const xds::ObjectRef& ref) {
+  return absl::StrCat(ref.namespace_, "/", ref.name);
+}
+
+}  // namespace
+
 KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
                        const xds::AdsService* ads, std::function<bool()> is_leader,
                        Options options)
@@ -288,11 +308,8 @@ void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
     const std::string service = absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service);
     if (auto keys = slices_by_service_.find(service); keys != slices_by_service_.end()) {
       for (const std::string& key : keys->second) {
-        for (const auto& reflector : slice_reflectors_) {
-          const auto snapshot = reflector->Snapshot();
-          if (auto slice = snapshot->find(key); slice != snapshot->end()) {
-            slices.push_back(slice->second);
-          }
+        if (std::optional<YAML::Node> slice = FindCached(slice_reflectors_, key)) {
+          slices.push_back(*std::move(slice));
         }
       }
     }
@@ -305,15 +322,11 @@ void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
 }
 
 std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& ref) const {
-  auto newest = newest_revision_.find(absl::StrCat(ref.namespace_, "/", ref.name));
+  auto newest = newest_revision_.find(CacheKey(ref));
   if (newest == newest_revision_.end()) return std::nullopt;
-  for (const auto& reflector : revision_reflectors_) {
-    const auto snapshot = reflector->Snapshot();
-    if (auto it = snapshot->find(newest->second.second); it != snapshot->end()) {
-      return LastGoodOf(it->second);
-    }
-  }
-  return std::nullopt;
+  std::optional<YAML::Node> revision = FindCached(revision_reflectors_, newest->second.second);
+  if (!revision) return std::nullopt;
+  return LastGoodOf(*revision);
 }
 
 void KubeSource::SyncRevisions(bool all) {
@@ -336,12 +349,8 @@ void KubeSource::SyncRevisions(bool all) {
   for (const xds::ObjectRef& ref : refs) {
     std::shared_ptr<const xds::ObjectStatus> status = builder_.StatusOf(ref);
     if (status == nullptr || !status->accepted) continue;
-    const std::string key = absl::StrCat(ref.namespace_, "/", ref.name);
-    std::optional<YAML::Node> object;
-    for (const auto& reflector : resource_reflectors_) {
-      const auto snapshot = reflector->Snapshot();
-      if (auto it = snapshot->find(key); it != snapshot->end()) object = it->second;
-    }
+    const std::string key = CacheKey(ref);
+    std::optional<YAML::Node> object = FindCached(resource_reflectors_, key);
     // Only the generation that was accepted (a newer one is built next).
     if (!object || kube::StringAt(*object, {"metadata", "generation"}) !=
                        absl::StrCat(status->generation)) {
@@ -449,8 +458,6 @@ void KubeSource::SyncStatus() {
   }
   // Stored statuses are read from the watch caches: an unchanged status
   // costs no request.
-  std::vector<std::shared_ptr<const kube::ObjectCache::Objects>> caches;
-  for (const auto& reflector : resource_reflectors_) caches.push_back(reflector->Snapshot());
   const auto authority_cache = authority_reflector_->Snapshot();
   int64_t writes = 0, errors = 0;
   status_backlog_ = false;
@@ -463,18 +470,16 @@ void KubeSource::SyncStatus() {
     // A rejected XdsAuthority (e.g. a duplicate) owns nothing.
     const bool authority = status.ref.kind == xds::kXdsAuthorityKind;
     const int resources = authority && status.accepted ? per_authority[status.served_name] : 0;
-    const YAML::Node* cached = nullptr;
+    std::optional<YAML::Node> cached;
     if (authority) {
       if (auto it = authority_cache->find(status.ref.name); it != authority_cache->end()) {
-        cached = &it->second;
+        cached = it->second;
       }
     } else {
-      const std::string key = absl::StrCat(status.ref.namespace_, "/", status.ref.name);
-      for (const auto& cache : caches) {
-        if (auto it = cache->find(key); it != cache->end()) cached = &it->second;
-      }
+      cached = FindCached(resource_reflectors_, CacheKey(status.ref));
     }
-    absl::StatusOr<bool> wrote = status_writer_.Sync(status, feedback, resources, cached);
+    absl::StatusOr<bool> wrote =
+        status_writer_.Sync(status, feedback, resources, cached ? &*cached : nullptr);
     if (!wrote.ok()) {
       ++errors;
       spdlog::warn("{}: writing status: {}", status.ref.ToString(),
