@@ -90,6 +90,49 @@ spec: {type: route, name: r, variants: [{match: {env: a}, constraints: {constrai
               ElementsAre(HasSubstr("spec.variants[0]: both match and constraints are set")));
 }
 
+TEST(ParseDocumentTest, ParsesEndpointsFromByPortNameOrNumber) {
+  auto parsed = Parse(R"(
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: e}
+spec: {type: endpoint, name: e, variants: [
+  {match: {env: a}, endpointsFrom: {service: web, port: grpc}},
+  {match: {env: {not: a}}, endpointsFrom: {service: web-b, port: 8080}}]}
+)");
+  auto& object = std::get<xds::ResourceObject>(parsed);
+  ASSERT_TRUE(object.spec.has_value()) << ::testing::PrintToString(Messages(object.findings));
+  ASSERT_TRUE(object.spec->variants[0].endpoints_from.has_value());
+  EXPECT_EQ(object.spec->variants[0].endpoints_from->service, "web");
+  EXPECT_EQ(object.spec->variants[0].endpoints_from->port_name, "grpc");
+  EXPECT_EQ(object.spec->variants[1].endpoints_from->port_number, 8080);
+}
+
+TEST(ParseDocumentTest, RejectsBadEndpointsFromWithTheirPath) {
+  auto parsed = Parse(R"(
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: e}
+spec:
+  type: endpoint
+  name: e
+  variants:
+  - {endpointsFrom: {service: web, port: grpc}, resource: {}}
+  - {endpointsFrom: {service: web, port: 70000}}
+  - {endpointsFrom: {port: grpc, bogus: 1}}
+  - {}
+)");
+  auto& object = std::get<xds::ResourceObject>(parsed);
+  EXPECT_FALSE(object.spec.has_value());
+  EXPECT_THAT(Messages(object.findings),
+              ::testing::IsSupersetOf({
+                  HasSubstr("spec.variants[0]: both resource and endpointsFrom are set"),
+                  HasSubstr("spec.variants[1].endpointsFrom.port: port 70000 is not between 1 and 65535"),
+                  HasSubstr("spec.variants[2].endpointsFrom.service: is required"),
+                  HasSubstr("spec.variants[2].endpointsFrom.bogus"),
+                  HasSubstr("spec.variants[3].resource: is required (or endpointsFrom)"),
+              }));
+}
+
 TEST(ParseDocumentTest, ReportsBadConstraintsWithTheirPath) {
   auto parsed = Parse(R"(
 apiVersion: facet.dev/v1alpha1

@@ -200,6 +200,28 @@ TEST(IncrementalBuilderTest, FreshBuilderServesTheLastGoodRevisionRecordedElsewh
   EXPECT_EQ(bare.Build().snapshot->Find(RouteConfigurationType(), "s1"), nullptr);
 }
 
+TEST(IncrementalBuilderTest, EndpointsFromIsForEndpointsAndOfflineServesNone) {
+  IncrementalBuilder builder{BuildOptions{}};
+  ResourceObject endpoints = Object("eps", "endpoint", "web", {{"", "{}"}});
+  endpoints.spec->variants[0].resource = YAML::Node();  // Not resolved by any source.
+  endpoints.spec->variants[0].endpoints_from = EndpointsFrom{"web", "grpc", 0};
+  ResourceObject cluster = Object("c", "cluster", "c", {{"", EdsCluster()}});
+  cluster.spec->variants[0].endpoints_from = EndpointsFrom{"web", "grpc", 0};
+  builder.Upsert(endpoints);
+  builder.Upsert(cluster);
+  IncrementalBuilder::Result result = builder.Build();
+  auto served = builder.StatusOf(endpoints.ref);
+  ASSERT_NE(served, nullptr);
+  EXPECT_TRUE(served->accepted);
+  ASSERT_EQ(served->findings.size(), 1u);
+  EXPECT_EQ(served->findings[0].reason, "EndpointsFromService");
+  EXPECT_EQ(served->findings[0].severity, Severity::kWarning);
+  EXPECT_NE(result.snapshot->Find(ClusterLoadAssignmentType(), "web"), nullptr);
+  auto rejected = builder.StatusOf(cluster.ref);
+  EXPECT_FALSE(rejected->accepted);
+  EXPECT_THAT(rejected->findings[0].message, HasSubstr("use type: endpoint"));
+}
+
 // Returns `object` with a fresh copy of its documents and the first
 // variant's resource replaced (YAML::Node copies share their node, and
 // assigning to one would change every copy).

@@ -264,7 +264,7 @@ class ObjectValidatorImpl {
                               type.alias(), " (use type: endpoint)"));
         return nullptr;
       }
-      if (!document.IsDefined()) {
+      if (!document.IsDefined() || document.IsNull()) {
         // Only facet controller, which watches EndpointSlices, resolves it.
         AddWarning(findings, "EndpointsFromService", from_path,
                    absl::StrCat("the endpoints come from the EndpointSlices of Service ",
