@@ -66,6 +66,9 @@ class AdsService::StreamCore {
   virtual std::string node_id() const = 0;
   // Returns (and forgets) pending watch changes, then everything watched.
   virtual std::vector<WatchChange> AllWatches() = 0;
+  // Returns (and forgets) pending demand changes, then the end of every
+  // subscription held.
+  virtual std::vector<DemandChange> EndDemand() = 0;
   // Cancels the stream if a write has been in flight since before `limit`.
   virtual void CancelIfStalled(absl::Time limit) = 0;
 
@@ -100,11 +103,14 @@ class Core final : public AdsService::StreamCore {
 
   Core(AdsService* service, uint64_t id, std::string peer, Protocol protocol,
        std::shared_ptr<const ParameterMapping> mapping, StreamState::Limits limits,
-       Reactor* reactor, grpc::CallbackServerContext* context)
+       DemandObserver* demand_observer, Reactor* reactor, grpc::CallbackServerContext* context)
       : StreamCore(service, id, std::move(peer)),
         state_(protocol, std::move(mapping), limits),
+        demand_observer_(demand_observer),
         reactor_(reactor),
-        context_(context) {}
+        context_(context) {
+    if (demand_observer_ != nullptr) state_.RecordDemand();
+  }
 
   Request* request() { return &request_; }
 
@@ -124,9 +130,11 @@ class Core final : public AdsService::StreamCore {
     }
     RequestOutcome outcome;
     absl::Status status;
+    std::vector<DemandChange> demand;
     {
       absl::MutexLock lock(&mu_);
       status = state_.OnRequest(request_, &outcome);
+      demand = state_.TakeDemandChanges();
       if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
       std::vector<WatchChange> changes = state_.TakeWatchChanges();
       if (!changes.empty()) {
@@ -141,6 +149,7 @@ class Core final : public AdsService::StreamCore {
       }
     }
     request_.Clear();
+    if (!demand.empty()) demand_observer_->OnDemand(demand);
     if (!status.ok()) {
       Record(&outcome, nullptr);
       const grpc::StatusCode code = status.code() == absl::StatusCode::kResourceExhausted
@@ -229,6 +238,16 @@ class Core final : public AdsService::StreamCore {
     return out;
   }
 
+  std::vector<DemandChange> EndDemand() override {
+    absl::MutexLock lock(&mu_);
+    std::vector<DemandChange> out = state_.TakeDemandChanges();
+    for (DemandChange& change : state_.Demands()) {
+      change.added = false;
+      out.push_back(std::move(change));
+    }
+    return out;
+  }
+
   void CancelIfStalled(absl::Time limit) override {
     std::string node;
     {
@@ -302,6 +321,7 @@ class Core final : public AdsService::StreamCore {
 
   mutable absl::Mutex mu_;
   StreamState state_ ABSL_GUARDED_BY(mu_);
+  DemandObserver* const demand_observer_;  // Null when none.
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
   std::string node_id_ ABSL_GUARDED_BY(mu_);  // Escaped and truncated for logs.
@@ -328,7 +348,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
       : service_(service) {
     auto core = std::make_shared<Core<Request, Response>>(
         service, 0, context->peer(), protocol, service->options_.mapping,
-        service->options_.stream_limits, this, context);
+        service->options_.stream_limits, service->options_.demand_observer, this, context);
     uint64_t sequence = 0;
     auto serving = service->Register(core, &sequence);
     if (serving == nullptr) {
@@ -348,6 +368,11 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
     if (core_ != nullptr) {
       core_->OnDone();
       service_->Unregister(core_.get(), core_->AllWatches());
+      if (DemandObserver* observer = service_->options_.demand_observer; observer != nullptr) {
+        if (std::vector<DemandChange> ended = core_->EndDemand(); !ended.empty()) {
+          observer->OnDemand(ended);
+        }
+      }
       spdlog::info("stream {} closed (node \"{}\", {})", core_->id(), core_->node_id(),
                    core_->peer());
     }

@@ -59,6 +59,17 @@ struct NackRecord {
 // what client-supplied strings look like in logs.
 std::string SafeForLog(absl::string_view text, size_t max_bytes = 128);
 
+// Told what streams subscribe to: a partial source (the relay) fetches what
+// its streams ask for.
+class DemandObserver {
+ public:
+  virtual ~DemandObserver() = default;
+  // Called on gRPC threads with no service or stream lock held; the changes
+  // of one stream arrive in order, and every addition is followed by its
+  // removal at the latest when the stream ends.
+  virtual void OnDemand(const std::vector<DemandChange>& changes) = 0;
+};
+
 class AdsService final
     : public envoy::service::discovery::v3::AggregatedDiscoveryService::CallbackService {
  public:
@@ -78,6 +89,9 @@ class AdsService final
     // A stream whose write has not completed for this long is cancelled.
     // Zero disables the check.
     absl::Duration write_stall_timeout = absl::Minutes(2);
+    // Told every subscription started and ended, when set. Not owned; must
+    // outlive the service.
+    DemandObserver* demand_observer = nullptr;
   };
 
   // Serves the snapshots published to `store`, which must outlive the service.

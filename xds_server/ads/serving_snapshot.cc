@@ -4,9 +4,8 @@
 
 namespace facet::xds {
 
-Parameters::Parameters(ParameterSet p) : params(std::move(p)) {
-  for (const auto& [key, value] : params) absl::StrAppend(&canonical, key, "=", value, "\n");
-}
+Parameters::Parameters(ParameterSet p)
+    : params(std::move(p)), canonical(CanonicalParameters(params)) {}
 
 ServingSnapshot::ServingSnapshot(std::shared_ptr<const Snapshot> snapshot)
     : snapshot_(std::move(snapshot)) {}
@@ -41,6 +40,13 @@ std::shared_ptr<const Variant> ServingSnapshot::Select(const ServedResource& res
     if (memo.size() < kMaxMemoizedParameterSets) memo[params.canonical] = index;
   }
   return index < 0 ? nullptr : resource.variants[index];
+}
+
+bool ServingSnapshot::Unknown(const ServedResource* resource, const Parameters& params) const {
+  if (!snapshot_->partial()) return false;
+  if (resource == nullptr) return true;
+  if (resource->resolution == nullptr) return false;
+  return Select(*resource, params) == nullptr && !resource->resolution->Knows(params.params);
 }
 
 google::protobuf::Any PackVariant(const ResourceType& type, const Variant& variant) {

@@ -36,6 +36,12 @@ class ServingSnapshot {
   std::shared_ptr<const Variant> Select(const ServedResource& resource,
                                         const Parameters& params) const;
 
+  // Returns whether the source does not know yet what `params` selects of
+  // (type, name), whose resource is `resource` (null when the snapshot holds
+  // none): only partial snapshots have unknowns. Such a subscription is not
+  // answered ("does not exist" would be a guess) until the source learns it.
+  bool Unknown(const ServedResource* resource, const Parameters& params) const;
+
   // Distinct parameter sets remembered per resource.
   static constexpr size_t kMaxMemoizedParameterSets = 4096;
 

@@ -49,24 +49,6 @@ std::string DigestVersion(uint64_t digest) {
   return absl::StrCat(absl::Hex(digest, absl::kZeroPad16));
 }
 
-// The constraints a locator's parameters satisfy exactly: for telling a
-// client that this locator selects nothing without touching its others.
-DynamicParameterConstraints ConstraintsOf(const ParameterSet& params) {
-  DynamicParameterConstraints out;
-  if (params.empty()) return out;
-  auto set = [](DynamicParameterConstraints* c, const std::string& key, const std::string& value) {
-    c->mutable_constraint()->set_key(key);
-    c->mutable_constraint()->set_value(value);
-  };
-  if (params.size() == 1) {
-    set(&out, params.begin()->first, params.begin()->second);
-    return out;
-  }
-  auto* list = out.mutable_and_constraints();
-  for (const auto& [key, value] : params) set(list->add_constraints(), key, value);
-  return out;
-}
-
 void SetVariantName(const std::string& name, const Variant& variant, bool locator,
                     Resource* resource) {
   if (locator) {
@@ -138,6 +120,7 @@ void StreamState::Untrack(TypeState& state, const std::string& name) {
   auto it = state.names.find(name);
   if (it == state.names.end()) return;
   subscribed_names_ -= static_cast<int64_t>(it->second.subscriptions.size());
+  for (const auto& [key, sub] : it->second.subscriptions) NoteDemand(state, name, sub, false);
   SetHeld(state, name, it->second, {});
   state.names.erase(it);
   state.unacked_prior.erase(name);
@@ -159,14 +142,75 @@ void StreamState::SetWildcard(TypeState& state, bool wildcard) {
   }
 }
 
-void StreamState::AddSubscription(NameState& ns, std::shared_ptr<const Parameters> params,
-                                  bool locator) {
+void StreamState::AddSubscription(const TypeState& state, const std::string& name, NameState& ns,
+                                  std::shared_ptr<const Parameters> params, bool locator) {
   const std::string key = FormKey(locator, params->canonical);
   auto [it, inserted] = ns.subscriptions.try_emplace(key);
-  if (inserted) ++subscribed_names_;
   it->second.params = std::move(params);
   it->second.locator = locator;
   it->second.answered = false;
+  if (inserted) {
+    ++subscribed_names_;
+    NoteDemand(state, name, it->second, true);
+  }
+}
+
+void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string& name,
+                                       NameState& ns, std::map<std::string, Subscription> next) {
+  subscribed_names_ +=
+      static_cast<int64_t>(next.size()) - static_cast<int64_t>(ns.subscriptions.size());
+  if (record_demand_) {
+    for (const auto& [key, sub] : ns.subscriptions) {
+      if (next.count(key) == 0) NoteDemand(state, name, sub, false);
+    }
+    for (const auto& [key, sub] : next) {
+      if (ns.subscriptions.count(key) == 0) NoteDemand(state, name, sub, true);
+    }
+  }
+  ns.subscriptions = std::move(next);
+}
+
+void StreamState::NoteDemand(const TypeState& state, const std::string& name,
+                             const Subscription& sub, bool added) {
+  if (!record_demand_ || state.type == nullptr) return;
+  demand_changes_.push_back({state.type_url, name, sub.params, added});
+}
+
+std::vector<DemandChange> StreamState::TakeDemandChanges() {
+  return std::exchange(demand_changes_, {});
+}
+
+std::vector<DemandChange> StreamState::Demands() const {
+  std::vector<DemandChange> out;
+  if (!record_demand_) return out;
+  for (const auto& [url, state] : types_) {
+    if (state.type == nullptr) continue;
+    for (const auto& [name, ns] : state.names) {
+      for (const auto& [key, sub] : ns.subscriptions) out.push_back({url, name, sub.params, true});
+    }
+  }
+  return out;
+}
+
+bool StreamState::HasUnknown(const TypeState& state, const NameState& ns,
+                             const std::string& name) const {
+  if (state.type == nullptr || !snapshot_->snapshot().partial()) return false;
+  const ServedResource* resource = snapshot_->snapshot().Find(*state.type, name);
+  for (const auto& [key, sub] : ns.subscriptions) {
+    if (snapshot_->Unknown(resource, *sub.params)) return true;
+  }
+  return false;
+}
+
+bool StreamState::OmitsUnknown(const TypeState& state) const {
+  if (protocol_ != Protocol::kSotw || !IsFullStateType(state.type) ||
+      !snapshot_->snapshot().partial()) {
+    return false;
+  }
+  for (const auto& [name, ns] : state.names) {
+    if (ns.held.empty() && HasUnknown(state, ns, name)) return true;
+  }
+  return false;
 }
 
 void StreamState::SetHeld(TypeState& state, const std::string& name, NameState& ns,
@@ -312,8 +356,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     if (found_next == next.end()) {
       if (ns.subscriptions.empty()) continue;  // Wildcard-covered only.
       if (state.wildcard) {
-        subscribed_names_ -= static_cast<int64_t>(ns.subscriptions.size());
-        ns.subscriptions.clear();
+        ReplaceSubscriptions(state, name, ns, {});
         state.dirty.insert(name);
       } else {
         gone.push_back(name);
@@ -332,9 +375,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
       }
     }
     if (!same) {
-      subscribed_names_ += static_cast<int64_t>(subs.size()) -
-                           static_cast<int64_t>(ns.subscriptions.size());
-      ns.subscriptions = std::move(subs);
+      ReplaceSubscriptions(state, name, ns, std::move(subs));
       state.dirty.insert(name);
       changed = true;
     }
@@ -344,8 +385,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   for (auto& [name, subs] : next) {
     NameState& ns = Track(state, name);
     state.dirty.insert(name);
-    subscribed_names_ += static_cast<int64_t>(subs.size());
-    ns.subscriptions = std::move(subs);
+    ReplaceSubscriptions(state, name, ns, std::move(subs));
     changed = true;
   }
   state.seen_request = true;
@@ -420,14 +460,15 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
       continue;
     }
     const std::string canonical = CanonicalName(name);
-    AddSubscription(Track(state, canonical), node_params_, /*locator=*/false);
+    AddSubscription(state, canonical, Track(state, canonical), node_params_, /*locator=*/false);
     state.dirty.insert(canonical);
   }
   for (const auto& locator : request.resource_locators_subscribe()) {
     auto params = std::make_shared<Parameters>(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
     const std::string canonical = CanonicalName(locator.name());
-    AddSubscription(Track(state, canonical), std::move(params), /*locator=*/true);
+    AddSubscription(state, canonical, Track(state, canonical), std::move(params),
+                    /*locator=*/true);
     state.dirty.insert(canonical);
   }
   // After an unsubscribe the client forgets the resource; a name the
@@ -458,6 +499,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
       if (sub->second.locator) {
         ++sub;
       } else {
+        NoteDemand(state, canonical, sub->second, false);
         sub = ns.subscriptions.erase(sub);
         --subscribed_names_;
       }
@@ -473,8 +515,12 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
     if (it == state.names.end()) continue;
     Parameters params(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    subscribed_names_ -=
-        static_cast<int64_t>(it->second.subscriptions.erase(FormKey(true, params.canonical)));
+    auto sub = it->second.subscriptions.find(FormKey(true, params.canonical));
+    if (sub != it->second.subscriptions.end()) {
+      NoteDemand(state, name, sub->second, false);
+      it->second.subscriptions.erase(sub);
+      --subscribed_names_;
+    }
     after_unsubscribe(name, it->second);
   }
   state.seen_request = true;
@@ -571,6 +617,9 @@ StreamState::Pending StreamState::Classify(TypeState& state, const std::string& 
   auto it = state.names.find(name);
   NameState empty_copy;
   NameState& ns = it == state.names.end() ? empty_copy : it->second;
+  // A partial source that does not know yet what a subscription selects:
+  // keep what the client holds and answer once it does.
+  if (HasUnknown(state, ns, name)) return Pending::kNone;
   const HeldMap desired = Effective(state, ns, name);
   bool send = false;
   bool drop = ns.stale_claim;
@@ -638,6 +687,8 @@ StreamState::TypeState* StreamState::PickNext(bool* removal_phase) {
     return RankOf(a->type) < RankOf(b->type);
   });
   *removal_phase = false;
+  // Full-state SotW responses wait while they would omit an unknown name.
+  std::erase_if(ordered, [this](TypeState* state) { return OmitsUnknown(*state); });
   // Additions and updates, referenced types first.
   for (TypeState* state : ordered) {
     if (!state->upserts.empty()) return state;
@@ -830,13 +881,13 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
       const ServedResource* resource =
           state->type == nullptr ? nullptr : snapshot_->snapshot().Find(*state->type, name);
       for (auto& [key, sub] : ns.subscriptions) {
-        if (sub.answered) continue;
+        if (sub.answered || snapshot_->Unknown(resource, *sub.params)) continue;
         sub.answered = true;
         if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) continue;
         if (sub.locator) {
           auto* removed = response->add_removed_resource_names();
           removed->set_name(name);
-          *removed->mutable_dynamic_parameter_constraints() = ConstraintsOf(sub.params->params);
+          *removed->mutable_dynamic_parameter_constraints() = ExactConstraints(sub.params->params);
         } else if (!plain_removed) {
           response->add_removed_resources(name);
           plain_removed = true;

@@ -67,6 +67,15 @@ struct WatchChange {
   bool watched = true;  // False: no longer watched.
 };
 
+// One subscription started or ended: what a partial source (the relay) must
+// fetch for the streams it serves.
+struct DemandChange {
+  std::string type_url;
+  std::string name;  // Normalised.
+  std::shared_ptr<const Parameters> params;
+  bool added = true;  // False: ended.
+};
+
 // Not thread-safe: the owner serializes calls (one stream, one lock).
 class StreamState {
  public:
@@ -110,6 +119,15 @@ class StreamState {
   std::vector<WatchChange> TakeWatchChanges();
   // Returns everything this stream watches now (for unregistering).
   std::vector<WatchChange> Watches() const;
+
+  // Starts recording DemandChanges (off by default: only partial sources
+  // need them).
+  void RecordDemand() { record_demand_ = true; }
+  // Returns and clears the subscriptions started and ended since the last
+  // call, in order.
+  std::vector<DemandChange> TakeDemandChanges();
+  // Returns every subscription held now, as additions.
+  std::vector<DemandChange> Demands() const;
 
   // Builds the next response, if one is due. Within one snapshot change,
   // additions and updates go out first in push-rank order (endpoints,
@@ -189,7 +207,18 @@ class StreamState {
   NameState& Track(TypeState& state, const std::string& name);
   void Untrack(TypeState& state, const std::string& name);
   void SetWildcard(TypeState& state, bool wildcard);
-  void AddSubscription(NameState& ns, std::shared_ptr<const Parameters> params, bool locator);
+  void AddSubscription(const TypeState& state, const std::string& name, NameState& ns,
+                       std::shared_ptr<const Parameters> params, bool locator);
+  // Replaces a name's subscriptions, recording the difference as demand.
+  void ReplaceSubscriptions(const TypeState& state, const std::string& name, NameState& ns,
+                            std::map<std::string, Subscription> next);
+  void NoteDemand(const TypeState& state, const std::string& name, const Subscription& sub,
+                  bool added);
+  // True when a subscription of `ns` is unknown to a partial snapshot.
+  bool HasUnknown(const TypeState& state, const NameState& ns, const std::string& name) const;
+  // True when a full-state SotW response of `state` would omit a name whose
+  // answer is not known yet (the client would take it as deleted).
+  bool OmitsUnknown(const TypeState& state) const;
   void SetHeld(TypeState& state, const std::string& name, NameState& ns, HeldMap held);
   HeldMap Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
   HeldMap Effective(const TypeState& state, NameState& ns, const std::string& name) const;
@@ -216,6 +245,8 @@ class StreamState {
   std::shared_ptr<const Parameters> node_params_;
   std::map<std::string, TypeState> types_;
   std::vector<WatchChange> watch_changes_;
+  bool record_demand_ = false;
+  std::vector<DemandChange> demand_changes_;
   int64_t subscribed_names_ = 0;
   uint64_t nonce_counter_ = 0;
 };

@@ -292,6 +292,38 @@ std::string ParameterSetToString(const ParameterSet& params) {
   return out;
 }
 
+DynamicParameterConstraints ExactConstraints(const ParameterSet& params) {
+  DynamicParameterConstraints out;
+  if (params.empty()) return out;
+  auto set = [](DynamicParameterConstraints* c, const std::string& key, const std::string& value) {
+    c->mutable_constraint()->set_key(key);
+    c->mutable_constraint()->set_value(value);
+  };
+  if (params.size() == 1) {
+    set(&out, params.begin()->first, params.begin()->second);
+    return out;
+  }
+  auto* list = out.mutable_and_constraints();
+  for (const auto& [key, value] : params) set(list->add_constraints(), key, value);
+  return out;
+}
+
+std::string CanonicalParameters(const ParameterSet& params) {
+  std::string out;
+  for (const auto& [key, value] : params) {
+    absl::StrAppend(&out, key.size(), ":", key, value.size(), ":", value);
+  }
+  return out;
+}
+
+ParameterSet ProjectParameters(const ParameterSet& params, const std::set<std::string>& keys) {
+  ParameterSet out;
+  for (const auto& [key, value] : params) {
+    if (keys.count(key) > 0) out.emplace(key, value);
+  }
+  return out;
+}
+
 bool Constraint::Matches(const ParameterSet& params) const {
   return Evaluate(rep_->nodes, rep_->children, rep_->key_list, 0, params);
 }

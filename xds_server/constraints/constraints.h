@@ -26,6 +26,20 @@ using ParameterSet = std::map<std::string, std::string>;
 // keys and values that are not plain words.
 std::string ParameterSetToString(const ParameterSet& params);
 
+// Returns an unambiguous canonical encoding of a parameter set (each key and
+// value length-prefixed), for use as a map key: equal sets give equal text.
+std::string CanonicalParameters(const ParameterSet& params);
+
+// Returns the parameters of `params` whose keys are in `keys`. Constraints
+// that mention only `keys` match `params` exactly when they match the
+// projection (TP2: unconstrained parameters are ignored).
+ParameterSet ProjectParameters(const ParameterSet& params, const std::set<std::string>& keys);
+
+// Returns the constraints `params` satisfies exactly (every key equal to its
+// value; empty for an empty set): how a server says that one locator selects
+// nothing without touching the client's other subscriptions.
+DynamicParameterConstraints ExactConstraints(const ParameterSet& params);
+
 // Bounds on the constraints Facet accepts and on the work spent deciding them.
 // Structural violations are InvalidArgument errors and exceeding the work
 // budget is ResourceExhausted; both name the limit.

@@ -64,6 +64,11 @@ const std::string& Variant::EncodedWrapper(bool locator) const {
   return wrapper_[index];
 }
 
+bool Resolution::Knows(const ParameterSet& params) const {
+  return known.contains(
+      CanonicalParameters(keys.has_value() ? ProjectParameters(params, *keys) : params));
+}
+
 const Variant* ServedResource::Select(const ParameterSet& params) const {
   for (const auto& variant : variants) {
     if (variant->constraints.Matches(params)) return variant.get();
@@ -96,7 +101,8 @@ bool SameVersions(const ServedResource& a, const ServedResource& b) {
   for (size_t i = 0; i < a.variants.size(); ++i) {
     if (a.variants[i]->version != b.variants[i]->version) return false;
   }
-  return true;
+  // A partial source answering more (or fewer) parameter sets is a change.
+  return a.resolution == b.resolution;
 }
 
 }  // namespace
@@ -214,6 +220,13 @@ Snapshot::Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
   }
 }
 
+std::shared_ptr<const Snapshot> Snapshot::EmptyPartial() {
+  auto out = std::make_shared<Snapshot>();
+  out->partial_ = true;
+  out->SetVersion();
+  return out;
+}
+
 std::shared_ptr<const Snapshot> Snapshot::Derive(
     const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
     const std::vector<std::pair<const ResourceType*, std::string>>& removals) {
@@ -222,6 +235,7 @@ std::shared_ptr<const Snapshot> Snapshot::Derive(
   out->by_owner_ = base.by_owner_;
   out->digest_sum_ = base.digest_sum_;
   out->base_version_ = base.version();
+  out->partial_ = base.partial_;
   out->changes_.all = false;
   std::map<const ResourceType*, std::map<std::string, int>> touched;  // -1 removed, 1 added, 0 changed.
   for (const auto& [type, name] : removals) {

@@ -6,11 +6,14 @@
 #include <bitset>
 #include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/base/call_once.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
 #include "xds_server/constraints/constraints.h"
@@ -50,6 +53,21 @@ struct Variant {
   mutable std::string wrapper_[2];
 };
 
+// Which parameter sets a source that knows a resource only in part (the
+// relay's cache) has an answer for: a variant, or that none exists.
+// Immutable (thread-safe).
+struct Resolution {
+  // The keys the resource's variants constrain, once known (TP2: every
+  // variant of a resource constrains the same keys): parameter sets are
+  // projected onto them. Unset: parameter sets are taken whole.
+  std::optional<std::set<std::string>> keys;
+  // CanonicalParameters of the (projected) parameter sets answered.
+  absl::flat_hash_set<std::string> known;
+
+  // Returns whether the source has an answer for `params`.
+  bool Knows(const ParameterSet& params) const;
+};
+
 // All variants of one (type, name). Immutable (thread-safe).
 struct ServedResource {
   const ResourceType* type = nullptr;
@@ -57,6 +75,10 @@ struct ServedResource {
   ObjectRef owner;
   int64_t generation = 0;
   std::vector<std::shared_ptr<const Variant>> variants;
+  // Null: the variants are complete (a parameter set no variant matches
+  // selects nothing). Set by partial sources: a parameter set no variant
+  // matches and the resolution does not know is not answered yet.
+  std::shared_ptr<const Resolution> resolution;
 
   // Returns the variant whose constraints match `params`, or null when none
   // does (for the client, the resource does not exist). Validation guarantees
@@ -88,6 +110,11 @@ class Snapshot {
   using ResourceMap = std::map<std::string, std::shared_ptr<const ServedResource>, std::less<>>;
 
   Snapshot() = default;
+
+  // Returns an empty partial snapshot: in it and in every snapshot derived
+  // from it, a name that is not held is not known yet (the relay's cache),
+  // rather than absent.
+  static std::shared_ptr<const Snapshot> EmptyPartial();
   // Makes a snapshot of `resources` whose changes() are relative to `base`
   // (every name counts as changed when `base` is null).
   explicit Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
@@ -117,6 +144,8 @@ class Snapshot {
   // Returns what changed from the base snapshot.
   const ChangeSet& changes() const { return changes_; }
   size_t size() const;
+  // True for partial snapshots (see EmptyPartial).
+  bool partial() const { return partial_; }
 
  private:
   void Insert(std::shared_ptr<const ServedResource> resource);
@@ -178,6 +207,7 @@ class Snapshot {
   std::string version_;
   std::string base_version_;
   ChangeSet changes_;
+  bool partial_ = false;
 };
 
 // Returns the 64-bit content digest of one served resource (its type, name
