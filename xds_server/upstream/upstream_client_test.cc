@@ -434,6 +434,35 @@ TEST_P(UpstreamClientTest, FailsOverFromAnUnreachableServer) {
   EXPECT_EQ(stats.server_index, 1);
 }
 
+TEST_P(UpstreamClientTest, HealthyServerThatGoesAwayIsRetriedOnceThenFailedOver) {
+  FacetServer second(store_);
+  auto client = Client({server_->address(), second.address()}, ClientOptions());
+  client->Subscribe({kRds, "r", kProd});
+  ASSERT_TRUE(listener_.WaitFor(HasVariant("r")).has_value());
+  server_->Stop();
+  std::optional<UpstreamUpdate> update = listener_.WaitFor(
+      [](const UpstreamUpdate& u) { return u.server_index == 1 && HasVariant("r")(u); });
+  ASSERT_TRUE(update.has_value());
+  EXPECT_THAT(listener_.disconnected(), ::testing::ElementsAre(0));
+  EXPECT_THAT(listener_.connected(), ::testing::ElementsAre(0, 1));
+  const UpstreamClientStats stats = client->stats();
+  EXPECT_EQ(stats.streams_started, 3);  // Server 0, server 0 again, server 1.
+  EXPECT_EQ(stats.failovers, 1);
+  EXPECT_EQ(stats.server_index, 1);
+  client.reset();
+}
+
+TEST_P(UpstreamClientTest, ServerWithUnsupportedCredentialsIsSkipped) {
+  std::vector<UpstreamServer> servers = {{server_->address(), "google_default", {}},
+                                         {server_->address(), "insecure", {}}};
+  UpstreamClient client(servers, ClientOptions(), listener_);
+  client.Subscribe({kRds, "r", kProd});
+  std::optional<UpstreamUpdate> update = listener_.WaitFor(HasVariant("r"));
+  ASSERT_TRUE(update.has_value());
+  EXPECT_EQ(update->server_index, 1);
+  EXPECT_EQ(client.stats().failovers, 1);
+}
+
 TEST_P(UpstreamClientTest, ReconnectsAfterRestartAndSubscribesAgain) {
   auto client = Client({server_->address()}, ClientOptions());
   client->Subscribe({kRds, "r", kProd});
@@ -560,6 +589,7 @@ class FakeUpstreamTest : public ::testing::Test {
   void StartClient(UpstreamClient::Protocol protocol, std::vector<std::string> extra = {}) {
     UpstreamClient::Options options = TestOptions(protocol);
     options.failover_timeout = failover_timeout_;
+    options.max_receive_bytes = max_receive_bytes_;
     std::vector<UpstreamServer> servers = {{address(), "insecure", {}}};
     for (auto& a : extra) servers.push_back({a, "insecure", {}});
     client_ = std::make_unique<UpstreamClient>(std::move(servers), options, listener_);
@@ -585,6 +615,7 @@ class FakeUpstreamTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Duration failover_timeout_ = absl::Seconds(5);
+  int max_receive_bytes_ = 64 << 20;
   RecordingListener listener_;
   std::unique_ptr<UpstreamClient> client_;
 };
@@ -773,6 +804,29 @@ TEST_F(FakeUpstreamTest, ServerThatNeverAnswersIsGivenUpAfterTheFailoverTimeout)
   EXPECT_EQ(client_->stats().failovers, 1);
   EXPECT_THAT(listener_.disconnected(), IsEmpty());  // It never connected.
   client_.reset();
+}
+
+TEST_F(FakeUpstreamTest, OversizedResponseEndsTheStreamAndTheNextOneSubscribesAgain) {
+  max_receive_bytes_ = 4096;
+  StartClient(UpstreamClient::Protocol::kDelta);
+  client_->Subscribe({kRds, "r", kProd});
+  ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
+  DeltaDiscoveryResponse big;
+  big.set_type_url(kRds);
+  big.set_nonce("big");
+  Resource resource = Wrapped("prod", "v1");
+  RouteConfiguration route;
+  route.set_name(std::string(8192, 'x'));
+  resource.mutable_resource()->PackFrom(route);
+  *big.add_resources() = resource;
+  ASSERT_TRUE(fake_.Send(big));
+  // gRPC refuses the message and ends the call; a new stream subscribes again.
+  std::optional<DeltaDiscoveryRequest> again = fake_.DeltaRequest(1);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->response_nonce(), "");
+  ASSERT_EQ(again->resource_locators_subscribe_size(), 1);
+  EXPECT_EQ(fake_.streams(), 2u);
+  EXPECT_EQ(listener_.update_count(), 0u);
 }
 
 TEST_F(FakeUpstreamTest, DestroyingTheClientEndsTheStream) {
