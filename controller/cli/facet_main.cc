@@ -1,10 +1,11 @@
-// The `facet` command: validate, serve, controller, version.
+// The `facet` command: validate, serve, controller, relay, version.
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "controller/cli/controller_command.h"
+#include "controller/cli/relay_command.h"
 #include "controller/cli/serve_command.h"
 #include "controller/cli/serving_common.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -20,6 +21,8 @@ constexpr char kUsage[] =
     "  serve --manifests DIR\n"
     "                     serve a directory of manifests over xDS (see facet serve --help)\n"
     "  controller         serve XdsResources from the Kubernetes API (see facet controller --help)\n"
+    "  relay --config FILE\n"
+    "                     cache and serve upstream xDS servers' resources (see facet relay --help)\n"
     "  version            print the version\n";
 
 }  // namespace
@@ -38,7 +41,7 @@ int main(int argc, char** argv) {
   }
   const std::string command = args[0];
   args.erase(args.begin());
-  if (command == "serve" || command == "controller") {
+  if (command == "serve" || command == "controller" || command == "relay") {
     // These commands wait for SIGTERM/SIGINT with sigwait on the main thread.
     // Block the signals now, before any library starts a thread, so every
     // thread inherits the mask and no signal can land elsewhere and kill the
@@ -53,6 +56,9 @@ int main(int argc, char** argv) {
   }
   if (command == "serve") {
     return facet::controller::RunServe(args, std::cout, std::cerr);
+  }
+  if (command == "relay") {
+    return facet::controller::RunRelay(args, std::cout, std::cerr);
   }
   if (command == "version") {
     std::cout << "facet " << FACET_VERSION << "\n";

@@ -1,0 +1,198 @@
+#include "controller/cli/relay_command.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "controller/admin/admin_server.h"
+#include "controller/admin/metrics_text.h"
+#include "controller/cli/flags.h"
+#include "controller/cli/serving_common.h"
+#include "grpcpp/grpcpp.h"
+#include "spdlog/spdlog.h"
+#include "xds_server/ads/ads_service.h"
+#include "xds_server/relay/relay.h"
+#include "xds_server/relay_config/relay_config.h"
+
+namespace facet::controller {
+namespace {
+
+std::string RelayMetricsText(const xds::Relay& relay, const xds::AdsService& ads) {
+  const xds::RelayStats stats = relay.stats();
+  std::string out;
+  AppendAdsMetrics(ads, &out);
+  AppendMetric("facet_relay_upstream_streams", "gauge",
+               "Upstream server lists with a connected ADS stream.",
+               static_cast<double>(stats.upstream_streams), &out);
+  AppendMetric("facet_relay_upstream_subscriptions", "gauge",
+               "Upstream locator subscriptions (one per resource and projected parameter set), "
+               "lingering ones included.",
+               static_cast<double>(stats.cache.upstream_subscriptions), &out);
+  AppendMetric("facet_relay_cache_variants", "gauge", "Resource variants held in the cache.",
+               static_cast<double>(stats.cache.cached_variants), &out);
+  AppendMetric("facet_relay_cache_resources", "gauge",
+               "Resources (type and name) the cache tracks.",
+               static_cast<double>(stats.cache.resources), &out);
+  AppendMetric("facet_relay_cache_hits_total", "counter",
+               "Downstream parameter sets answered from the cache when first subscribed.",
+               static_cast<double>(stats.cache.hits), &out);
+  AppendMetric("facet_relay_cache_misses_total", "counter",
+               "Downstream parameter sets that waited for upstream when first subscribed.",
+               static_cast<double>(stats.cache.misses), &out);
+  AppendMetric("facet_relay_upstream_updates_total", "counter",
+               "Upstream responses applied to the cache.",
+               static_cast<double>(stats.cache.updates_applied), &out);
+  AppendMetric("facet_relay_upstream_updates_rejected_total", "counter",
+               "Upstream responses rejected (NACKed upstream).",
+               static_cast<double>(stats.cache.updates_rejected + stats.upstream_nacks_sent), &out);
+  AppendMetric("facet_relay_upstream_reconnects_total", "counter",
+               "Upstream streams started after the first.",
+               static_cast<double>(stats.upstream_reconnects), &out);
+  AppendMetric("facet_relay_upstream_failovers_total", "counter",
+               "Moves to the next server of an upstream list.",
+               static_cast<double>(stats.upstream_failovers), &out);
+  return out;
+}
+
+}  // namespace
+
+int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  Flags flags;
+  flags.Define("config", "",
+               "relay configuration: JSON in the shape of a gRPC xDS bootstrap (required)");
+  flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server (port 0: any free)");
+  flags.Define("admin-address", "127.0.0.1:18080",
+               "HOST:PORT for /healthz, /readyz, /metrics, /status (empty: disabled)");
+  flags.Define("node-metadata-params", "",
+               "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
+               "(empty: every top-level string field)");
+  flags.Define("upstream-protocol", "delta", "delta or sotw: the ADS variant used upstream");
+  flags.Define("upstream-linger", "10s",
+               "how long an upstream subscription no downstream client needs is kept");
+  flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
+  flags.Define("log-level", "info", "trace, debug, info, warn or error");
+  DefineXdsServerFlags(flags);
+  flags.Define("help", "false", "print this help", true);
+  const std::string usage =
+      absl::StrCat("usage: facet relay --config FILE [flags]\n", flags.Help());
+  if (absl::Status s = flags.Parse(args); !s.ok()) {
+    err << "facet relay: " << s.message() << "\n" << usage;
+    return 2;
+  }
+  if (flags.GetBool("help")) {
+    out << usage;
+    return 0;
+  }
+  if (flags.Get("config").empty() || !flags.positional().empty()) {
+    err << "facet relay: --config FILE is required (and no positional arguments)\n" << usage;
+    return 2;
+  }
+  absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
+  if (!mapping.ok()) {
+    err << "facet relay: " << mapping.status().message() << "\n";
+    return 2;
+  }
+  absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
+  if (!server_options.ok()) {
+    err << "facet relay: " << server_options.status().message() << "\n";
+    return 2;
+  }
+  xds::Relay::Options relay_options;
+  const std::string protocol = flags.Get("upstream-protocol");
+  if (protocol != "delta" && protocol != "sotw") {
+    err << "facet relay: --upstream-protocol: \"" << protocol << "\" is not delta or sotw\n";
+    return 2;
+  }
+  relay_options.upstream.protocol = protocol == "delta" ? xds::UpstreamClient::Protocol::kDelta
+                                                        : xds::UpstreamClient::Protocol::kSotw;
+  if (!absl::ParseDuration(flags.Get("upstream-linger"), &relay_options.linger) ||
+      relay_options.linger < absl::ZeroDuration()) {
+    err << "facet relay: --upstream-linger: \"" << flags.Get("upstream-linger")
+        << "\" is not a non-negative duration (e.g. 10s)\n";
+    return 2;
+  }
+  absl::StatusOr<xds::RelayConfig> config = xds::LoadRelayConfig(flags.Get("config"));
+  if (!config.ok()) {
+    err << "facet relay: " << config.status().message() << "\n";
+    return config.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  relay_options.config = *std::move(config);
+
+  BlockShutdownSignals();
+  const sigset_t signals = ShutdownSignals();
+
+  xds::SnapshotStore store;
+  xds::Relay relay(store, relay_options);
+  xds::AdsService::Options ads_options = server_options->ads;
+  ads_options.mapping = *std::move(mapping);
+  ads_options.demand_observer = &relay;
+  xds::AdsService ads(store, ads_options);
+
+  absl::StatusOr<XdsListener> listener =
+      StartXdsListener(flags.Get("xds-address"), ads, *server_options);
+  if (!listener.ok()) {
+    err << "facet relay: --xds-address: " << listener.status().message() << "\n";
+    return 1;
+  }
+  std::unique_ptr<grpc::Server> server = std::move(listener->server);
+  const std::string xds_address = listener->address;
+
+  std::unique_ptr<AdminServer> admin;
+  if (!flags.Get("admin-address").empty()) {
+    auto started = AdminServer::Start(
+        flags.Get("admin-address"),
+        {{"/healthz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
+         {"/readyz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"}; }},
+         {"/metrics",
+          [&] {
+            return AdminResponse{200, "text/plain; version=0.0.4", RelayMetricsText(relay, ads)};
+          }},
+         {"/status", [&] {
+            const xds::RelayStats stats = relay.stats();
+            std::string json = "{\"upstreams\": [";
+            for (size_t i = 0; i < stats.upstreams.size(); ++i) {
+              absl::StrAppend(&json, i == 0 ? "" : ", ", "{\"server_uri\": \"",
+                              stats.upstreams[i].first, "\", \"connected\": ",
+                              stats.upstreams[i].second ? "true" : "false", "}");
+            }
+            absl::StrAppend(&json, "], \"snapshot_version\": \"", store.Current()->version(),
+                            "\", \"streams_open\": ", ads.stats().streams_open,
+                            ", \"upstream_subscriptions\": ", stats.cache.upstream_subscriptions,
+                            ", \"cached_variants\": ", stats.cache.cached_variants, "}\n");
+            return AdminResponse{200, "application/json", json};
+          }}});
+    if (!started.ok()) {
+      err << "facet relay: --admin-address: " << started.status().message() << "\n";
+      server->Shutdown();
+      return 1;
+    }
+    admin = *std::move(started);
+  }
+
+  std::vector<std::string> upstreams;
+  for (const auto& server_entry : relay_options.config.xds_servers) {
+    upstreams.push_back(server_entry.server_uri);
+  }
+  out << "facet relay: relaying " << absl::StrJoin(upstreams, ", ") << " ("
+      << relay_options.config.authorities.size() << " authorities) over xDS on " << xds_address
+      << (admin ? absl::StrCat(", admin on http://", admin->address()) : "") << "\n";
+  out.flush();
+  if (!flags.Get("ready-file").empty() &&
+      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {
+    spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
+  }
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  spdlog::info("received {}; draining ADS streams", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  ads.Drain();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  admin.reset();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace facet::controller

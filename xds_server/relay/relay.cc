@@ -1,0 +1,166 @@
+#include "xds_server/relay/relay.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
+
+namespace facet::xds {
+
+// Forwards one upstream client's events to the relay, tagged with its index.
+class Relay::Listener final : public UpstreamClient::Listener {
+ public:
+  Listener(Relay& relay, int index) : relay_(relay), index_(index) {}
+
+  absl::Status OnUpdate(const UpstreamUpdate& update) override {
+    return relay_.OnUpdate(index_, update);
+  }
+  void OnConnected(int server_index) override {
+    spdlog::info("relay: upstream {} connected to {}", index_,
+                 relay_.upstreams_[index_]->servers()[server_index].server_uri);
+  }
+  void OnDisconnected(int server_index, const absl::Status& status) override {
+    spdlog::warn("relay: upstream {} lost {}: {}; serving from the cache", index_,
+                 relay_.upstreams_[index_]->servers()[server_index].server_uri,
+                 std::string(status.message()));
+  }
+
+ private:
+  Relay& relay_;
+  const int index_;
+};
+
+namespace {
+
+std::string ListKey(const std::vector<UpstreamServer>& servers) {
+  std::vector<std::string> parts;
+  for (const UpstreamServer& server : servers) {
+    parts.push_back(absl::StrCat(server.server_uri, "|", server.channel_creds, "|",
+                                 absl::StrJoin(server.server_features, ",")));
+  }
+  return absl::StrJoin(parts, "\n");
+}
+
+}  // namespace
+
+Relay::Relay(SnapshotStore& store, Options options)
+    : store_(store), options_(std::move(options)), cache_(RelayCache::Options{}) {
+  // One upstream client per distinct server list: authorities served by the
+  // same servers share one ADS stream.
+  std::map<std::string, int> index_of;
+  std::vector<std::vector<UpstreamServer>> lists;
+  auto index_for = [&](const std::vector<UpstreamServer>& servers) {
+    auto [it, inserted] = index_of.try_emplace(ListKey(servers), static_cast<int>(lists.size()));
+    if (inserted) lists.push_back(servers);
+    return it->second;
+  };
+  index_for(options_.config.xds_servers);
+  auto by_list = std::make_shared<std::map<const std::vector<UpstreamServer>*, int>>();
+  (*by_list)[&options_.config.xds_servers] = 0;
+  for (const auto& [authority, servers] : options_.config.authorities) {
+    (*by_list)[&servers] = index_for(servers);
+  }
+  RelayCache::Options cache_options;
+  cache_options.linger = options_.linger;
+  const RelayConfig* config = &options_.config;
+  cache_options.route = [config, by_list](const std::string& name) {
+    absl::StatusOr<const std::vector<UpstreamServer>*> servers = ServersFor(*config, name);
+    if (!servers.ok()) return -1;
+    auto it = by_list->find(*servers);
+    return it == by_list->end() ? -1 : it->second;
+  };
+  {
+    absl::MutexLock lock(&mu_);
+    cache_ = RelayCache(std::move(cache_options));
+  }
+  UpstreamClient::Options upstream = options_.upstream;
+  upstream.node = options_.config.node;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    listeners_.push_back(std::make_unique<Listener>(*this, static_cast<int>(i)));
+    upstreams_.push_back(std::make_unique<UpstreamClient>(lists[i], upstream, *listeners_.back()));
+  }
+  absl::MutexLock lock(&mu_);
+  store_.Publish(cache_.current());
+  expiry_thread_ = std::thread([this] { ExpireUntilStopped(); });
+}
+
+Relay::~Relay() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  expiry_thread_.join();
+  // Upstream clients end their streams before the listeners go.
+  upstreams_.clear();
+  listeners_.clear();
+}
+
+void Relay::Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot) {
+  if (snapshot != nullptr) store_.Publish(std::move(snapshot));
+  for (const Fetch& fetch : fetches) {
+    if (fetch.upstream < 0 || fetch.upstream >= static_cast<int>(upstreams_.size())) continue;
+    UpstreamClient& client = *upstreams_[fetch.upstream];
+    if (fetch.subscribe) {
+      client.Subscribe(fetch.subscription);
+    } else {
+      client.Unsubscribe(fetch.subscription);
+    }
+  }
+}
+
+void Relay::OnDemand(const std::vector<DemandChange>& changes) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const Snapshot> snapshot;
+  std::vector<Fetch> fetches = cache_.OnDemand(changes, absl::Now(), &snapshot);
+  Effect(std::move(fetches), std::move(snapshot));
+}
+
+absl::Status Relay::OnUpdate(int upstream, const UpstreamUpdate& update) {
+  absl::MutexLock lock(&mu_);
+  std::shared_ptr<const Snapshot> snapshot;
+  std::vector<Fetch> fetches;
+  absl::Status status = cache_.Apply(upstream, update, absl::Now(), &fetches, &snapshot);
+  if (!status.ok()) {
+    spdlog::warn("relay: rejected a response from upstream {}: {}", upstream,
+                 std::string(status.message()));
+    return status;
+  }
+  Effect(std::move(fetches), std::move(snapshot));
+  return absl::OkStatus();
+}
+
+void Relay::ExpireUntilStopped() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    const absl::Time now = absl::Now();
+    std::shared_ptr<const Snapshot> snapshot;
+    std::vector<Fetch> fetches = cache_.Expire(now, &snapshot);
+    Effect(std::move(fetches), std::move(snapshot));
+    // Wake at the next expiry (at most a second away, so a new idle
+    // subscription is noticed) or when stopping.
+    absl::Time wake = now + absl::Seconds(1);
+    if (auto next = cache_.NextExpiry(); next.has_value() && *next < wake) wake = *next;
+    mu_.AwaitWithDeadline(absl::Condition(&stopping_), wake);
+  }
+}
+
+RelayStats Relay::stats() const {
+  RelayStats out;
+  {
+    absl::MutexLock lock(&mu_);
+    out.cache = cache_.stats();
+  }
+  for (const auto& upstream : upstreams_) {
+    const UpstreamClientStats stats = upstream->stats();
+    out.upstream_streams += stats.connected ? 1 : 0;
+    out.upstream_reconnects += stats.reconnects;
+    out.upstream_failovers += stats.failovers;
+    out.upstream_nacks_sent += stats.nacks_sent;
+    out.upstreams.emplace_back(upstream->servers().front().server_uri, stats.connected);
+  }
+  return out;
+}
+
+}  // namespace facet::xds

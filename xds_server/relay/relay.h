@@ -1,0 +1,77 @@
+// `facet relay`'s engine: the ADS server's second source. Downstream demand
+// (from the AdsService) becomes upstream locator subscriptions, one upstream
+// client per distinct server list; upstream responses become cache
+// transactions published as partial snapshots to the SnapshotStore.
+#ifndef FACET_XDS_SERVER_RELAY_RELAY_H_
+#define FACET_XDS_SERVER_RELAY_RELAY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "xds_server/ads/ads_service.h"
+#include "xds_server/ads/snapshot_store.h"
+#include "xds_server/relay/relay_cache.h"
+#include "xds_server/relay_config/relay_config.h"
+#include "xds_server/upstream/upstream_client.h"
+
+namespace facet::xds {
+
+struct RelayStats {
+  RelayCacheStats cache;
+  int64_t upstream_streams = 0;  // Upstream clients with a connected stream.
+  int64_t upstream_reconnects = 0;
+  int64_t upstream_failovers = 0;
+  int64_t upstream_nacks_sent = 0;
+  // Per upstream server list: its first server_uri, and whether connected.
+  std::vector<std::pair<std::string, bool>> upstreams;
+};
+
+// Thread-safe. Pass it to AdsService::Options::demand_observer; it must
+// outlive the service.
+class Relay final : public DemandObserver {
+ public:
+  struct Options {
+    RelayConfig config;
+    UpstreamClient::Options upstream;  // The node is taken from config.node.
+    absl::Duration linger = absl::Seconds(10);
+  };
+
+  // Publishes into `store` (which must outlive the relay), starting with an
+  // empty partial snapshot: nothing is answered before upstream has.
+  Relay(SnapshotStore& store, Options options);
+  ~Relay() override;
+
+  void OnDemand(const std::vector<DemandChange>& changes) override;
+
+  RelayStats stats() const;
+
+ private:
+  class Listener;
+
+  absl::Status OnUpdate(int upstream, const UpstreamUpdate& update);
+  // Carries out a cache operation's effects, in order: publish, then fetch.
+  void Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ExpireUntilStopped();
+
+  SnapshotStore& store_;
+  Options options_;
+  // Serializes cache operations with their effects (publications and
+  // upstream requests), so they happen in the order the cache decided them.
+  mutable absl::Mutex mu_;
+  RelayCache cache_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<UpstreamClient>> upstreams_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread expiry_thread_;
+};
+
+}  // namespace facet::xds
+
+#endif  // FACET_XDS_SERVER_RELAY_RELAY_H_
