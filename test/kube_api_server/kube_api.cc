@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -14,6 +15,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "test/kube_api_server/admission_webhooks.h"
 #include "test/kube_api_server/discovery.h"
 #include "test/kube_api_server/protobuf_body.h"
 #include "test/kube_api_server/selectors.h"
@@ -307,6 +309,7 @@ std::string ResourceTarget::Prefix() const {
 
 KubeApi::KubeApi(Config config)
     : bookmark_interval_(config.bookmark_interval),
+      service_map_file_(std::move(config.service_map_file)),
       store_(config.watch_history),
       token_(std::move(config.token)),
       random_(std::random_device{}()) {
@@ -386,6 +389,29 @@ void KubeApi::SetHang(bool hang) {
   absl::MutexLock lock(&mu_);
   hang_ = hang;
   changed_.SignalAll();
+}
+
+void KubeApi::SetServiceAddress(const std::string& ns, const std::string& name, int port,
+                                const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  service_addresses_[absl::StrCat(ns, "/", name, ":", port)] = address;
+}
+
+std::optional<std::string> KubeApi::ResolveService(const std::string& ns, const std::string& name,
+                                                   int port) const {
+  const std::string key = absl::StrCat(ns, "/", name, ":", port);
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = service_addresses_.find(key); it != service_addresses_.end()) return it->second;
+  }
+  if (service_map_file_.empty()) return std::nullopt;
+  std::ifstream in(service_map_file_);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (fields.size() == 2 && fields[0] == key) return fields[1];
+  }
+  return std::nullopt;
 }
 
 int64_t KubeApi::resource_version() const {
@@ -930,11 +956,91 @@ ApiResponse KubeApi::UpdateLocked(const Target& target, const Json& current, Jso
   return {200, stored};
 }
 
+// ---- Validating admission webhooks ----
+
+ApiResponse KubeApi::WriteAdmitted(const Target& target, bool is_delete, bool dry_run,
+                                   absl::FunctionRef<ApiResponse(bool dry_run)> write) {
+  const ResourceType* webhook_type =
+      FindResourceType("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations");
+  const std::string webhook_prefix = Target{webhook_type, "", "", "", false}.Prefix();
+  // Retries when the object changes while its webhooks run (as the apiserver's
+  // GuaranteedUpdate re-runs admission on a conflict).
+  constexpr int kAttempts = 5;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    AdmissionAttributes attributes;
+    std::vector<MatchedWebhook> webhooks;
+    ApiResponse preview;
+    Target object_target = target;
+    std::string seen_version;  // The stored object's resourceVersion ("" when absent).
+    {
+      absl::MutexLock lock(&mu_);
+      auto stored_configurations = store_.ListAt(webhook_prefix, 0);
+      if (stored_configurations->empty()) return write(dry_run);
+      preview = write(/*dry_run=*/true);
+      if (preview.code >= 300) return preview;
+      if (object_target.name.empty()) {
+        object_target.name = preview.body.GetString({"metadata", "name"});
+      }
+      const Json* stored = store_.Get(object_target.Key());
+      if (stored != nullptr) seen_version = stored->GetString({"metadata", "resourceVersion"});
+      attributes.operation = is_delete ? "DELETE" : preview.code == 201 ? "CREATE" : "UPDATE";
+      attributes.type = target.type;
+      attributes.ns = target.ns;
+      attributes.name = object_target.name;
+      attributes.subresource = target.subresource;
+      if (!is_delete) attributes.object = preview.body;
+      if (stored != nullptr && attributes.operation != "CREATE") attributes.old_object = *stored;
+      if (target.type->group.empty() && target.type->plural == "namespaces") {
+        attributes.namespace_object =
+            attributes.object.is_null() ? attributes.old_object : attributes.object;
+      } else if (target.type->namespaced) {
+        const Json* ns = store_.Get(absl::StrCat("/namespaces//", target.ns));
+        attributes.namespace_object = ns != nullptr ? *ns : Json::MakeObject();
+      }
+      attributes.dry_run = dry_run;
+      std::vector<Json> configurations;
+      for (auto& [key, configuration] : *stored_configurations) {
+        configurations.push_back(std::move(configuration));
+      }
+      webhooks = MatchingWebhooks(configurations, attributes);
+      if (webhooks.empty()) return write(dry_run);
+    }
+    std::optional<AdmissionRejection> rejection = CallWebhooks(
+        webhooks, attributes, [this](const std::string& ns, const std::string& name, int port) {
+          return ResolveService(ns, name, port);
+        });
+    if (rejection.has_value()) {
+      return ErrorResponse(
+          {rejection->code, rejection->reason, rejection->message, rejection->details});
+    }
+    if (dry_run) return preview;
+    absl::MutexLock lock(&mu_);
+    const Json* stored = store_.Get(object_target.Key());
+    if ((stored == nullptr ? "" : stored->GetString({"metadata", "resourceVersion"})) !=
+        seen_version) {
+      continue;
+    }
+    if (attributes.operation != "CREATE") return write(/*dry_run=*/false);
+    // Store the object the webhooks saw (same uid and creationTimestamp).
+    if (target.type->namespaced && !NamespaceExistsLocked(target.ns)) continue;
+    const Json& created = store_.Put(object_target.Key(), std::move(preview.body));
+    changed_.SignalAll();
+    return {201, created};
+  }
+  return ErrorResponse(Conflict(*target.type, target.name,
+                                "the object has been modified; please apply your changes to the "
+                                "latest version and try again"));
+}
+
+// ---- Write verbs ----
+
 ApiResponse KubeApi::Create(const HttpRequest& request, const Target& target) {
   auto body = DecodeBody(request);
   if (!body.ok()) return BodyError(body.status());
-  absl::MutexLock lock(&mu_);
-  return CreateLocked(target, *std::move(body), IsDryRun(request));
+  return WriteAdmitted(target, /*is_delete=*/false, IsDryRun(request),
+                       [&](bool dry_run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                         return CreateLocked(target, *body, dry_run);
+                       });
 }
 
 ApiResponse KubeApi::Update(const HttpRequest& request, const Target& target) {
@@ -944,16 +1050,19 @@ ApiResponse KubeApi::Update(const HttpRequest& request, const Target& target) {
   if (std::optional<ApiError> error = CheckNameAndNamespace(target, *body); error.has_value()) {
     return ErrorResponse(*error);
   }
-  absl::MutexLock lock(&mu_);
-  const Json* current = store_.Get(target.Key());
-  if (current == nullptr) {
-    if (!target.type->allow_create_on_update || !target.subresource.empty() ||
-        !body->GetString({"metadata", "resourceVersion"}).empty()) {
-      return ErrorResponse(NotFound(*target.type, target.name));
+  // Runs with mu_ held (inside WriteAdmitted).
+  auto write = [&](bool dry_run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    const Json* current = store_.Get(target.Key());
+    if (current == nullptr) {
+      if (!target.type->allow_create_on_update || !target.subresource.empty() ||
+          !body->GetString({"metadata", "resourceVersion"}).empty()) {
+        return ErrorResponse(NotFound(*target.type, target.name));
+      }
+      return CreateLocked(target, *body, dry_run);
     }
-    return CreateLocked(target, *std::move(body), IsDryRun(request));
-  }
-  return UpdateLocked(target, Json(*current), *std::move(body), IsDryRun(request));
+    return UpdateLocked(target, Json(*current), *body, dry_run);
+  };
+  return WriteAdmitted(target, /*is_delete=*/false, IsDryRun(request), write);
 }
 
 ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
@@ -991,39 +1100,40 @@ ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
   }
   auto patch = apply ? Json::ParseYaml(request.body) : Json::Parse(request.body);
   if (!patch.ok()) return ErrorResponse(BadRequest(std::string(patch.status().message())));
-  const bool dry_run = IsDryRun(request);
-
-  absl::MutexLock lock(&mu_);
-  const Json* stored = store_.Get(target.Key());
-  if (stored == nullptr) {
-    if (!apply || !target.subresource.empty()) return ErrorResponse(NotFound(type, target.name));
-    Json object = *std::move(patch);
-    if (object.is_object() && object.GetString({"metadata", "name"}).empty()) {
-      object["metadata"]["name"] = target.name;
-    }
-    return CreateLocked(target, std::move(object), dry_run);
-  }
-  Json current = *stored;
-  Json patched;
-  if (media == "application/json-patch+json") {
-    auto result = ApplyJsonPatch(current, *patch);
-    if (!result.ok()) {
-      if (absl::IsInvalidArgument(result.status())) {
-        return ErrorResponse(BadRequest(std::string(result.status().message())));
+  // Runs with mu_ held (inside WriteAdmitted).
+  auto write = [&](bool dry_run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> ApiResponse {
+    const Json* stored = store_.Get(target.Key());
+    if (stored == nullptr) {
+      if (!apply || !target.subresource.empty()) return ErrorResponse(NotFound(type, target.name));
+      Json object = *patch;
+      if (object.is_object() && object.GetString({"metadata", "name"}).empty()) {
+        object["metadata"]["name"] = target.name;
       }
-      return ErrorResponse({422, "Invalid", std::string(result.status().message()), Json()});
+      return CreateLocked(target, std::move(object), dry_run);
     }
-    patched = *std::move(result);
-  } else {
-    if (!patch->is_object()) {
-      return ErrorResponse(BadRequest("the patch must be a JSON object"));
+    Json current = *stored;
+    Json patched;
+    if (media == "application/json-patch+json") {
+      auto result = ApplyJsonPatch(current, *patch);
+      if (!result.ok()) {
+        if (absl::IsInvalidArgument(result.status())) {
+          return ErrorResponse(BadRequest(std::string(result.status().message())));
+        }
+        return ErrorResponse({422, "Invalid", std::string(result.status().message()), Json()});
+      }
+      patched = *std::move(result);
+    } else {
+      if (!patch->is_object()) {
+        return ErrorResponse(BadRequest("the patch must be a JSON object"));
+      }
+      patched = MergePatch(current, *patch);
     }
-    patched = MergePatch(current, *patch);
-  }
-  if (patched.is_object() && patched.GetString({"metadata", "resourceVersion"}).empty()) {
-    patched["metadata"]["resourceVersion"] = current.GetString({"metadata", "resourceVersion"});
-  }
-  return UpdateLocked(target, current, std::move(patched), dry_run);
+    if (patched.is_object() && patched.GetString({"metadata", "resourceVersion"}).empty()) {
+      patched["metadata"]["resourceVersion"] = current.GetString({"metadata", "resourceVersion"});
+    }
+    return UpdateLocked(target, current, std::move(patched), dry_run);
+  };
+  return WriteAdmitted(target, /*is_delete=*/false, IsDryRun(request), write);
 }
 
 void KubeApi::DeleteNamespaceContentsLocked(const std::string& ns) {
@@ -1072,65 +1182,68 @@ ApiResponse KubeApi::Delete(const HttpRequest& request, const Target& target) {
   }
   // DeleteOptions.dryRun is a list (["All"]); the query parameter works too.
   const Json* dry_run_option = options.Find("dryRun");
-  const bool dry_run =
+  const bool dry_run_requested =
       IsDryRun(request) || (dry_run_option != nullptr && dry_run_option->Dump() == R"(["All"])");
-  absl::MutexLock lock(&mu_);
-  const Json* stored = store_.Get(target.Key());
-  if (stored == nullptr) return ErrorResponse(NotFound(type, target.name));
-  Json current = *stored;
-  const std::string precondition_rv = options.GetString({"preconditions", "resourceVersion"});
-  const std::string precondition_uid = options.GetString({"preconditions", "uid"});
-  const std::string current_rv = current.GetString({"metadata", "resourceVersion"});
-  const std::string current_uid = current.GetString({"metadata", "uid"});
-  if (!precondition_rv.empty() && precondition_rv != current_rv) {
-    return ErrorResponse(
-        Conflict(type, target.name,
-                 absl::StrCat("the ResourceVersion in the precondition (", precondition_rv,
-                              ") does not match the ResourceVersion in record (", current_rv,
-                              "). The object might have been modified")));
-  }
-  if (!precondition_uid.empty() && precondition_uid != current_uid) {
-    return ErrorResponse(
-        Conflict(type, target.name,
-                 absl::StrCat("Precondition failed: UID in precondition: ", precondition_uid,
-                              ", UID in object meta: ", current_uid)));
-  }
-  if (dry_run) return {200, current};
-  if (type.kind == "Namespace") {
-    DeleteNamespaceContentsLocked(target.name);
-    Json deleted = store_.Remove(target.Key());
-    changed_.SignalAll();
-    deleted["metadata"]["deletionTimestamp"] = Timestamp(absl::Now());
-    deleted["status"]["phase"] = "Terminating";
-    return {200, deleted};
-  }
-  const Json* finalizers = current.FindPath({"metadata", "finalizers"});
-  if (finalizers != nullptr && finalizers->is_array() && !finalizers->array().empty()) {
-    // Graceful deletion: mark and wait for the finalizers to be removed.
-    if (current.FindPath({"metadata", "deletionTimestamp"}) != nullptr) return {202, current};
-    Json& metadata = current["metadata"];
-    metadata["deletionTimestamp"] = Timestamp(absl::Now());
-    metadata["deletionGracePeriodSeconds"] = 0;
-    if (const Json* generation = metadata.Find("generation");
-        generation != nullptr && generation->is_int() && generation->int_value() > 0) {
-      metadata["generation"] = generation->int_value() + 1;
+  // Runs with mu_ held (inside WriteAdmitted).
+  auto write = [&](bool dry_run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> ApiResponse {
+    const Json* stored = store_.Get(target.Key());
+    if (stored == nullptr) return ErrorResponse(NotFound(type, target.name));
+    Json current = *stored;
+    const std::string precondition_rv = options.GetString({"preconditions", "resourceVersion"});
+    const std::string precondition_uid = options.GetString({"preconditions", "uid"});
+    const std::string current_rv = current.GetString({"metadata", "resourceVersion"});
+    const std::string current_uid = current.GetString({"metadata", "uid"});
+    if (!precondition_rv.empty() && precondition_rv != current_rv) {
+      return ErrorResponse(
+          Conflict(type, target.name,
+                   absl::StrCat("the ResourceVersion in the precondition (", precondition_rv,
+                                ") does not match the ResourceVersion in record (", current_rv,
+                                "). The object might have been modified")));
     }
-    const Json& marked = store_.Put(target.Key(), std::move(current));
+    if (!precondition_uid.empty() && precondition_uid != current_uid) {
+      return ErrorResponse(
+          Conflict(type, target.name,
+                   absl::StrCat("Precondition failed: UID in precondition: ", precondition_uid,
+                                ", UID in object meta: ", current_uid)));
+    }
+    if (dry_run) return {200, current};
+    if (type.kind == "Namespace") {
+      DeleteNamespaceContentsLocked(target.name);
+      Json deleted = store_.Remove(target.Key());
+      changed_.SignalAll();
+      deleted["metadata"]["deletionTimestamp"] = Timestamp(absl::Now());
+      deleted["status"]["phase"] = "Terminating";
+      return {200, deleted};
+    }
+    const Json* finalizers = current.FindPath({"metadata", "finalizers"});
+    if (finalizers != nullptr && finalizers->is_array() && !finalizers->array().empty()) {
+      // Graceful deletion: mark and wait for the finalizers to be removed.
+      if (current.FindPath({"metadata", "deletionTimestamp"}) != nullptr) return {202, current};
+      Json& metadata = current["metadata"];
+      metadata["deletionTimestamp"] = Timestamp(absl::Now());
+      metadata["deletionGracePeriodSeconds"] = 0;
+      if (const Json* generation = metadata.Find("generation");
+          generation != nullptr && generation->is_int() && generation->int_value() > 0) {
+        metadata["generation"] = generation->int_value() + 1;
+      }
+      const Json& marked = store_.Put(target.Key(), std::move(current));
+      changed_.SignalAll();
+      return {202, marked};
+    }
+    store_.Remove(target.Key());
+    CollectDependentsLocked(current_uid, target.ns);
     changed_.SignalAll();
-    return {202, marked};
-  }
-  store_.Remove(target.Key());
-  CollectDependentsLocked(current_uid, target.ns);
-  changed_.SignalAll();
-  Json status = Json::MakeObject();
-  status["kind"] = "Status";
-  status["apiVersion"] = "v1";
-  status["metadata"] = Json::MakeObject();
-  status["status"] = "Success";
-  Json details = Details(type, target.name);
-  details["uid"] = current_uid;
-  status["details"] = details;
-  return {200, status};
+    Json status = Json::MakeObject();
+    status["kind"] = "Status";
+    status["apiVersion"] = "v1";
+    status["metadata"] = Json::MakeObject();
+    status["status"] = "Success";
+    Json details = Details(type, target.name);
+    details["uid"] = current_uid;
+    status["details"] = details;
+    return {200, status};
+  };
+  return WriteAdmitted(target, /*is_delete=*/true, dry_run_requested, write);
 }
 
 ApiResponse KubeApi::DeleteCollection(const HttpRequest& request, const Target& target) {

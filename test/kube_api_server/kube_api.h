@@ -6,12 +6,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -57,6 +59,9 @@ class KubeApi {
     size_t watch_history;
     absl::Duration bookmark_interval;
     std::vector<std::string> namespaces;
+    // Read at every webhook call when set: lines "NAMESPACE/NAME:PORT HOST:PORT"
+    // mapping Service references to addresses (see KubeTestServer::Options).
+    std::string service_map_file;
   };
 
   explicit KubeApi(Config config);
@@ -79,6 +84,8 @@ class KubeApi {
   void SetLatency(absl::Duration latency);
   void SetChunking(bool split_events, bool coalesce_events);
   void SetHang(bool hang);
+  void SetServiceAddress(const std::string& ns, const std::string& name, int port,
+                         const std::string& address);
 
   std::optional<std::string> GetObject(const std::string& api_path) const;
   absl::Status CreateNamespace(const std::string& name);
@@ -108,6 +115,20 @@ class KubeApi {
   ApiResponse DeleteCollection(const HttpRequest& request, const Target& target);
   void Watch(const HttpRequest& request, const Target& target, HttpResponder& responder);
 
+  // Runs `write` (a write path: it stores unless given dry_run = true) once the
+  // validating admission webhooks that match it have admitted it, as the
+  // apiserver does: `write` runs first as a dry run under mu_ to learn the
+  // operation and the object as it would be stored, the webhooks are called
+  // without the lock, and the write runs for real if the stored object is
+  // still the one they saw (else it is admitted again). `is_delete` makes the
+  // operation DELETE; otherwise a 201 preview is a CREATE, any other an UPDATE.
+  ApiResponse WriteAdmitted(const Target& target, bool is_delete, bool dry_run,
+                            absl::FunctionRef<ApiResponse(bool dry_run)> write);
+  // Returns the address a webhook Service reference reaches (SetServiceAddress,
+  // then the service map file), or nullopt.
+  std::optional<std::string> ResolveService(const std::string& ns, const std::string& name,
+                                            int port) const;
+
   // Write paths shared by POST, PUT and PATCH; `mu_` held.
   ApiResponse CreateLocked(const Target& target, Json object, bool dry_run)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -127,6 +148,7 @@ class KubeApi {
                 const std::string& content_type = "application/json") const;
 
   const absl::Duration bookmark_interval_;
+  const std::string service_map_file_;
   std::atomic<int> port_{0};
 
   mutable absl::Mutex mu_;
@@ -148,6 +170,8 @@ class KubeApi {
   int64_t list_count_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t open_watches_ ABSL_GUARDED_BY(mu_) = 0;
   std::mt19937_64 random_ ABSL_GUARDED_BY(mu_);
+  // "NAMESPACE/NAME:PORT" -> "HOST:PORT".
+  std::map<std::string, std::string> service_addresses_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace facet::testing

@@ -13,7 +13,8 @@ namespace facet::testing {
 absl::StatusOr<std::unique_ptr<KubeTestServer>> KubeTestServer::Start(Options options) {
   std::unique_ptr<KubeTestServer> server(new KubeTestServer());
   server->api_ = std::make_unique<KubeApi>(KubeApi::Config{
-      options.bearer_token, options.watch_history, options.bookmark_interval, options.namespaces});
+      options.bearer_token, options.watch_history, options.bookmark_interval, options.namespaces,
+      options.service_map_file});
   KubeApi* api = server->api_.get();
   std::optional<TlsCredentials> tls;
   if (options.tls) {
@@ -56,6 +57,10 @@ void KubeTestServer::SetChunking(bool split_events, bool coalesce_events) {
   api_->SetChunking(split_events, coalesce_events);
 }
 void KubeTestServer::SetHang(bool hang) { api_->SetHang(hang); }
+void KubeTestServer::SetServiceAddress(const std::string& ns, const std::string& name, int port,
+                                       const std::string& address) {
+  api_->SetServiceAddress(ns, name, port, address);
+}
 
 void KubeTestServer::StopListening() {
   api_->Shutdown();

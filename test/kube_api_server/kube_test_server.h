@@ -1,7 +1,8 @@
 // An in-process stand-in for kube-apiserver, for Facet's controller tests and
 // for driving the real kubectl: the facet.dev/v1alpha1 XdsResource and
 // XdsAuthority custom resources, coordination.k8s.io/v1 Lease and core/v1
-// Namespace, with the apiserver's resourceVersion, list, watch, write, patch
+// Namespace (and the other types in resource_types.h), with the apiserver's
+// resourceVersion, list, watch, write, patch, validating admission webhook
 // and error semantics (see docs/testing-kubernetes.md for what is and is not
 // reproduced), plus fault injection.
 #ifndef FACET_TEST_KUBE_API_SERVER_KUBE_TEST_SERVER_H_
@@ -44,6 +45,12 @@ class KubeTestServer {
     // Serve HTTPS with a freshly generated test CA (see ca_pem()). Note that
     // kubectl sends bearer tokens only over TLS.
     bool tls = false;
+    // Validating admission webhooks whose clientConfig names a Service reach
+    // the address SetServiceAddress() gave it, else the one this file maps it
+    // to: lines "NAMESPACE/NAME:PORT HOST:PORT", read at every call (so a
+    // test may write it once the webhook listens). Unmapped: the apiserver's
+    // "service not found" failure.
+    std::string service_map_file;
   };
 
   static absl::StatusOr<std::unique_ptr<KubeTestServer>> Start(Options options);
@@ -84,6 +91,11 @@ class KubeTestServer {
   // While `hang` is true, requests get no answer and open watches deliver
   // nothing (not even their timeout close); false releases them.
   void SetHang(bool hang);
+  // Makes webhook calls to Service `ns`/`name` port `port` (clientConfig.service)
+  // connect to `address` ("127.0.0.1:PORT"), still verifying the certificate for
+  // the Service's name "NAME.NAMESPACE.svc" against the caBundle.
+  void SetServiceAddress(const std::string& ns, const std::string& name, int port,
+                         const std::string& address);
   // Closes every connection and listens again on the same port; state kept.
   absl::Status Restart();
   // Stops listening and closes every connection (clients get connection

@@ -1,7 +1,10 @@
 // Runs KubeTestServer until SIGINT or SIGTERM, for kubectl-driven tests:
 //   kube_test_server [--port N] [--port-file FILE] [--token T] [--kubeconfig FILE] [--tls]
+//                    [--service-map FILE]
 // Prints nothing; --port-file receives the bound port once the server listens
-// (written atomically), --kubeconfig a kubeconfig for it.
+// (written atomically), --kubeconfig a kubeconfig for it. --service-map maps
+// the Services of webhook clientConfigs to addresses (lines
+// "NAMESPACE/NAME:PORT HOST:PORT", read at every webhook call).
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -56,10 +59,12 @@ int main(int argc, char** argv) {
       options.bearer_token = value;
     } else if (flag == "--kubeconfig") {
       kubeconfig_file = value;
+    } else if (flag == "--service-map") {
+      options.service_map_file = value;
     } else {
       std::fprintf(stderr,
                    "usage: kube_test_server [--port N] [--port-file FILE] [--token T] "
-                   "[--kubeconfig FILE] [--tls]\n");
+                   "[--kubeconfig FILE] [--tls] [--service-map FILE]\n");
       return 2;
     }
   }

@@ -8,13 +8,18 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/kube_api_server/http_server.h"
 #include "test/kube_api_server/json.h"
 #include "test/kube_api_server/test_http_client.h"
+#include "test/kube_api_server/tls.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::testing {
@@ -176,7 +181,8 @@ TEST_F(KubeTestServerTest, ServesApiVersionsAndGroupList) {
     groups.push_back(group.GetString({"name"}));
     EXPECT_FALSE(group.GetString({"preferredVersion", "groupVersion"}).empty());
   }
-  EXPECT_THAT(groups, ElementsAre("apps", "coordination.k8s.io", "discovery.k8s.io", "facet.dev"));
+  EXPECT_THAT(groups, ElementsAre("admissionregistration.k8s.io", "apps", "coordination.k8s.io",
+                                  "discovery.k8s.io", "facet.dev"));
   Reply group = Call("GET", "/apis/facet.dev");
   EXPECT_EQ(group.body.GetString({"kind"}), "APIGroup");
   EXPECT_EQ(group.body.GetString({"preferredVersion", "groupVersion"}), "facet.dev/v1alpha1");
@@ -1062,6 +1068,303 @@ TEST_F(KubeTestServerTest, AcceptsAProtobufNamespaceAsKubectlCreateSendsIt) {
   ExpectStatus(
       Call("POST", kXr, std::string("k8s\0\x0a\x00", 6), "application/vnd.kubernetes.protobuf"),
       415, "UnsupportedMediaType");
+}
+
+// ---- Validating admission webhooks ----
+
+// An HTTPS admission webhook on loopback with a certificate for
+// "hook.webhooks.svc" (and localhost) from its own CA: records every
+// AdmissionReview it receives and answers with `decide(request)` (the
+// response's allowed and status), after `delay` if one is set.
+class FakeWebhook {
+ public:
+  static std::unique_ptr<FakeWebhook> Start() {
+    auto webhook = std::unique_ptr<FakeWebhook>(new FakeWebhook());
+    auto credentials = GenerateTestCredentials({"hook.webhooks.svc"});
+    EXPECT_THAT(credentials, IsOk());
+    if (!credentials.ok()) return nullptr;
+    webhook->ca_pem_ = credentials->ca_pem;
+    FakeWebhook* self = webhook.get();
+    auto server = HttpServer::Start(
+        0,
+        [self](const HttpRequest& request, HttpResponder& responder) {
+          self->Serve(request, responder);
+        },
+        *credentials);
+    EXPECT_THAT(server, IsOk());
+    if (!server.ok()) return nullptr;
+    webhook->server_ = *std::move(server);
+    return webhook;
+  }
+  ~FakeWebhook() {
+    release_.Notify();
+    server_.reset();
+  }
+
+  int port() const { return server_->port(); }
+  std::string ca_bundle() const { return absl::Base64Escape(ca_pem_); }
+  // Answers with allowed=false and `status` (a metav1.Status object, JSON).
+  void Deny(const std::string& status) {
+    absl::MutexLock lock(&mu_);
+    deny_status_ = status;
+  }
+  // Holds every answer until the webhook is destroyed.
+  void Hang() {
+    absl::MutexLock lock(&mu_);
+    hang_ = true;
+  }
+  std::vector<Json> reviews() const {
+    absl::MutexLock lock(&mu_);
+    return reviews_;
+  }
+  std::vector<std::string> targets() const {
+    absl::MutexLock lock(&mu_);
+    return targets_;
+  }
+
+ private:
+  FakeWebhook() = default;
+
+  void Serve(const HttpRequest& request, HttpResponder& responder) {
+    Json review = ParseOrDie(request.body);
+    std::string deny_status;
+    bool hang;
+    {
+      absl::MutexLock lock(&mu_);
+      reviews_.push_back(review);
+      targets_.push_back(request.target);
+      deny_status = deny_status_;
+      hang = hang_;
+    }
+    if (hang) release_.WaitForNotificationWithTimeout(absl::Seconds(30));
+    Json answer = Json::MakeObject();
+    answer["apiVersion"] = "admission.k8s.io/v1";
+    answer["kind"] = "AdmissionReview";
+    answer["response"]["uid"] = review.GetString({"request", "uid"});
+    answer["response"]["allowed"] = deny_status.empty();
+    if (!deny_status.empty()) answer["response"]["status"] = ParseOrDie(deny_status);
+    responder.Send(200, {{"Content-Type", "application/json"}}, answer.Dump());
+  }
+
+  std::string ca_pem_;
+  std::unique_ptr<HttpServer> server_;
+  absl::Notification release_;
+  mutable absl::Mutex mu_;
+  std::string deny_status_ ABSL_GUARDED_BY(mu_);
+  bool hang_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<Json> reviews_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> targets_ ABSL_GUARDED_BY(mu_);
+};
+
+constexpr char kWebhookConfigurations[] =
+    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+class AdmissionWebhookTest : public KubeTestServerTest {
+ protected:
+  void SetUp() override {
+    KubeTestServerTest::SetUp();
+    webhook_ = FakeWebhook::Start();
+    ASSERT_NE(webhook_, nullptr);
+    server_->SetServiceAddress("webhooks", "hook", 443,
+                               absl::StrCat("127.0.0.1:", webhook_->port()));
+  }
+
+  // Registers configuration `name` with one webhook "validate.facet.dev"
+  // calling Service webhooks/hook at /validate; `overrides` (JSON members)
+  // replace the webhook's defaults. The caBundle is `ca_bundle`, by default
+  // the fake webhook's CA.
+  void Register(const std::string& name, const std::string& overrides = "{}",
+                const std::string& ca_bundle = "") {
+    Json hook = ParseOrDie(absl::StrCat(
+        R"({"name":"validate.facet.dev","admissionReviewVersions":["v1"],"sideEffects":"None",)",
+        R"("failurePolicy":"Fail","timeoutSeconds":5,)",
+        R"("clientConfig":{"service":{"namespace":"webhooks","name":"hook","path":"/validate"}},)",
+        R"("rules":[{"operations":["CREATE","UPDATE"],"apiGroups":["facet.dev"],)",
+        R"("apiVersions":["v1alpha1"],"resources":["xdsresources","xdsauthorities"]}]})"));
+    const Json replacements = ParseOrDie(overrides);
+    for (const auto& [key, value] : replacements.object()) hook[key] = value;
+    hook["clientConfig"]["caBundle"] = ca_bundle.empty() ? webhook_->ca_bundle() : ca_bundle;
+    Json configuration = Json::MakeObject();
+    configuration["apiVersion"] = "admissionregistration.k8s.io/v1";
+    configuration["kind"] = "ValidatingWebhookConfiguration";
+    configuration["metadata"]["name"] = name;
+    configuration["webhooks"] = Json(Json::Array{hook});
+    Reply created = Call("POST", kWebhookConfigurations, configuration.Dump());
+    ASSERT_EQ(created.code, 201) << created.raw;
+  }
+
+  std::unique_ptr<FakeWebhook> webhook_;
+};
+
+TEST_F(AdmissionWebhookTest, DenialIsAnsweredWithTheWebhooksMessageAndReason) {
+  Register("facet");
+  webhook_->Deny(R"({"code":422,"reason":"Invalid","message":"spec.variants: overlap"})");
+  Reply denied = Call("POST", kXr, XrBody("a"));
+  ExpectStatus(denied, 422, "Invalid");
+  EXPECT_EQ(denied.body.GetString({"message"}),
+            "admission webhook \"validate.facet.dev\" denied the request: spec.variants: overlap");
+  EXPECT_FALSE(server_->GetObject(absl::StrCat(kXr, "/a")).has_value()) << "not stored";
+
+  // Without a code the answer is 400; without a message the reason explains.
+  webhook_->Deny(R"({"reason":"Forbidden"})");
+  Reply reason_only = Call("POST", kXr, XrBody("a"));
+  EXPECT_EQ(reason_only.code, 400);
+  EXPECT_EQ(reason_only.body.GetString({"message"}),
+            "admission webhook \"validate.facet.dev\" denied the request: Forbidden");
+
+  // What the webhook saw: an AdmissionReview v1 for the object as it would be stored.
+  std::vector<Json> reviews = webhook_->reviews();
+  ASSERT_EQ(reviews.size(), 2u);
+  const Json& review = reviews[0];
+  EXPECT_EQ(review.GetString({"apiVersion"}), "admission.k8s.io/v1");
+  EXPECT_EQ(review.GetString({"kind"}), "AdmissionReview");
+  EXPECT_FALSE(review.GetString({"request", "uid"}).empty());
+  EXPECT_NE(review.GetString({"request", "uid"}), reviews[1].GetString({"request", "uid"}));
+  EXPECT_EQ(review.FindPath({"request", "kind"})->Dump(),
+            R"({"group":"facet.dev","kind":"XdsResource","version":"v1alpha1"})");
+  EXPECT_EQ(review.FindPath({"request", "resource"})->Dump(),
+            R"({"group":"facet.dev","resource":"xdsresources","version":"v1alpha1"})");
+  EXPECT_EQ(review.GetString({"request", "name"}), "a");
+  EXPECT_EQ(review.GetString({"request", "namespace"}), "demo");
+  EXPECT_EQ(review.GetString({"request", "operation"}), "CREATE");
+  EXPECT_EQ(review.GetString({"request", "object", "metadata", "namespace"}), "demo");
+  EXPECT_FALSE(review.GetString({"request", "object", "metadata", "uid"}).empty());
+  EXPECT_EQ(review.GetString({"request", "object", "spec", "type"}), "listener");
+  EXPECT_TRUE(review.FindPath({"request", "oldObject"})->is_null());
+  EXPECT_EQ(review.FindPath({"request", "dryRun"})->Dump(), "false");
+  EXPECT_EQ(review.GetString({"request", "userInfo", "username"}), "facet-test");
+  EXPECT_EQ(review.GetString({"request", "options", "kind"}), "CreateOptions");
+  EXPECT_THAT(webhook_->targets(), ElementsAre("/validate?timeout=5s", "/validate?timeout=5s"));
+}
+
+TEST_F(AdmissionWebhookTest, AdmittedWritesAreStoredAndUpdatesCarryTheOldObject) {
+  Register("facet");
+  Reply created = Call("POST", kXr, XrBody("a"));
+  ASSERT_EQ(created.code, 201) << created.raw;
+  // The webhook saw the very object stored.
+  ASSERT_EQ(webhook_->reviews().size(), 1u);
+  EXPECT_EQ(webhook_->reviews()[0].GetString({"request", "object", "metadata", "uid"}),
+            created.body.GetString({"metadata", "uid"}));
+  Reply patched = Call("PATCH", absl::StrCat(kXr, "/a"), R"({"spec":{"name":"edited"}})", kMerge);
+  ASSERT_EQ(patched.code, 200) << patched.raw;
+  EXPECT_EQ(patched.generation(), 2);
+  std::vector<Json> reviews = webhook_->reviews();
+  ASSERT_EQ(reviews.size(), 2u);
+  EXPECT_EQ(reviews[1].GetString({"request", "operation"}), "UPDATE");
+  EXPECT_EQ(reviews[1].GetString({"request", "object", "spec", "name"}), "edited");
+  EXPECT_EQ(reviews[1].GetString({"request", "oldObject", "spec", "name"}), "greeter");
+  EXPECT_EQ(reviews[1].GetString({"request", "options", "kind"}), "UpdateOptions");
+
+  // A denied update leaves the stored object as it was.
+  webhook_->Deny(R"({"message":"no"})");
+  ExpectStatus(Call("PATCH", absl::StrCat(kXr, "/a"), R"({"spec":{"name":"x"}})", kMerge), 400, "");
+  std::optional<std::string> stored = server_->GetObject(absl::StrCat(kXr, "/a"));
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(ParseOrDie(*stored).GetString({"spec", "name"}), "edited");
+  // DELETE is not in the rules: not called.
+  EXPECT_EQ(Call("DELETE", absl::StrCat(kXr, "/a")).code, 200);
+  EXPECT_THAT(webhook_->reviews(), SizeIs(3));
+}
+
+TEST_F(AdmissionWebhookTest, OnlyWritesMatchingRulesAndSelectorsAreSentToTheWebhook) {
+  Register("facet",
+           R"({"rules":[{"operations":["CREATE"],"apiGroups":["facet.dev"],)"
+           R"("apiVersions":["*"],"resources":["xdsresources"],"scope":"Namespaced"}],)"
+           R"("objectSelector":{"matchLabels":{"checked":"yes"}},)"
+           R"("namespaceSelector":{"matchExpressions":[)"
+           R"({"key":"kubernetes.io/metadata.name","operator":"In","values":["demo"]}]}})");
+  webhook_->Deny(R"({"message":"no"})");
+  // Another resource, another namespace, an unlabelled object, the status
+  // subresource: none is sent.
+  EXPECT_EQ(Call("POST", kXa,
+                 R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsAuthority",)"
+                 R"("metadata":{"name":"a","labels":{"checked":"yes"}}})")
+                .code,
+            201);
+  EXPECT_EQ(Call("POST", "/apis/facet.dev/v1alpha1/namespaces/other/xdsresources",
+                 XrBody("a", "listener", R"(,"labels":{"checked":"yes"})"))
+                .code,
+            201);
+  Reply unlabelled = Call("POST", kXr, XrBody("a"));
+  EXPECT_EQ(unlabelled.code, 201);
+  Json status = unlabelled.body;
+  status["status"]["observedGeneration"] = 1;
+  EXPECT_EQ(Call("PUT", absl::StrCat(kXr, "/a/status"), status.Dump()).code, 200);
+  EXPECT_THAT(webhook_->reviews(), IsEmpty());
+  // A labelled object in demo is.
+  Reply denied = Call("POST", kXr, XrBody("b", "listener", R"(,"labels":{"checked":"yes"})"));
+  EXPECT_EQ(denied.code, 400) << denied.raw;
+  EXPECT_THAT(webhook_->reviews(), SizeIs(1));
+}
+
+TEST_F(AdmissionWebhookTest, FailurePolicyDecidesWhenTheWebhookCannotBeCalled) {
+  Register("facet", R"({"clientConfig":{"service":{"namespace":"webhooks","name":"nowhere"}}})");
+  Reply failed = Call("POST", kXr, XrBody("a"));
+  ExpectStatus(failed, 500, "InternalError");
+  EXPECT_EQ(failed.body.GetString({"message"}),
+            "Internal error occurred: failed calling webhook \"validate.facet.dev\": failed to "
+            "call webhook: Post \"https://nowhere.webhooks.svc:443?timeout=5s\": service "
+            "\"nowhere\" not found");
+  EXPECT_FALSE(server_->GetObject(absl::StrCat(kXr, "/a")).has_value());
+
+  Register("ignored", R"({"name":"ignored.facet.dev","failurePolicy":"Ignore",)"
+                      R"("clientConfig":{"service":{"namespace":"webhooks","name":"nowhere"}}})");
+  ASSERT_EQ(Call("DELETE", absl::StrCat(kWebhookConfigurations, "/facet")).code, 200);
+  EXPECT_EQ(Call("POST", kXr, XrBody("a")).code, 201);
+}
+
+TEST_F(AdmissionWebhookTest, TheCaBundleMustVerifyTheWebhooksCertificate) {
+  auto other = GenerateTestCredentials({"hook.webhooks.svc"});
+  ASSERT_THAT(other, IsOk());
+  Register("facet", "{}", absl::Base64Escape(other->ca_pem));
+  Reply failed = Call("POST", kXr, XrBody("a"));
+  ExpectStatus(failed, 500, "InternalError");
+  EXPECT_THAT(failed.body.GetString({"message"}), HasSubstr("x509"));
+  EXPECT_THAT(webhook_->reviews(), IsEmpty()) << "no review over an unverified connection";
+}
+
+TEST_F(AdmissionWebhookTest, TimeoutSecondsBoundsTheCall) {
+  webhook_->Hang();
+  Register("facet", R"({"timeoutSeconds":1})");
+  const absl::Time start = absl::Now();
+  Reply failed = Call("POST", kXr, XrBody("a"));
+  ExpectStatus(failed, 500, "InternalError");
+  EXPECT_THAT(failed.body.GetString({"message"}), HasSubstr("context deadline exceeded"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ASSERT_EQ(Call("DELETE", absl::StrCat(kWebhookConfigurations, "/facet")).code, 200);
+  Register("facet", R"({"timeoutSeconds":1,"failurePolicy":"Ignore"})");
+  EXPECT_EQ(Call("POST", kXr, XrBody("a")).code, 201);
+}
+
+TEST_F(AdmissionWebhookTest, CallsUrlsAndSendsDryRun) {
+  Register("facet", absl::StrCat(R"({"clientConfig":{"url":"https://localhost:)", webhook_->port(),
+                                 R"(/check"}})"));
+  EXPECT_EQ(Call("POST", absl::StrCat(kXr, "?dryRun=All"), XrBody("a")).code, 201);
+  EXPECT_FALSE(server_->GetObject(absl::StrCat(kXr, "/a")).has_value());
+  std::vector<Json> reviews = webhook_->reviews();
+  ASSERT_EQ(reviews.size(), 1u);
+  EXPECT_EQ(reviews[0].FindPath({"request", "dryRun"})->Dump(), "true");
+  EXPECT_THAT(webhook_->targets(), ElementsAre("/check?timeout=5s"));
+  // A webhook with side effects refuses dry runs without being called.
+  Register("effects", R"({"name":"effects.facet.dev","sideEffects":"Some"})");
+  Reply refused = Call("POST", absl::StrCat(kXr, "?dryRun=All"), XrBody("a"));
+  ExpectStatus(refused, 400, "BadRequest");
+  EXPECT_THAT(refused.body.GetString({"message"}),
+              HasSubstr("admission webhook \"effects.facet.dev\" does not support dry run"));
+}
+
+TEST_F(AdmissionWebhookTest, ConfigurationsAreServedLikeOtherTypes) {
+  Register("facet");
+  Reply list = Call("GET", "/apis/admissionregistration.k8s.io/v1");
+  EXPECT_THAT(list.raw, HasSubstr(R"("kind":"ValidatingWebhookConfiguration")"));
+  EXPECT_THAT(list.raw, HasSubstr(R"("name":"validatingwebhookconfigurations")"));
+  Reply got = Call("GET", absl::StrCat(kWebhookConfigurations, "/facet"));
+  EXPECT_EQ(got.code, 200);
+  EXPECT_EQ(got.body.GetString({"metadata", "name"}), "facet");
+  // Writing a configuration never goes through a webhook.
+  webhook_->Deny(R"({"message":"no"})");
+  EXPECT_EQ(Call("DELETE", absl::StrCat(kWebhookConfigurations, "/facet")).code, 200);
+  EXPECT_THAT(webhook_->reviews(), IsEmpty());
 }
 
 // ---- JSON helpers ----

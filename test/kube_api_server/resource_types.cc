@@ -112,6 +112,23 @@ std::vector<ResourceType> MakeTypes() {
   };
   types.push_back(slice);
 
+  // What the API server reads to call validating admission webhooks
+  // (admission_webhooks.h).
+  ResourceType webhooks;
+  webhooks.group = "admissionregistration.k8s.io";
+  webhooks.version = "v1";
+  webhooks.plural = "validatingwebhookconfigurations";
+  webhooks.singular = "validatingwebhookconfiguration";
+  webhooks.kind = "ValidatingWebhookConfiguration";
+  webhooks.namespaced = false;
+  webhooks.verbs = AllVerbs();
+  webhooks.categories = {"api-extensions"};
+  webhooks.columns = {
+      {"Webhooks", "string", ".webhooks[*].name", "", 0},
+      {"Age", "date", ".metadata.creationTimestamp", "", 0},
+  };
+  types.push_back(webhooks);
+
   ResourceType ns;
   ns.group = "";
   ns.version = "v1";

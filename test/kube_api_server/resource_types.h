@@ -1,5 +1,8 @@
 // The resource types the test Kubernetes API server serves: the two Facet CRDs
-// (as in crds/*.yaml), coordination.k8s.io/v1 Lease and core/v1 Namespace.
+// (as in crds/*.yaml), coordination.k8s.io/v1 Lease, apps/v1
+// ControllerRevision, discovery.k8s.io/v1 EndpointSlice,
+// admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration and core/v1
+// Namespace.
 #ifndef FACET_TEST_KUBE_API_SERVER_RESOURCE_TYPES_H_
 #define FACET_TEST_KUBE_API_SERVER_RESOURCE_TYPES_H_
 

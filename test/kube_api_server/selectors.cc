@@ -1,6 +1,8 @@
 #include "test/kube_api_server/selectors.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
@@ -89,6 +91,53 @@ absl::StatusOr<LabelSelector> LabelSelector::Parse(absl::string_view text) {
     selector.requirements_.push_back(std::move(requirement));
   }
   return selector;
+}
+
+absl::StatusOr<LabelSelector> LabelSelector::FromJson(const Json& selector) {
+  LabelSelector result;
+  if (selector.is_null()) return result;
+  if (!selector.is_object())
+    return absl::InvalidArgumentError("a label selector must be an object");
+  if (const Json* labels = selector.Find("matchLabels"); labels != nullptr && labels->is_object()) {
+    for (const auto& [key, value] : labels->object()) {
+      if (!value.is_string()) {
+        return absl::InvalidArgumentError(absl::StrCat("matchLabels[", key, "] is not a string"));
+      }
+      result.requirements_.push_back({key, Op::kIn, {value.string_value()}});
+    }
+  }
+  const Json* expressions = selector.Find("matchExpressions");
+  if (expressions == nullptr || !expressions->is_array()) return result;
+  for (const Json& expression : expressions->array()) {
+    static const auto* kOps =
+        new std::vector<std::pair<std::string, Op>>{{"In", Op::kIn},
+                                                    {"NotIn", Op::kNotIn},
+                                                    {"Exists", Op::kExists},
+                                                    {"DoesNotExist", Op::kNotExists}};
+    const std::string op = expression.GetString({"operator"});
+    auto found = std::find_if(kOps->begin(), kOps->end(),
+                              [&](const auto& known) { return known.first == op; });
+    Requirement requirement;
+    requirement.key = expression.GetString({"key"});
+    if (found == kOps->end() || requirement.key.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", op, "\" is not a valid label selector operator"));
+    }
+    requirement.op = found->second;
+    if (const Json* values = expression.Find("values"); values != nullptr && values->is_array()) {
+      for (const Json& value : values->array()) {
+        if (value.is_string()) requirement.values.push_back(value.string_value());
+      }
+    }
+    const bool set_based = requirement.op == Op::kIn || requirement.op == Op::kNotIn;
+    if (set_based == requirement.values.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("values: ", set_based ? "must be specified" : "must not be specified",
+                       " when `operator` is '", op, "'"));
+    }
+    result.requirements_.push_back(std::move(requirement));
+  }
+  return result;
 }
 
 bool LabelSelector::Matches(const Json& object) const {

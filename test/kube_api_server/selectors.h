@@ -17,6 +17,10 @@ class LabelSelector {
  public:
   // Parses `text` ("" selects everything). InvalidArgument on bad syntax.
   static absl::StatusOr<LabelSelector> Parse(absl::string_view text);
+  // Reads a metav1.LabelSelector object ({matchLabels, matchExpressions}, as
+  // in a webhook's namespaceSelector); null or {} selects everything.
+  // InvalidArgument for an unknown operator or a malformed expression.
+  static absl::StatusOr<LabelSelector> FromJson(const Json& selector);
   bool empty() const { return requirements_.empty(); }
   // Returns whether `object`'s metadata.labels satisfy every requirement.
   bool Matches(const Json& object) const;

@@ -9,6 +9,8 @@
 #include <openssl/x509v3.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -43,7 +45,8 @@ absl::Status AddExtension(X509* issuer, X509* cert, int nid, const char* value) 
 }
 
 absl::StatusOr<CertPtr> MakeCertificate(const char* common_name, EVP_PKEY* key, X509* issuer,
-                                        EVP_PKEY* issuer_key, bool is_ca) {
+                                        EVP_PKEY* issuer_key, bool is_ca,
+                                        const std::vector<std::string>& dns_names = {}) {
   CertPtr cert(X509_new());
   if (cert == nullptr) return OpenSslError("X509_new");
   X509_set_version(cert.get(), 2);
@@ -72,8 +75,9 @@ absl::StatusOr<CertPtr> MakeCertificate(const char* common_name, EVP_PKEY* key, 
     status.Update(AddExtension(signer, cert.get(), NID_basic_constraints, "critical,CA:FALSE"));
     status.Update(AddExtension(signer, cert.get(), NID_key_usage, "critical,digitalSignature"));
     status.Update(AddExtension(signer, cert.get(), NID_ext_key_usage, "serverAuth"));
-    status.Update(AddExtension(signer, cert.get(), NID_subject_alt_name,
-                               "DNS:localhost,IP:127.0.0.1,IP:::1"));
+    std::string names = "DNS:localhost,IP:127.0.0.1,IP:::1";
+    for (const std::string& dns_name : dns_names) absl::StrAppend(&names, ",DNS:", dns_name);
+    status.Update(AddExtension(signer, cert.get(), NID_subject_alt_name, names.c_str()));
     status.Update(AddExtension(signer, cert.get(), NID_authority_key_identifier, "keyid:always"));
   }
   if (!status.ok()) return status;
@@ -99,14 +103,14 @@ std::string ToPem(EVP_PKEY* key) {
 
 }  // namespace
 
-absl::StatusOr<TlsCredentials> GenerateTestCredentials() {
+absl::StatusOr<TlsCredentials> GenerateTestCredentials(const std::vector<std::string>& dns_names) {
   KeyPtr ca_key(EVP_EC_gen("P-256"));
   KeyPtr server_key(EVP_EC_gen("P-256"));
   if (ca_key == nullptr || server_key == nullptr) return OpenSslError("EVP_EC_gen");
   auto ca = MakeCertificate("facet-test-ca", ca_key.get(), nullptr, ca_key.get(), /*is_ca=*/true);
   if (!ca.ok()) return ca.status();
   auto server = MakeCertificate("kube-test-server", server_key.get(), ca->get(), ca_key.get(),
-                                /*is_ca=*/false);
+                                /*is_ca=*/false, dns_names);
   if (!server.ok()) return server.status();
   return TlsCredentials{ToPem(ca->get()), ToPem(server->get()), ToPem(server_key.get())};
 }

@@ -1,9 +1,11 @@
 // Test TLS material for the test Kubernetes API server: a fresh CA and a
-// server certificate for 127.0.0.1 and localhost, generated in-process.
+// server certificate for 127.0.0.1 and localhost (and any other DNS names),
+// generated in-process.
 #ifndef FACET_TEST_KUBE_API_SERVER_TLS_H_
 #define FACET_TEST_KUBE_API_SERVER_TLS_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -15,9 +17,11 @@ struct TlsCredentials {
   std::string key_pem;   // The server's private key.
 };
 
-// Generates a P-256 CA and a server certificate (SANs 127.0.0.1, ::1 and
-// localhost; valid from an hour ago for ten years). Internal on OpenSSL errors.
-absl::StatusOr<TlsCredentials> GenerateTestCredentials();
+// Generates a P-256 CA and a server certificate (SANs 127.0.0.1, ::1,
+// localhost and `dns_names`, e.g. a webhook Service's "facet.facet-system.svc";
+// valid from an hour ago for ten years). Internal on OpenSSL errors.
+absl::StatusOr<TlsCredentials> GenerateTestCredentials(
+    const std::vector<std::string>& dns_names = {});
 
 }  // namespace facet::testing
 
