@@ -84,7 +84,9 @@ class UpstreamClient {
    public:
     virtual ~Listener() = default;
     // Applies one response. An error NACKs it upstream with the status
-    // message as error_detail (the response is then not applied).
+    // message as error_detail (the response is then not applied). A response
+    // that does not decode (a resource of another type or whose bytes do not
+    // parse, constraints that do not compile) is NACKed without a call.
     virtual absl::Status OnUpdate(const UpstreamUpdate& update) = 0;
     // A stream to server `server_index` opened (after its first response) or
     // ended. After a reconnection every subscription is sent again and the
@@ -110,8 +112,13 @@ class UpstreamClient {
   };
 
   // Connects lazily: the first stream opens with the first subscription.
-  // `servers` must not be empty; `listener` must outlive the client.
+  // `servers` must not be empty; `listener` must outlive the client. A
+  // server whose channel_creds is neither "insecure" nor "tls" is skipped as
+  // if unreachable.
   UpstreamClient(std::vector<UpstreamServer> servers, Options options, Listener& listener);
+  // Cancels the stream and blocks until its reactor is gone and the timer
+  // thread joined; the listener is not called once it returns. Must not be
+  // called from the listener.
   ~UpstreamClient();
   UpstreamClient(const UpstreamClient&) = delete;
   UpstreamClient& operator=(const UpstreamClient&) = delete;

@@ -527,8 +527,8 @@ class FakeAds final : public AggregatedDiscoveryService::Service {
   }
 
   // Waits for the n-th request (0-based) of the protocol.
-  std::optional<DeltaDiscoveryRequest> DeltaRequest(size_t n) { return Nth(delta_requests_, n); }
-  std::optional<DiscoveryRequest> SotwRequest(size_t n) { return Nth(sotw_requests_, n); }
+  std::optional<DeltaDiscoveryRequest> DeltaRequest(size_t n) { return Nth(&delta_requests_, n); }
+  std::optional<DiscoveryRequest> SotwRequest(size_t n) { return Nth(&sotw_requests_, n); }
   size_t streams() {
     absl::MutexLock lock(&mu_);
     return streams_;
@@ -555,11 +555,11 @@ class FakeAds final : public AggregatedDiscoveryService::Service {
     return grpc::Status::OK;
   }
   template <typename Request>
-  std::optional<Request> Nth(const std::vector<Request>& requests, size_t n) {
+  std::optional<Request> Nth(const std::vector<Request>* requests, size_t n) {
     absl::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests.size() > n; };
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests->size() > n; };
     if (!mu_.AwaitWithTimeout(absl::Condition(&ready), kWait)) return std::nullopt;
-    return requests[n];
+    return (*requests)[n];
   }
 
   absl::Mutex mu_;
