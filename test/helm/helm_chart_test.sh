@@ -4,7 +4,9 @@
 #   2. renders the chart with Go's text/template + sprig (render/render.go),
 #      with default values and with the overrides in testdata/, and checks the
 #      objects (check/check.go): Deployment hardening, probes and flags,
-#      least-privilege RBAC, the Service, NOTES.txt and its client bootstrap;
+#      least-privilege RBAC, the Service, NOTES.txt and its client bootstrap,
+#      the admission webhook (check/webhook.go) with generated certificates
+#      (the caBundle verifies the Secret's certificate) and with cert-manager;
 #   3. runs the rendered XdsAuthority objects through `facet validate`.
 # Step 2 needs Debian's golang-go, golang-github-masterminds-sprig-dev and
 # golang-gopkg-yaml.v3-dev; without them the test reports SKIP (exit 77) after
@@ -39,26 +41,9 @@ if ((failures > 0)); then exit 1; fi
 echo "crds: helm/facet/crds/ matches crds/"
 
 # 2. Render and check.
-gopath=/usr/share/gocode
-if ! command -v go >/dev/null 2>&1; then
-  echo "SKIP: go not found; apt-get install golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev"
-  exit 77
-fi
-for package in github.com/Masterminds/sprig gopkg.in/yaml.v3; do
-  if [[ ! -d ${gopath}/src/${package} ]]; then
-    echo "SKIP: Go package ${package} not found under ${gopath}; apt-get install golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev"
-    exit 77
-  fi
-done
-
-mkdir -p "${work}"
-export GO111MODULE=off GOPATH=${gopath} GOCACHE=${work}/go-cache GOFLAGS=
-for tool in render check; do
-  if ! (cd "${here}" && go build -o "${work}/${tool}" "./${tool}"); then
-    echo "FAIL: could not build test/helm/${tool}"
-    exit 1
-  fi
-done
+# shellcheck source=go_tools.sh
+source "${here}/go_tools.sh"
+build_go_tools "${here}" "${work}"
 
 # render_case NAME RELEASE NAMESPACE [VALUES_FILE]: renders into WORK/NAME.yaml
 # and WORK/NAME.notes.txt.
@@ -85,7 +70,14 @@ if render_case default facet facet-system; then
     --arg=--allow-old-style-names=true --arg=--leader-election=true \
     --arg=--leader-election-namespace=facet-system --arg=--leader-election-lease=facet-controller \
     --arg=--log-level=info --absent-flag=--namespaces --absent-flag=--node-metadata-params \
-    --absent-flag=--kubeconfig
+    --absent-flag=--kubeconfig --webhook generated \
+    --failure-policy Fail --webhook-timeout 10 --webhook-port 9443
+fi
+
+if render_case webhook-cert-manager facet facet-system "${here}/testdata/webhook-cert-manager.yaml"; then
+  check_case --manifests "${work}/webhook-cert-manager.yaml" \
+    --notes "${work}/webhook-cert-manager.notes.txt" --release-namespace facet-system --replicas 2 \
+    --lease facet-controller --webhook certManager
 fi
 
 if render_case overrides prod xds "${here}/testdata/overrides.yaml"; then
@@ -97,7 +89,9 @@ if render_case overrides prod xds "${here}/testdata/overrides.yaml"; then
     --arg=--namespaces=team-a,team-b --arg=--node-metadata-params=env,version=app_version \
     --arg=--allow-old-style-names=false --arg=--leader-election=true \
     --arg=--leader-election-namespace=xds --arg=--leader-election-lease=facet-leader \
-    --arg=--log-level=debug --authorities-out "${work}/overrides.authorities.yaml"
+    --arg=--log-level=debug --authorities-out "${work}/overrides.authorities.yaml" \
+    --webhook certManager --issuer ClusterIssuer/cluster-ca --failure-policy Ignore \
+    --webhook-timeout 5 --webhook-port 8443
   grep -q 'image: "registry.example/facet:0.1.0-test"' "${work}/overrides.yaml" ||
     fail "overrides: image is not registry.example/facet:0.1.0-test"
   grep -q '"app_version": "CHANGE_ME"' "${work}/overrides.notes.txt" ||
@@ -108,7 +102,8 @@ if render_case no-leader-election facet facet-system "${here}/testdata/no-leader
   check_case --manifests "${work}/no-leader-election.yaml" \
     --notes "${work}/no-leader-election.notes.txt" --release-namespace facet-system --replicas 1 \
     --arg=--leader-election=false --absent-flag=--leader-election-namespace \
-    --absent-flag=--leader-election-lease
+    --absent-flag=--leader-election-lease --webhook off --absent-flag=--webhook-address \
+    --absent-flag=--webhook-tls-cert --absent-flag=--webhook-tls-key
   grep -q 'serviceAccountName: facet-preexisting' "${work}/no-leader-election.yaml" ||
     fail "no-leader-election: serviceAccountName is not facet-preexisting"
 fi

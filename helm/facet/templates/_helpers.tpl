@@ -81,3 +81,27 @@ their status. Nothing else (no create, delete or patch of the objects).
   resources: ["endpointslices"]
   verbs: ["list", "watch"]
 {{- end -}}
+
+{{/* The Secret holding the webhook's serving certificate (tls.crt, tls.key, ca.crt). */}}
+{{- define "facet.webhookSecretName" -}}
+{{- printf "%s-webhook-tls" (include "facet.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* webhook.certificates, rejecting anything but generated or certManager. */}}
+{{- define "facet.webhookCertificates" -}}
+{{- $mode := .Values.webhook.certificates -}}
+{{- if not (has $mode (list "generated" "certManager")) -}}
+{{- fail (printf "webhook.certificates must be generated or certManager, got %v" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/* The DNS names the API server may dial the webhook's Service by (a YAML list). */}}
+{{- define "facet.webhookDnsNames" -}}
+{{- $service := include "facet.fullname" . -}}
+{{- $ns := .Release.Namespace -}}
+- {{ $service }}
+- {{ printf "%s.%s" $service $ns }}
+- {{ printf "%s.%s.svc" $service $ns }}
+- {{ printf "%s.%s.svc.%s" $service $ns .Values.clusterDomain }}
+{{- end -}}

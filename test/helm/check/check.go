@@ -32,10 +32,12 @@ var controllerFlags = map[string]bool{
 	"--kubeconfig": true, "--namespaces": true, "--xds-address": true, "--admin-address": true,
 	"--node-metadata-params": true, "--allow-old-style-names": true, "--leader-election": true,
 	"--leader-election-namespace": true, "--leader-election-lease": true, "--log-level": true,
+	"--webhook-address": true, "--webhook-tls-cert": true, "--webhook-tls-key": true,
 }
 
 var namespacedKinds = map[string]bool{
 	"Deployment": true, "Service": true, "ServiceAccount": true, "Role": true, "RoleBinding": true,
+	"Secret": true, "Certificate": true, "Issuer": true,
 }
 
 type object = map[string]interface{}
@@ -60,6 +62,11 @@ type options struct {
 	replicas                                                             int
 	namespaces, authorities, bootstrapAuthorities                        []string
 	args, absentFlags                                                    stringList
+	// The webhook: "off", "generated" or "certManager"; its failurePolicy,
+	// timeoutSeconds and container port; where to write its files.
+	webhook, failurePolicy, webhookOut string
+	webhookTimeout, webhookPort        int
+	issuer                             string
 }
 
 func main() {
@@ -77,6 +84,12 @@ func main() {
 	flag.StringVar(&bootstrapAuthorities, "bootstrap-authorities", "", "expected bootstrap authorities")
 	flag.StringVar(&o.serverURI, "server-uri", "", "expected xDS server URI in the bootstrap")
 	flag.StringVar(&o.authoritiesOut, "authorities-out", "", "write the XdsAuthority documents here")
+	flag.StringVar(&o.webhook, "webhook", "generated", "expected webhook certificates: off, generated or certManager")
+	flag.StringVar(&o.failurePolicy, "failure-policy", "Fail", "expected webhook failurePolicy")
+	flag.IntVar(&o.webhookTimeout, "webhook-timeout", 10, "expected webhook timeoutSeconds")
+	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "expected webhook container port")
+	flag.StringVar(&o.issuer, "issuer", "", "expected cert-manager issuerRef kind/name (empty: the chart's self-signed Issuer)")
+	flag.StringVar(&o.webhookOut, "webhook-out", "", "write the webhook's tls.crt, tls.key and ValidatingWebhookConfiguration here (a directory)")
 	flag.Parse()
 	if o.manifests == "" || o.notes == "" || o.releaseNamespace == "" || o.replicas < 0 {
 		fmt.Fprintln(os.Stderr, "check: --manifests, --notes, --release-namespace and --replicas are required")
@@ -93,8 +106,13 @@ func main() {
 		os.Exit(1)
 	}
 	c.checkObjects(docs)
+	if o.webhook != "off" && o.webhook != "generated" && o.webhook != "certManager" {
+		fmt.Fprintln(os.Stderr, "check: --webhook must be off, generated or certManager")
+		os.Exit(2)
+	}
 	c.checkDeployment(docs, o)
-	c.checkService(docs)
+	c.checkService(docs, o)
+	c.checkWebhook(docs, o)
 	c.checkRBAC(docs, o)
 	c.checkAuthorities(docs, o)
 	c.checkNotes(o)
@@ -267,7 +285,7 @@ func (c *checker) checkDeployment(docs []document, o options) {
 	}
 	container, _ := containers[0].(object)
 	c.checkSecurity(name(d), pod, container)
-	c.checkPorts(name(d), container)
+	c.checkPorts(name(d), container, o)
 	c.checkArgs(name(d), container, o)
 	c.checkEnv(name(d), container)
 	if get(container, "command") != nil {
@@ -312,13 +330,16 @@ func (c *checker) checkSecurity(what string, pod, container object) {
 	}
 }
 
-func (c *checker) checkPorts(what string, container object) {
+func (c *checker) checkPorts(what string, container object, o options) {
 	ports := map[string]int{}
 	for _, p := range list(container, "ports") {
 		n, _ := get(p, "containerPort").(int)
 		ports[str(p, "name")] = n
 	}
 	want := map[string]int{"grpc-xds": 18000, "http-admin": 18080}
+	if o.webhook != "off" {
+		want["https-webhook"] = o.webhookPort
+	}
 	if !reflect.DeepEqual(ports, want) {
 		c.failf("%s: container ports are %v, want %v", what, ports, want)
 	}
@@ -378,7 +399,7 @@ func (c *checker) checkEnv(what string, container object) {
 	c.failf("%s: no POD_NAMESPACE env", what)
 }
 
-func (c *checker) checkService(docs []document) {
+func (c *checker) checkService(docs []document, o options) {
 	services := ofKind(docs, "Service")
 	if len(services) != 1 {
 		c.failf("want 1 Service, got %d", len(services))
@@ -402,12 +423,23 @@ func (c *checker) checkService(docs []document) {
 			if get(p, "port") != 18080 || str(p, "targetPort") != "http-admin" {
 				c.failf("%s: port http-admin is %v, want port 18080, targetPort http-admin", name(s), p)
 			}
+		case "https-webhook":
+			found["https-webhook"] = true
+			if o.webhook == "off" {
+				c.failf("%s: port https-webhook with the webhook off", name(s))
+			}
+			if get(p, "port") != 443 || str(p, "targetPort") != "https-webhook" {
+				c.failf("%s: port https-webhook is %v, want port 443, targetPort https-webhook", name(s), p)
+			}
 		default:
 			c.failf("%s: unexpected port %v", name(s), p)
 		}
 	}
 	if !found["grpc-xds"] || !found["http-admin"] {
 		c.failf("%s: ports are %v, want grpc-xds and http-admin", name(s), list(s, "spec", "ports"))
+	}
+	if o.webhook != "off" && !found["https-webhook"] {
+		c.failf("%s: no port https-webhook for the webhook", name(s))
 	}
 }
 

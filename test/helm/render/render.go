@@ -1,8 +1,10 @@
 // Command render renders a Helm chart the way `helm template` does, without a
 // helm binary: Go's text/template, the sprig function library, and the few
 // functions and objects Helm adds that the Facet chart uses (include, tpl,
-// toYaml, fromYaml, required, lookup; .Values, .Release, .Chart,
-// .Capabilities, .Template). CRDs in crds/ are not rendered.
+// toYaml, fromYaml, fromYamlArray, required, lookup; .Values, .Release,
+// .Chart, .Capabilities, .Template). Sprig itself provides the certificate
+// functions (genCA, genSignedCert), as it does for Helm. CRDs in crds/ are not
+// rendered.
 //
 // Usage:
 //
@@ -121,7 +123,8 @@ func run(chartDir, release, namespace string, overrides []string, notesOut strin
 		"Capabilities": capabilities{
 			KubeVersion: kubeVersion{Version: "v1.28.0", Major: "1", Minor: "28", GitVersion: "v1.28.0"},
 			APIVersions: apiVersions{"v1", "apps/v1", "rbac.authorization.k8s.io/v1",
-				"coordination.k8s.io/v1", "apiextensions.k8s.io/v1", "facet.dev/v1alpha1"},
+				"coordination.k8s.io/v1", "apiextensions.k8s.io/v1", "admissionregistration.k8s.io/v1",
+				"facet.dev/v1alpha1"},
 		},
 	}
 	var out bytes.Buffer
@@ -285,6 +288,13 @@ func helmFuncs(tmpl *template.Template) template.FuncMap {
 				return "" // Helm swallows the error the same way.
 			}
 			return strings.TrimSuffix(buf.String(), "\n")
+		},
+		"fromYamlArray": func(text string) []interface{} {
+			out := []interface{}{}
+			if err := yaml.Unmarshal([]byte(text), &out); err != nil {
+				out = []interface{}{err.Error()}
+			}
+			return out
 		},
 		"fromYaml": func(text string) map[string]interface{} {
 			out := map[string]interface{}{}
