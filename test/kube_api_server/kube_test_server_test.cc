@@ -1361,6 +1361,12 @@ TEST_F(AdmissionWebhookTest, ConfigurationsAreServedLikeOtherTypes) {
   Reply got = Call("GET", absl::StrCat(kWebhookConfigurations, "/facet"));
   EXPECT_EQ(got.code, 200);
   EXPECT_EQ(got.body.GetString({"metadata", "name"}), "facet");
+  // kubectl get shows how many webhooks a configuration has.
+  Reply table =
+      Call("GET", kWebhookConfigurations, "", "",
+           {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}});
+  ASSERT_EQ(table.code, 200);
+  EXPECT_EQ(table.body.Find("rows")->array()[0].Find("cells")->Dump(), R"(["facet",1,"0s"])");
   // Writing a configuration never goes through a webhook.
   webhook_->Deny(R"({"message":"no"})");
   EXPECT_EQ(Call("DELETE", absl::StrCat(kWebhookConfigurations, "/facet")).code, 200);

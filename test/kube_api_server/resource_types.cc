@@ -124,7 +124,7 @@ std::vector<ResourceType> MakeTypes() {
   webhooks.verbs = AllVerbs();
   webhooks.categories = {"api-extensions"};
   webhooks.columns = {
-      {"Webhooks", "string", ".webhooks[*].name", "", 0},
+      {"Webhooks", "integer", ".webhooks", "", 0},
       {"Age", "date", ".metadata.creationTimestamp", "", 0},
   };
   types.push_back(webhooks);

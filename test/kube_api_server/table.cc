@@ -17,6 +17,8 @@ Json Cell(const PrinterColumn& column, const Json* value, absl::Time now) {
   if (column.type == "string") return value->is_string() ? *value : Json(value->Dump());
   if (column.type == "integer") {
     if (value->is_int()) return *value;
+    // A list counts its items (as the built-in WEBHOOKS column does).
+    if (value->is_array()) return Json(static_cast<int64_t>(value->array().size()));
     if (value->is_number()) return Json(static_cast<int64_t>(value->double_value()));
     return Json();
   }
