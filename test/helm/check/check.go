@@ -1,8 +1,8 @@
 // Command check asserts what the Facet chart must render: well-formed
 // objects, a locked-down Deployment running `facet controller` with the
-// flags the values ask for, least-privilege RBAC, a Service for gRPC, and a
-// NOTES.txt with a valid client bootstrap. It prints every failure and exits
-// 1 if there is one.
+// flags the values ask for, least-privilege RBAC, a Service for gRPC, the
+// admission webhook and its certificates (webhook.go), and a NOTES.txt with a
+// valid client bootstrap. It prints every failure and exits 1 if there is one.
 //
 // Usage:
 //
@@ -10,6 +10,9 @@
 //	      [--namespaces a,b] [--lease NAME] [--arg ARG]... [--absent-flag FLAG]...
 //	      [--authorities NAME,...] [--bootstrap-authorities AUTHORITY,...]
 //	      [--server-uri HOST:PORT] [--authorities-out FILE]
+//	      [--webhook off|generated|certManager] [--failure-policy Fail|Ignore]
+//	      [--webhook-timeout N] [--webhook-port N] [--issuer KIND/NAME]
+//	      [--webhook-out DIR]
 package main
 
 import (

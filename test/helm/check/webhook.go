@@ -75,6 +75,10 @@ func (c *checker) checkWebhook(docs []document, o options) {
 	if get(hook, "clientConfig", "url") != nil {
 		c.failf("%s: clientConfig has a url", what)
 	}
+	if notes, err := os.ReadFile(o.notes); err == nil &&
+		!strings.Contains(string(notes), "kubectl get validatingwebhookconfiguration "+str(config, "metadata", "name")+"\n") {
+		c.failf("NOTES.txt: no `kubectl get validatingwebhookconfiguration %s`", str(config, "metadata", "name"))
+	}
 	c.checkWebhookRules(what, hook)
 	c.checkWebhookSelectors(what, hook, docs, o)
 
