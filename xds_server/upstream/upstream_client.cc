@@ -621,7 +621,14 @@ void SetError(const std::string& error, google::rpc::Status* status) {
 
 bool UpstreamClient::Core::FillLocked(DeltaDiscoveryRequest* request) {
   for (auto& [type_url, ts] : types_) {
-    if (ts.acks.empty() && ts.to_subscribe.empty() && ts.to_unsubscribe.empty()) continue;
+    if (!ts.sent && ts.to_subscribe.empty()) {
+      // Never requested (an unsolicited response): no ACK, which would
+      // subscribe listeners and clusters to everything.
+      ts.acks.clear();
+      ts.to_unsubscribe.clear();
+      continue;
+    }
+    if (ts.acks.empty() && ts.to_unsubscribe.empty() && ts.to_subscribe.empty()) continue;
     request->Clear();
     request->set_type_url(type_url);
     if (!ts.sent) *request->mutable_node() = node_;
@@ -649,10 +656,11 @@ bool UpstreamClient::Core::FillLocked(DiscoveryRequest* request) {
     if (ts.acks.empty() && !ts.dirty) continue;
     auto subscribed = subscriptions_.find(type_url);
     const bool any = subscribed != subscriptions_.end() && !subscribed->second.empty();
-    if (!ts.sent && !any && ts.acks.empty()) {
-      // Never ask for nothing first: for listeners and clusters that is a
-      // wildcard subscription.
+    if (!ts.sent && !any) {
+      // Never ask for nothing first, nor ACK an unsolicited response: for
+      // listeners and clusters that is a wildcard subscription.
       ts.dirty = false;
+      ts.acks.clear();
       continue;
     }
     request->Clear();

@@ -655,6 +655,27 @@ TEST_F(FakeUpstreamTest, DeltaRequestsCarryNodeLocatorsAndAcks) {
   EXPECT_EQ(unsubscribe->resource_locators_unsubscribe(0).name(), "r");
 }
 
+TEST_F(FakeUpstreamTest, UnsolicitedTypeIsNotAcked) {
+  StartClient(UpstreamClient::Protocol::kDelta);
+  client_->Subscribe({kRds, "r", kProd});
+  ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
+  // An ACK for clusters would be this stream's first cluster request: a
+  // wildcard subscription to every cluster.
+  DeltaDiscoveryResponse clusters;
+  clusters.set_type_url(kCds);
+  clusters.set_nonce("c1");
+  ASSERT_TRUE(fake_.Send(clusters));
+  DeltaDiscoveryResponse routes;
+  routes.set_type_url(kRds);
+  routes.set_nonce("r1");
+  *routes.add_resources() = Wrapped("prod", "v1");
+  ASSERT_TRUE(fake_.Send(routes));
+  std::optional<DeltaDiscoveryRequest> next = fake_.DeltaRequest(1);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->type_url(), kRds);
+  EXPECT_EQ(next->response_nonce(), "r1");
+}
+
 TEST_F(FakeUpstreamTest, ManySubscribesAreCoalescedIntoFewRequests) {
   StartClient(UpstreamClient::Protocol::kDelta);
   for (int i = 0; i < 200; ++i) {
