@@ -45,7 +45,9 @@
 #include "test/load/load_client.h"
 #include "test/load/world.h"
 
-ABSL_FLAG(std::string, targets, "facet,null", "servers to measure, in order: facet, null");
+ABSL_FLAG(std::string, targets, "facet,null",
+          "servers to measure, in order: facet, null, relay (facet relay in front of facet "
+          "serve; the streams connect to the relay)");
 ABSL_FLAG(int, streams, 10000, "ADS streams");
 ABSL_FLAG(int, connections, 100, "HTTP/2 connections the streams are spread over");
 ABSL_FLAG(bool, delta, false, "open delta ADS streams instead of SotW ones");
@@ -229,12 +231,29 @@ struct RunConfig {
 };
 
 // Starts the server for `target`, waits for its ready file and returns it.
+// For "relay", `upstream` is the address of the Facet it relays.
 absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& target,
                                                      const RunConfig& config,
-                                                     const std::string& ready_file) {
+                                                     const std::string& ready_file,
+                                                     const std::string& upstream = "") {
   std::filesystem::remove(ready_file);
   ProcessOptions options;
-  if (target == "facet") {
+  if (target == "relay") {
+    const std::string config_path = absl::StrCat(config.work_dir, "/relay.json");
+    std::ofstream file(config_path);
+    file << "{\"xds_servers\": [{\"server_uri\": \"" << upstream
+         << "\", \"channel_creds\": [{\"type\": \"insecure\"}]}], \"node\": {\"id\": "
+            "\"facet-load-relay\"}}\n";
+    file.close();
+    if (!file) return absl::InternalError(absl::StrCat("cannot write ", config_path));
+    options.argv = {absl::GetFlag(FLAGS_facet_binary),
+                    "relay",
+                    absl::StrCat("--config=", config_path),
+                    "--xds-address=127.0.0.1:0",
+                    "--admin-address=127.0.0.1:0",
+                    absl::StrCat("--ready-file=", ready_file),
+                    "--log-level=warn"};
+  } else if (target == "facet") {
     options.argv = {absl::GetFlag(FLAGS_facet_binary),
                     "serve",
                     absl::StrCat("--manifests=", config.world_dir),
@@ -257,7 +276,7 @@ absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& target,
 absl::StatusOr<absl::Time> TriggerChange(const std::string& target, const RunConfig& config,
                                          Process& server) {
   absl::Time trigger;
-  if (target == "facet") {
+  if (target == "facet" || target == "relay") {
     const std::string path =
         absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service));
     absl::Status written = WriteFileByRename(path, ServiceManifest(config.change_service, true),
@@ -286,8 +305,25 @@ absl::Status StopServer(Process& server, absl::Time deadline) {
 absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
                             TargetResult& result) {
   const std::string ready_file = absl::StrCat(config.work_dir, "/", target, ".ready");
+  // A relay relays a Facet on the same world: start that first.
+  std::unique_ptr<Process> upstream;
+  std::string upstream_address;
+  if (target == "relay") {
+    const std::string upstream_ready = absl::StrCat(config.work_dir, "/relay-upstream.ready");
+    absl::StatusOr<std::unique_ptr<Process>> started =
+        StartServer("facet", config, upstream_ready);
+    if (!started.ok()) return started.status();
+    upstream = *std::move(started);
+    absl::StatusOr<std::string> ready =
+        e2e::WaitForFile(upstream_ready, config.deadline - absl::Now(), upstream.get());
+    if (!ready.ok()) return ready.status();
+    absl::StatusOr<std::string> address = XdsAddress(*ready);
+    if (!address.ok()) return address.status();
+    upstream_address = *address;
+  }
   const absl::Time spawned = absl::Now();
-  absl::StatusOr<std::unique_ptr<Process>> server = StartServer(target, config, ready_file);
+  absl::StatusOr<std::unique_ptr<Process>> server =
+      StartServer(target, config, ready_file, upstream_address);
   if (!server.ok()) return server.status();
   absl::StatusOr<std::string> ready =
       e2e::WaitForFile(ready_file, config.deadline - absl::Now(), server->get());
@@ -323,7 +359,11 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
     return absl::OkStatus();
   }();
   absl::Status stopped = StopServer(**server, config.deadline);
-  if (target == "facet") {
+  if (upstream != nullptr) {
+    absl::Status upstream_stopped = StopServer(*upstream, config.deadline);
+    if (stopped.ok()) stopped = upstream_stopped;
+  }
+  if (target == "facet" || target == "relay") {
     // Leave the world as it was, for the next target or run.
     absl::Status restored = WriteFileByRename(
         absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service)),
@@ -383,6 +423,20 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
     std::cout << "facet/null: " << absl::StrJoin(text, ", ") << "\n";
     ratio_json = absl::StrCat(",\"ratio\":{", absl::StrJoin(json, ","), "}");
   }
+  const TargetResult* relay = nullptr;
+  for (const TargetResult& r : results) {
+    if (r.name == "relay") relay = &r;
+  }
+  if (facet != nullptr && relay != nullptr) {
+    std::cout << "relay/facet: p50 " << FormatNumber(relay->LatencyMs(0.5) / facet->LatencyMs(0.5), 2)
+              << "x, p99 " << FormatNumber(relay->LatencyMs(0.99) / facet->LatencyMs(0.99), 2)
+              << "x, max " << FormatNumber(relay->LatencyMs(1.0) / facet->LatencyMs(1.0), 2)
+              << "x\n";
+    ratio_json += absl::StrCat(",\"relay_ratio\":{\"p50\":",
+                               JsonNumber(relay->LatencyMs(0.5) / facet->LatencyMs(0.5)),
+                               ",\"p99\":", JsonNumber(relay->LatencyMs(0.99) / facet->LatencyMs(0.99)),
+                               "}");
+  }
   std::vector<std::string> targets;
   for (const TargetResult& r : results) {
     targets.push_back(absl::StrCat(
@@ -434,7 +488,9 @@ int Main() {
         "--change-service below --services";
   }
   for (const std::string& target : targets) {
-    if (target != "facet" && target != "null") usage_error = "--targets: facet and/or null";
+    if (target != "facet" && target != "null" && target != "relay") {
+      usage_error = "--targets: facet, null and/or relay";
+    }
   }
   if (null_push != "all" && null_push != "selected") usage_error = "--null-push: all or selected";
   if (subscriptions.ok() &&
@@ -466,7 +522,8 @@ int Main() {
   std::filesystem::create_directories(config.work_dir);
   config.world_dir = absl::GetFlag(FLAGS_world);
   if (config.world_dir.empty() &&
-      std::find(targets.begin(), targets.end(), "facet") != targets.end()) {
+      (std::find(targets.begin(), targets.end(), "facet") != targets.end() ||
+       std::find(targets.begin(), targets.end(), "relay") != targets.end())) {
     config.world_dir = absl::StrCat(config.work_dir, "/world");
     std::filesystem::remove_all(config.world_dir);
     if (absl::Status written = WriteWorld(config.world_dir, config.services); !written.ok()) {
