@@ -596,6 +596,22 @@ class FakeUpstreamTest : public ::testing::Test {
   }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
 
+  // Starts a delta client subscribed to route "r" for prod and waits for its
+  // first request.
+  void StartDeltaSubscribedToRoute() {
+    StartClient(UpstreamClient::Protocol::kDelta);
+    client_->Subscribe({kRds, "r", kProd});
+    ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
+  }
+
+  static DeltaDiscoveryResponse DeltaResponse(const std::string& type_url,
+                                              const std::string& nonce) {
+    DeltaDiscoveryResponse response;
+    response.set_type_url(type_url);
+    response.set_nonce(nonce);
+    return response;
+  }
+
   // A route variant for `env`, wrapped as Facet's server wraps one.
   static Resource Wrapped(const std::string& env, const std::string& version) {
     Resource resource;
@@ -634,9 +650,7 @@ TEST_F(FakeUpstreamTest, DeltaRequestsCarryNodeLocatorsAndAcks) {
   EXPECT_EQ(first->resource_locators_subscribe(0).dynamic_parameters().at("env"), "prod");
   EXPECT_THAT(first->resource_names_subscribe(), IsEmpty());
 
-  DeltaDiscoveryResponse response;
-  response.set_type_url(kRds);
-  response.set_nonce("n1");
+  DeltaDiscoveryResponse response = DeltaResponse(kRds, "n1");
   *response.add_resources() = Wrapped("prod", "v1");
   ASSERT_TRUE(fake_.Send(response));
   std::optional<DeltaDiscoveryRequest> ack = fake_.DeltaRequest(1);
@@ -656,18 +670,11 @@ TEST_F(FakeUpstreamTest, DeltaRequestsCarryNodeLocatorsAndAcks) {
 }
 
 TEST_F(FakeUpstreamTest, UnsolicitedTypeIsNotAcked) {
-  StartClient(UpstreamClient::Protocol::kDelta);
-  client_->Subscribe({kRds, "r", kProd});
-  ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
+  ASSERT_NO_FATAL_FAILURE(StartDeltaSubscribedToRoute());
   // An ACK for clusters would be this stream's first cluster request: a
   // wildcard subscription to every cluster.
-  DeltaDiscoveryResponse clusters;
-  clusters.set_type_url(kCds);
-  clusters.set_nonce("c1");
-  ASSERT_TRUE(fake_.Send(clusters));
-  DeltaDiscoveryResponse routes;
-  routes.set_type_url(kRds);
-  routes.set_nonce("r1");
+  ASSERT_TRUE(fake_.Send(DeltaResponse(kCds, "c1")));
+  DeltaDiscoveryResponse routes = DeltaResponse(kRds, "r1");
   *routes.add_resources() = Wrapped("prod", "v1");
   ASSERT_TRUE(fake_.Send(routes));
   std::optional<DeltaDiscoveryRequest> next = fake_.DeltaRequest(1);
@@ -695,9 +702,7 @@ TEST_F(FakeUpstreamTest, ManySubscribesAreCoalescedIntoFewRequests) {
 }
 
 TEST_F(FakeUpstreamTest, DeltaNacksUncompilableConstraintsWrongTypesAndBadBytes) {
-  StartClient(UpstreamClient::Protocol::kDelta);
-  client_->Subscribe({kRds, "r", kProd});
-  ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
+  ASSERT_NO_FATAL_FAILURE(StartDeltaSubscribedToRoute());
 
   auto expect_nack = [&](DeltaDiscoveryResponse response, size_t request_index,
                          const std::string& detail) {
@@ -829,12 +834,8 @@ TEST_F(FakeUpstreamTest, ServerThatNeverAnswersIsGivenUpAfterTheFailoverTimeout)
 
 TEST_F(FakeUpstreamTest, OversizedResponseEndsTheStreamAndTheNextOneSubscribesAgain) {
   max_receive_bytes_ = 4096;
-  StartClient(UpstreamClient::Protocol::kDelta);
-  client_->Subscribe({kRds, "r", kProd});
-  ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
-  DeltaDiscoveryResponse big;
-  big.set_type_url(kRds);
-  big.set_nonce("big");
+  ASSERT_NO_FATAL_FAILURE(StartDeltaSubscribedToRoute());
+  DeltaDiscoveryResponse big = DeltaResponse(kRds, "big");
   Resource resource = Wrapped("prod", "v1");
   RouteConfiguration route;
   route.set_name(std::string(8192, 'x'));
@@ -851,9 +852,7 @@ TEST_F(FakeUpstreamTest, OversizedResponseEndsTheStreamAndTheNextOneSubscribesAg
 }
 
 TEST_F(FakeUpstreamTest, DestroyingTheClientEndsTheStream) {
-  StartClient(UpstreamClient::Protocol::kDelta);
-  client_->Subscribe({kRds, "r", kProd});
-  ASSERT_TRUE(fake_.DeltaRequest(0).has_value());
+  ASSERT_NO_FATAL_FAILURE(StartDeltaSubscribedToRoute());
   client_.reset();
   EXPECT_TRUE(Eventually([&] { return !fake_.Send(DeltaDiscoveryResponse()); }));
 }
