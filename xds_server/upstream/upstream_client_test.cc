@@ -492,6 +492,21 @@ TEST_P(UpstreamClientTest, ListenerErrorIsNackedUpstream) {
   EXPECT_EQ(client->stats().nacks_sent, 1);
 }
 
+TEST(UpstreamClientBackoffTest, RetriesAnUnreachableServerWithGrowingDelays) {
+  ClosedPort closed;
+  RecordingListener listener;
+  UpstreamClient client({{closed.address(), "insecure", {}}},
+                        TestOptions(UpstreamClient::Protocol::kDelta), listener);
+  const absl::Time start = absl::Now();
+  client.Subscribe({kRds, "r", kProd});
+  ASSERT_TRUE(Eventually([&] { return client.stats().streams_started >= 6; }));
+  // Five delays of at least 0.8 x 20 ms x 1.6^k (k = 0..4) make 253 ms; a
+  // delay that did not grow would make 100 ms.
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(250));
+  EXPECT_EQ(client.stats().failovers, 0);  // One server: nowhere to move.
+  EXPECT_THAT(listener.connected(), IsEmpty());
+}
+
 INSTANTIATE_TEST_SUITE_P(Protocols, UpstreamClientTest,
                          ::testing::Values(UpstreamClient::Protocol::kDelta,
                                            UpstreamClient::Protocol::kSotw),
