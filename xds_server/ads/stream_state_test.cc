@@ -1,8 +1,10 @@
 #include "xds_server/ads/stream_state.h"
 
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/listener/v3/listener.pb.h"
@@ -779,6 +781,156 @@ TEST(StreamStateTest, TypeUrlsPerStreamAreBounded) {
   EXPECT_THAT(state.OnRequest(Sotw("type.example/c", {"x"}), &outcome),
               StatusIs(absl::StatusCode::kResourceExhausted));
   EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kTypes);
+}
+
+// ---- Partial snapshots (the relay's cache) and demand ---------------------
+
+// Returns `base` partial, holding only route "r" with its env=prod variant,
+// answered for the parameter sets in `known` (projected onto `env`).
+std::shared_ptr<const ServingSnapshot> PartialWithRoute(const std::vector<ParameterSet>& known,
+                                                        const Snapshot* base = nullptr) {
+  auto full = Serve(Base());
+  const ServedResource* route = full->snapshot().Find(RouteConfigurationType(), "r");
+  auto resource = std::make_shared<ServedResource>(*route);
+  resource->variants.resize(1);  // The env=prod variant only.
+  auto resolution = std::make_shared<Resolution>();
+  resolution->keys = std::set<std::string>{"env"};
+  for (const ParameterSet& params : known) resolution->known.insert(CanonicalParameters(params));
+  resource->resolution = std::move(resolution);
+  return std::make_shared<ServingSnapshot>(
+      Snapshot::Derive(base != nullptr ? *base : *Snapshot::EmptyPartial(), {resource}, {}));
+}
+
+TEST(PartialSnapshotTest, DeltaWaitsForWhatThePartialSourceDoesNotKnowYet) {
+  StreamState state(Protocol::kDelta, std::make_shared<ParameterMapping>());
+  auto first = PartialWithRoute({{{"env", "prod"}}});
+  state.SetSnapshot(first);
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kRds);
+  for (const char* env : {"prod", "qa"}) {
+    auto* locator = request.add_resource_locators_subscribe();
+    locator->set_name("r");
+    (*locator->mutable_dynamic_parameters())["env"] = env;
+  }
+  auto* unknown_name = request.add_resource_locators_subscribe();
+  unknown_name->set_name("elsewhere");
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(request, &outcome), IsOk());
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  // env=qa is not known yet: the name waits as a whole (no partial answer,
+  // no "does not exist" guess); "elsewhere" is not known at all.
+  EXPECT_FALSE(state.NextResponse(&response, &record));
+
+  // The source learns that env=qa selects nothing.
+  auto second = PartialWithRoute({{{"env", "prod"}}, {{"env", "qa"}}}, &first->snapshot());
+  state.SetSnapshot(second);
+  ASSERT_TRUE(state.NextResponse(&response, &record));
+  ASSERT_EQ(response.resources_size(), 1);
+  EXPECT_EQ(Constraint::Compile(response.resources(0).resource_name().dynamic_parameter_constraints())
+                ->ToString(),
+            "env=prod");
+  ASSERT_EQ(response.removed_resource_names_size(), 1);
+  EXPECT_EQ(Constraint::Compile(response.removed_resource_names(0).dynamic_parameter_constraints())
+                ->ToString(),
+            "env=qa");
+  EXPECT_FALSE(state.NextResponse(&response, &record));
+}
+
+TEST(PartialSnapshotTest, SotwListenerResponsesWaitRatherThanOmitAnUnknownName) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  auto partial = std::make_shared<ServingSnapshot>(Snapshot::EmptyPartial());
+  state.SetSnapshot(partial);
+  DiscoveryRequest request = Sotw(kLds, {"greeter"});
+  *request.mutable_node() = NodeWith("prod");
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(request, &outcome), IsOk());
+  DiscoveryResponse response;
+  PushRecord record;
+  // An empty full-state response would tell the client its listener is gone.
+  EXPECT_FALSE(state.NextResponse(&response, &record));
+
+  auto full = Serve(Base());
+  auto listener = std::make_shared<ServedResource>(
+      *full->snapshot().Find(ListenerType(), "greeter"));
+  auto resolution = std::make_shared<Resolution>();
+  resolution->keys = std::set<std::string>{};
+  resolution->known.insert(CanonicalParameters({}));
+  listener->resolution = std::move(resolution);
+  state.SetSnapshot(std::make_shared<ServingSnapshot>(
+      Snapshot::Derive(partial->snapshot(), {listener}, {})));
+  ASSERT_TRUE(state.NextResponse(&response, &record));
+  EXPECT_THAT(Names(response), ElementsAre("greeter"));
+}
+
+TEST(PartialSnapshotTest, AnAuthoritativeSnapshotStillSaysDoesNotExistAtOnce) {
+  StreamState state(Protocol::kDelta, std::make_shared<ParameterMapping>());
+  state.SetSnapshot(Serve(Base()));
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kRds);
+  request.add_resource_names_subscribe("nowhere");
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(request, &outcome), IsOk());
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(state.NextResponse(&response, &record));
+  EXPECT_THAT(response.removed_resources(), ElementsAre("nowhere"));
+}
+
+std::vector<std::string> DemandText(const std::vector<DemandChange>& changes) {
+  std::vector<std::string> out;
+  for (const DemandChange& change : changes) {
+    out.push_back(absl::StrCat(change.added ? "+" : "-", change.name, " ",
+                               ParameterSetToString(change.params->params)));
+  }
+  return out;
+}
+
+TEST(DemandTest, ReportsSubscriptionsStartedAndEndedInOrder) {
+  StreamState state(Protocol::kDelta, std::make_shared<ParameterMapping>());
+  state.RecordDemand();
+  state.SetSnapshot(Serve(Base()));
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kRds);
+  *request.mutable_node() = NodeWith("prod");
+  request.add_resource_names_subscribe("r");
+  auto* locator = request.add_resource_locators_subscribe();
+  locator->set_name("r");
+  (*locator->mutable_dynamic_parameters())["env"] = "qa";
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(request, &outcome), IsOk());
+  EXPECT_THAT(DemandText(state.TakeDemandChanges()),
+              ElementsAre("+r {env=prod}", "+r {env=qa}"));
+  EXPECT_THAT(state.TakeDemandChanges(), IsEmpty());
+
+  DeltaDiscoveryRequest unsubscribe;
+  unsubscribe.set_type_url(kRds);
+  unsubscribe.add_resource_names_unsubscribe("r");
+  ASSERT_THAT(state.OnRequest(unsubscribe, &outcome), IsOk());
+  EXPECT_THAT(DemandText(state.TakeDemandChanges()), ElementsAre("-r {env=prod}"));
+  EXPECT_THAT(DemandText(state.Demands()), ElementsAre("+r {env=qa}"));
+}
+
+TEST(DemandTest, SotwRequestsReportOnlyWhatChanged) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  state.RecordDemand();
+  state.SetSnapshot(Serve(Base()));
+  DiscoveryRequest request = Sotw(kCds, {"c-prod", "c-test"});
+  *request.mutable_node() = NodeWith("test");
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(request, &outcome), IsOk());
+  EXPECT_THAT(DemandText(state.TakeDemandChanges()),
+              ElementsAre("+c-prod {env=test}", "+c-test {env=test}"));
+  ASSERT_THAT(state.OnRequest(Sotw(kCds, {"c-test"}), &outcome), IsOk());
+  EXPECT_THAT(DemandText(state.TakeDemandChanges()), ElementsAre("-c-prod {env=test}"));
+}
+
+TEST(DemandTest, NotRecordedUnlessAsked) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  state.SetSnapshot(Serve(Base()));
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(Sotw(kCds, {"c-prod"}), &outcome), IsOk());
+  EXPECT_THAT(state.TakeDemandChanges(), IsEmpty());
 }
 
 }  // namespace
