@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Checks that `facet serve` and `facet controller` refuse bad flags with exit
-# status 2 and a message naming the flag, before starting anything.
+# Checks that `facet serve`, `facet controller` and `facet relay` refuse bad
+# flags (and `facet relay` a bad --config file) with exit status 2 and a
+# message naming the flag or field, before starting anything.
 set -u
 facet=$1
 repo=$2
@@ -40,5 +41,27 @@ expect_usage_error '--grpc-keepalive-timeout: must be more than 0' \
   controller --grpc-keepalive-timeout=0
 expect_usage_error '--write-stall-timeout: "-1s" is not a duration' \
   controller --write-stall-timeout=-1s
+work=$(mktemp -d)
+trap 'rm -rf "${work}"' EXIT
+echo '{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}]}' \
+  >"${work}/relay.json"
+echo '{"xds_servers": [{"server_uri": "", "channel_creds": [{"type": "insecure"}]}]}' \
+  >"${work}/bad-uri.json"
+echo '{"xdsServers": []}' >"${work}/typo.json"
+expect_usage_error '--config FILE is required' relay
+expect_usage_error '--upstream-protocol: "grpc" is not delta or sotw' \
+  relay --config "${work}/relay.json" --upstream-protocol grpc
+expect_usage_error '--upstream-linger: "-5s" is not a non-negative duration' \
+  relay --config "${work}/relay.json" --upstream-linger=-5s
+expect_usage_error 'xds_servers[0].server_uri: must not be empty' relay --config "${work}/bad-uri.json"
+expect_usage_error 'did you mean "xds_servers"' relay --config "${work}/typo.json"
+expect_usage_error '--log-level: unknown level "loud"' relay --config "${work}/relay.json" --log-level loud
+# A configuration file that cannot be read is not a usage error: exit 1.
+output=$("${facet}" relay --config "${work}/missing.json" 2>&1 >/dev/null)
+got=$?
+if [[ ${got} -ne 1 || ${output} != *"missing.json"* ]]; then
+  echo "FAIL: facet relay --config missing.json exited ${got} (want 1) with \"${output}\""
+  failures=$((failures + 1))
+fi
 if [[ ${failures} -gt 0 ]]; then exit 1; fi
 echo "command usage errors: ok"
