@@ -362,6 +362,7 @@ UpstreamClient::Core::Core(std::vector<UpstreamServer> servers, Options options,
       channels_(servers_.size()),
       stubs_(servers_.size()),
       backoff_(options_.initial_backoff) {
+  if (servers_.empty()) spdlog::error("upstream client has no servers: nothing will connect");
   const auto& features = node_.client_features();
   if (std::find(features.begin(), features.end(), kResourceInSotwFeature) == features.end()) {
     node_.add_client_features(kResourceInSotwFeature);
@@ -405,7 +406,8 @@ void UpstreamClient::Core::RunTimers() {
   absl::MutexLock lock(&mu_);
   while (!stopping_) {
     const absl::Time now = absl::Now();
-    const bool wanted = stream_ == nullptr && !ending_ && !subscriptions_.empty();
+    const bool wanted =
+        stream_ == nullptr && !ending_ && !subscriptions_.empty() && !servers_.empty();
     if (wanted && now >= next_start_) {
       next_start_ = absl::InfiniteFuture();
       std::shared_ptr<Stream> stream = StartStreamLocked();
