@@ -36,6 +36,8 @@ constexpr char kResourceWrapperTypeUrl[] =
 constexpr char kResourceInSotwFeature[] = "xds.config.resource-in-sotw";
 constexpr double kBackoffMultiplier = 1.6;
 constexpr double kBackoffJitter = 0.2;
+// ACKs and NACKs kept per type while a write is in flight.
+constexpr size_t kMaxQueuedAcks = 8;
 
 // A subscription within one type: the name and its dynamic parameters.
 using Locator = std::pair<std::string, ParameterSet>;
@@ -241,8 +243,7 @@ class UpstreamClient::Core {
   absl::Duration NextBackoffLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns the channel's stub, or null when its credentials are unsupported.
   AggregatedDiscoveryService::Stub* StubLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Pops the next ACK/NACK of a type, collapsing consecutive ACKs into the
-  // latest (NACKs are never collapsed).
+  // Pops the next ACK/NACK of a type.
   static Ack PopAck(TypeStream& ts);
   bool FillLocked(DeltaDiscoveryRequest* request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool FillLocked(DiscoveryRequest* request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -599,7 +600,15 @@ void UpstreamClient::Core::OnResponse(uint64_t id, const Response& response) {
       if (ack.error.empty()) ack.error = result.ToString();
       ++stats_.nacks_sent;
     }
-    ts.acks.push_back(std::move(ack));
+    // Bounded while writes are slow: an ACK replaces an ACK queued last, and
+    // beyond kMaxQueuedAcks the oldest goes (the server would find its nonce
+    // stale anyway).
+    if (!ts.acks.empty() && ts.acks.back().error.empty() && ack.error.empty()) {
+      ts.acks.back() = std::move(ack);
+    } else {
+      ts.acks.push_back(std::move(ack));
+      if (ts.acks.size() > kMaxQueuedAcks) ts.acks.pop_front();
+    }
   }
   PumpCurrent();
 }
@@ -607,10 +616,6 @@ void UpstreamClient::Core::OnResponse(uint64_t id, const Response& response) {
 UpstreamClient::Core::Ack UpstreamClient::Core::PopAck(TypeStream& ts) {
   Ack ack = std::move(ts.acks.front());
   ts.acks.pop_front();
-  while (ack.error.empty() && !ts.acks.empty() && ts.acks.front().error.empty()) {
-    ack = std::move(ts.acks.front());
-    ts.acks.pop_front();
-  }
   return ack;
 }
 
