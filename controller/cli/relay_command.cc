@@ -11,6 +11,8 @@
 #include "controller/admin/metrics_text.h"
 #include "controller/cli/flags.h"
 #include "controller/cli/serving_common.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
@@ -55,6 +57,46 @@ std::string RelayMetricsText(const xds::Relay& relay, const xds::AdsService& ads
                "Moves to the next server of an upstream list.",
                static_cast<double>(stats.upstream_failovers), &out);
   return out;
+}
+
+// The relay's /status: upstream lists and what the cache holds.
+std::string RelayStatusJson(const xds::Relay& relay, const xds::AdsService& ads,
+                            const xds::SnapshotStore& store) {
+  const xds::RelayStats stats = relay.stats();
+  google::protobuf::Struct root;
+  auto& fields = *root.mutable_fields();
+  auto* upstreams = fields["upstreams"].mutable_list_value();
+  for (const auto& [server_uri, connected] : stats.upstreams) {
+    google::protobuf::Value upstream;
+    auto& u = *upstream.mutable_struct_value()->mutable_fields();
+    u["server_uri"].set_string_value(server_uri);
+    u["connected"].set_bool_value(connected);
+    *upstreams->add_values() = upstream;
+  }
+  fields["snapshot_version"].set_string_value(store.Current()->version());
+  fields["streams_open"].set_number_value(static_cast<double>(ads.stats().streams_open));
+  fields["upstream_subscriptions"].set_number_value(
+      static_cast<double>(stats.cache.upstream_subscriptions));
+  fields["cached_variants"].set_number_value(static_cast<double>(stats.cache.cached_variants));
+  fields["cached_resources"].set_number_value(static_cast<double>(stats.cache.resources));
+  auto* nacks = fields["nacks"].mutable_list_value();
+  for (const xds::NackRecord& record : ads.nacks()) {
+    google::protobuf::Value nack;
+    auto& n = *nack.mutable_struct_value()->mutable_fields();
+    n["type_url"].set_string_value(record.type_url);
+    n["name"].set_string_value(record.name);
+    n["version"].set_string_value(record.version);
+    n["client"].set_string_value(record.node_id);
+    n["detail"].set_string_value(record.error_detail);
+    n["count"].set_number_value(static_cast<double>(record.count));
+    *nacks->add_values() = nack;
+  }
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(root, &out, options);
+  return out + "\n";
 }
 
 }  // namespace
@@ -151,18 +193,7 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
             return AdminResponse{200, "text/plain; version=0.0.4", RelayMetricsText(relay, ads)};
           }},
          {"/status", [&] {
-            const xds::RelayStats stats = relay.stats();
-            std::string json = "{\"upstreams\": [";
-            for (size_t i = 0; i < stats.upstreams.size(); ++i) {
-              absl::StrAppend(&json, i == 0 ? "" : ", ", "{\"server_uri\": \"",
-                              stats.upstreams[i].first, "\", \"connected\": ",
-                              stats.upstreams[i].second ? "true" : "false", "}");
-            }
-            absl::StrAppend(&json, "], \"snapshot_version\": \"", store.Current()->version(),
-                            "\", \"streams_open\": ", ads.stats().streams_open,
-                            ", \"upstream_subscriptions\": ", stats.cache.upstream_subscriptions,
-                            ", \"cached_variants\": ", stats.cache.cached_variants, "}\n");
-            return AdminResponse{200, "application/json", json};
+            return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)};
           }}});
     if (!started.ok()) {
       err << "facet relay: --admin-address: " << started.status().message() << "\n";
