@@ -59,8 +59,8 @@ void SetLocator(const Locator& locator, ResourceLocator* out) {
 // resource as sent: the type itself, or a Resource wrapper of it. `wrapper`,
 // when not null, is the delta Resource that carried `any`.
 absl::Status DecodeResource(const ResourceType& type, const google::protobuf::Any& any,
-                            const Resource* wrapper, const std::string& default_version,
-                            int index, UpstreamUpdate* update) {
+                            const Resource* wrapper, const std::string& default_version, int index,
+                            UpstreamUpdate* update) {
   const std::string where = absl::StrCat(type.type_name(), " resource [", index, "]");
   Resource unwrapped;
   if (wrapper == nullptr && any.type_url() == kResourceWrapperTypeUrl) {
@@ -91,10 +91,9 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
       absl::StatusOr<Constraint> constraints =
           Constraint::Compile(wrapper->resource_name().dynamic_parameter_constraints());
       if (!constraints.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(where, " \"", variant.name,
-                         "\": resource_name.dynamic_parameter_constraints: ",
-                         constraints.status().message()));
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " \"", variant.name,
+            "\": resource_name.dynamic_parameter_constraints: ", constraints.status().message()));
       }
       variant.constraints = *std::move(constraints);
     } else {
@@ -126,8 +125,7 @@ absl::Status Decode(const DeltaDiscoveryResponse& response, UpstreamUpdate* upda
   if (!type.ok()) return type.status();
   for (int i = 0; i < response.resources_size(); ++i) {
     const Resource& resource = response.resources(i);
-    if (absl::Status status =
-            DecodeResource(**type, resource.resource(), &resource, "", i, update);
+    if (absl::Status status = DecodeResource(**type, resource.resource(), &resource, "", i, update);
         !status.ok()) {
       return status;
     }
@@ -354,8 +352,7 @@ class UpstreamClient::Core::Reactor final : public grpc::ClientBidiReactor<Reque
   Response response_;  // The read in flight.
 };
 
-UpstreamClient::Core::Core(std::vector<UpstreamServer> servers, Options options,
-                           Listener& listener)
+UpstreamClient::Core::Core(std::vector<UpstreamServer> servers, Options options, Listener& listener)
     : servers_(std::move(servers)),
       options_(std::move(options)),
       listener_(listener),
@@ -475,8 +472,8 @@ std::shared_ptr<UpstreamClient::Core::Stream> UpstreamClient::Core::StartStreamL
   }
   ++stream_id_;
   if (options_.protocol == Protocol::kDelta) {
-    stream_ = std::make_shared<Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>>(
-        this, stream_id_);
+    stream_ =
+        std::make_shared<Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>>(this, stream_id_);
   } else {
     stream_ = std::make_shared<Reactor<DiscoveryRequest, DiscoveryResponse>>(this, stream_id_);
   }

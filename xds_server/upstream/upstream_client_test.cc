@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <optional>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,7 +75,8 @@ std::vector<ResourceObject> World(const std::string& prod_cluster) {
   return {
       object("greeter", "listener", "greeter",
              {{"{env: prod}", ListenerFor("r")}, {"{env: staging}", ListenerFor("r")}}),
-      object("r", "route", "r", {{"{env: prod}", RouteTo(prod_cluster)}, {"{env: staging}", RouteTo("c-b")}}),
+      object("r", "route", "r",
+             {{"{env: prod}", RouteTo(prod_cluster)}, {"{env: staging}", RouteTo("c-b")}}),
       object("c-a", "cluster", "c-a", {{"", EdsCluster()}}),
       object("c-b", "cluster", "c-b", {{"", EdsCluster()}}),
       object("e-a", "endpoint", "c-a", {{"", Endpoints(1)}}),
@@ -177,7 +178,7 @@ class RecordingListener : public UpstreamClient::Listener {
 
 // Returns whether `update` carries a variant of `name`.
 std::function<bool(const UpstreamUpdate&)> HasVariant(const std::string& name,
-                                                       const std::string& version = "") {
+                                                      const std::string& version = "") {
   return [=](const UpstreamUpdate& update) {
     for (const auto& v : update.variants) {
       if (v.name == name && (version.empty() || v.version == version)) return true;
@@ -511,8 +512,7 @@ INSTANTIATE_TEST_SUITE_P(Protocols, UpstreamClientTest,
                          ::testing::Values(UpstreamClient::Protocol::kDelta,
                                            UpstreamClient::Protocol::kSotw),
                          [](const auto& info) {
-                           return info.param == UpstreamClient::Protocol::kDelta ? "Delta"
-                                                                                 : "Sotw";
+                           return info.param == UpstreamClient::Protocol::kDelta ? "Delta" : "Sotw";
                          });
 
 // ---- A scripted upstream, for what Facet's server never sends -------------
@@ -583,8 +583,8 @@ class FakeAds final : public AggregatedDiscoveryService::Service {
   std::vector<DiscoveryRequest> sotw_requests_ ABSL_GUARDED_BY(mu_);
   grpc::ServerReaderWriter<DeltaDiscoveryResponse, DeltaDiscoveryRequest>* delta_stream_
       ABSL_GUARDED_BY(mu_) = nullptr;
-  grpc::ServerReaderWriter<DiscoveryResponse, DiscoveryRequest>* sotw_stream_
-      ABSL_GUARDED_BY(mu_) = nullptr;
+  grpc::ServerReaderWriter<DiscoveryResponse, DiscoveryRequest>* sotw_stream_ ABSL_GUARDED_BY(mu_) =
+      nullptr;
 };
 
 class FakeUpstreamTest : public ::testing::Test {
