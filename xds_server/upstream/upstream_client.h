@@ -97,7 +97,10 @@ class UpstreamClient {
 
   struct Options {
     Protocol protocol = Protocol::kDelta;
-    // The node sent on each stream's first request.
+    // The node, sent on the first request of each type on every stream (so
+    // on each stream's first request), with the client feature
+    // xds.config.resource-in-sotw added: Facet's server then wraps every SotW
+    // resource in Resource.
     envoy::config::core::v3::Node node;
     // Reconnection backoff (exponential with jitter, as gRPC's connection
     // backoff), reset once a stream has received a response.
