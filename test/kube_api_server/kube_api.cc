@@ -665,7 +665,23 @@ void KubeApi::ServeResource(const HttpRequest& request, const Target& target,
         ErrorResponse({405, "MethodNotAllowed",
                        "the server does not allow this method on the requested resource", Json()});
   }
+  RecordStatusWrite(request, target, response.code);
   SendJson(responder, response.code, response.body);
+}
+
+void KubeApi::RecordStatusWrite(const HttpRequest& request, const Target& target, int code) {
+  if (target.subresource != "status" || (request.method != "PUT" && request.method != "PATCH")) {
+    return;
+  }
+  absl::string_view path = request.path;
+  absl::ConsumeSuffix(&path, "/status");
+  absl::MutexLock lock(&status_log_mu_);
+  status_writes_.push_back({absl::Now(), std::string(path), code});
+}
+
+std::vector<StatusWrite> KubeApi::status_writes() const {
+  absl::MutexLock lock(&status_log_mu_);
+  return status_writes_;
 }
 
 // ---- Reads ----

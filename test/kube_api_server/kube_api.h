@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "test/kube_api_server/http_server.h"
 #include "test/kube_api_server/json.h"
+#include "test/kube_api_server/kube_test_server.h"
 #include "test/kube_api_server/object_store.h"
 #include "test/kube_api_server/resource_types.h"
 
@@ -95,6 +96,7 @@ class KubeApi {
   int64_t open_watch_count() const;
   bool WaitForOpenWatches(int64_t count, absl::Duration timeout) const;
   bool WaitForWatchCount(int64_t count, absl::Duration timeout) const;
+  std::vector<StatusWrite> status_writes() const;
 
  private:
   using Target = ResourceTarget;
@@ -141,6 +143,9 @@ class KubeApi {
   bool NamespaceExistsLocked(const std::string& ns) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string NewUidLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Logs a PUT or PATCH of a /status subresource answered with `code`.
+  void RecordStatusWrite(const HttpRequest& request, const Target& target, int code);
+
   // Blocks until `*counter` (a field guarded by mu_) reaches `count` or `timeout` passes.
   bool WaitForCounter(const int64_t* counter, int64_t count, absl::Duration timeout) const;
   void SendError(HttpResponder& responder, const ApiError& error) const;
@@ -172,6 +177,8 @@ class KubeApi {
   std::mt19937_64 random_ ABSL_GUARDED_BY(mu_);
   // "NAMESPACE/NAME:PORT" -> "HOST:PORT".
   std::map<std::string, std::string> service_addresses_ ABSL_GUARDED_BY(mu_);
+  mutable absl::Mutex status_log_mu_;
+  std::vector<StatusWrite> status_writes_ ABSL_GUARDED_BY(status_log_mu_);
 };
 
 }  // namespace facet::testing

@@ -88,6 +88,7 @@ int64_t KubeTestServer::open_watch_count() const { return api_->open_watch_count
 bool KubeTestServer::WaitForOpenWatches(int64_t count, absl::Duration timeout) const {
   return api_->WaitForOpenWatches(count, timeout);
 }
+std::vector<StatusWrite> KubeTestServer::status_writes() const { return api_->status_writes(); }
 bool KubeTestServer::WaitForWatchCount(int64_t count, absl::Duration timeout) const {
   return api_->WaitForWatchCount(count, timeout);
 }

@@ -23,6 +23,13 @@ namespace facet::testing {
 class HttpServer;
 class KubeApi;
 
+// One write of a /status subresource (PUT or PATCH), as the server answered it.
+struct StatusWrite {
+  absl::Time time;   // When it was answered.
+  std::string path;  // The object's API path, without "/status".
+  int code = 0;      // The answer's HTTP code (409 for a conflict).
+};
+
 // Serves HTTP on 127.0.0.1, a thread per connection. Thread-safe: every
 // method may be called from any thread while requests are being served.
 class KubeTestServer {
@@ -123,6 +130,9 @@ class KubeTestServer {
   bool WaitForOpenWatches(int64_t count, absl::Duration timeout) const;
   // Blocks until watch_count() >= `count` or `timeout` passes.
   bool WaitForWatchCount(int64_t count, absl::Duration timeout) const;
+  // Returns every status subresource write received so far, oldest first,
+  // whatever its answer (to bound what a controller writes).
+  std::vector<StatusWrite> status_writes() const;
 
  private:
   KubeTestServer() = default;

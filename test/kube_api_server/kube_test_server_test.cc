@@ -448,6 +448,29 @@ TEST_F(KubeTestServerTest, PutStatusChangesOnlyStatusAndNeverGeneration) {
   EXPECT_EQ(put.body.FindPath({"status", "observedGeneration"})->int_value(), 1);
 }
 
+TEST_F(KubeTestServerTest, LogsStatusWritesWithTheirAnswers) {
+  Json object = CreateXr("a").body;
+  object["status"]["observedGeneration"] = 1;
+  ASSERT_EQ(Call("PUT", absl::StrCat(kXr, "/a/status"), object.Dump()).code, 200);
+  // Stale resourceVersion: logged with its 409.
+  EXPECT_EQ(Call("PUT", absl::StrCat(kXr, "/a/status"), object.Dump()).code, 409);
+  EXPECT_EQ(Call("PATCH", absl::StrCat(kXr, "/a/status"), R"({"status":{"x":1}})", kMerge).code,
+            200);
+  // Neither reads nor writes of the main resource are status writes.
+  EXPECT_EQ(Call("GET", absl::StrCat(kXr, "/a/status")).code, 200);
+  EXPECT_EQ(Call("PATCH", absl::StrCat(kXr, "/a"), R"({"metadata":{"labels":{"x":"1"}}})", kMerge)
+                .code,
+            200);
+  std::vector<StatusWrite> writes = server_->status_writes();
+  ASSERT_EQ(writes.size(), 3u);
+  EXPECT_EQ(writes[0].path, absl::StrCat(kXr, "/a"));
+  EXPECT_EQ(writes[1].path, absl::StrCat(kXr, "/a"));
+  EXPECT_EQ(writes[0].code, 200);
+  EXPECT_EQ(writes[1].code, 409);
+  EXPECT_EQ(writes[2].code, 200);
+  EXPECT_LE(writes[0].time, writes[2].time);
+}
+
 TEST_F(KubeTestServerTest, PutOfMissingObjectIs404ButCreatesALease) {
   ExpectStatus(Call("PUT", absl::StrCat(kXr, "/ghost"), XrBody("ghost")), 404, "NotFound");
   Reply lease =
