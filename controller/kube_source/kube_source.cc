@@ -2,9 +2,9 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
-
 #include <utility>
 #include <variant>
 
@@ -170,9 +170,13 @@ void KubeSource::Run() {
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return dirty_ || status_due_ || stopping_;
       };
-      mu_.AwaitWithTimeout(absl::Condition(&wake),
-                           status_backlog_ ? options_.status_backlog_retry
-                                           : options_.status_resync);
+      absl::Duration timeout = options_.status_resync;
+      if (status_backlog_ || status_waiting_) {  // Until the next pass may start.
+        timeout = std::min(timeout, std::max(absl::ZeroDuration(),
+                                             options_.status_backlog_retry -
+                                                 (clock_->Now() - last_status_sync_)));
+      }
+      mu_.AwaitWithTimeout(absl::Condition(&wake), timeout);
       if (stopping_) return;
       if (dirty_) {
         // Debounce: let the rest of a burst arrive, then build once. Slice
@@ -200,11 +204,17 @@ void KubeSource::Run() {
     // build that changed some status calls for a pass.
     const bool changed = (build || last_ == nullptr) && BuildAndPublish();
     const bool leading = !is_leader_ || is_leader_();
+    // A change waits for the pass interval like a backlog does: otherwise
+    // every build during churn would start a pass with a fresh budget.
+    status_waiting_ = leading && (status_waiting_ || changed);
+    if (!leading) status_backlog_ = false;  // A new leader is asked for a full pass.
     const absl::Duration since = clock_->Now() - last_status_sync_;
-    if (leading && (changed || status || since >= options_.status_resync ||
-                    (status_backlog_ && since >= options_.status_backlog_retry))) {
+    if (leading && (status || since >= options_.status_resync ||
+                    ((status_waiting_ || status_backlog_) &&
+                     since >= options_.status_backlog_retry))) {
       // A full pass when asked (e.g. on becoming leader) or on resync.
-      SyncRevisions(/*all=*/status || !changed);
+      SyncRevisions(/*all=*/status || !status_waiting_);
+      status_waiting_ = false;
       SyncStatus();
     }
   }
@@ -461,10 +471,23 @@ void KubeSource::SyncStatus() {
   const auto authority_cache = authority_reflector_->Snapshot();
   int64_t writes = 0, errors = 0;
   status_backlog_ = false;
-  for (const auto& status : statuses) {
+  // Start where the last pass ran out of budget (statuses are in ref order),
+  // so objects whose status keeps changing cannot starve those after them.
+  size_t begin = 0;
+  if (status_cursor_.has_value()) {
+    begin = std::lower_bound(statuses.begin(), statuses.end(), *status_cursor_,
+                             [](const xds::ObjectStatus& status, const xds::ObjectRef& ref) {
+                               return status.ref < ref;
+                             }) -
+            statuses.begin();
+    status_cursor_.reset();
+  }
+  for (size_t n = 0; n < statuses.size(); ++n) {
+    const xds::ObjectStatus& status = statuses[(begin + n) % statuses.size()];
     if (is_leader_ && !is_leader_()) break;  // Leadership lapsed mid-pass: stop writing.
     if (writes >= options_.max_status_writes_per_pass) {
       status_backlog_ = true;  // The rest follow after status_backlog_retry.
+      status_cursor_ = status.ref;
       break;
     }
     // A rejected XdsAuthority (e.g. a duplicate) owns nothing.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -45,7 +46,11 @@ class KubeSource {
     absl::Duration status_resync = absl::Seconds(10);
     // Status writes in one pass; the rest follow a second later, so churn
     // (clients coming and going on many objects) cannot flood the API server.
+    // The next pass goes on from the object where the budget ran out.
     int max_status_writes_per_pass = 100;
+    // The least time from the start of one pass to the next, unless one is
+    // asked for (RequestStatusSync): passes for a backlog, and passes for
+    // builds that changed a status, wait until then.
     absl::Duration status_backlog_retry = absl::Seconds(1);
     kube::Clock* clock = nullptr;  // Null: real clock.
   };
@@ -132,6 +137,9 @@ class KubeSource {
   xds::IncrementalBuilder builder_;
   bool loaded_ = false;  // Whether every cached object was fed once.
   bool status_backlog_ = false;  // The last status pass stopped at its write budget.
+  // Where that pass stopped: the next one starts there.
+  std::optional<xds::ObjectRef> status_cursor_;
+  bool status_waiting_ = false;  // A build changed a status since the last pass.
   // Per owner "namespace/name": the newest revision fed to the builder
   // (its generation, its key).
   std::map<std::string, std::pair<int64_t, std::string>> newest_revision_;

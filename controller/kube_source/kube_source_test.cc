@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/time/clock.h"
 #include "absl/strings/match.h"
@@ -60,6 +61,21 @@ class KubeSourceTest : public ::testing::Test {
     options.status_resync = absl::Milliseconds(50);
     auto source = std::make_unique<KubeSource>(client_, store_, nullptr, std::move(is_leader), options);
     source->Start();
+    return source;
+  }
+  // Applies the examples (24 objects) and starts a source whose passes write
+  // at most 5 statuses and, after the first, come only when asked for;
+  // returns once the first pass has written.
+  std::unique_ptr<KubeSource> StartWithFiveWritesPerPass() {
+    ApplyExamples(client_);
+    KubeSource::Options options;
+    options.debounce = absl::Milliseconds(5);
+    options.status_resync = absl::Hours(1);
+    options.max_status_writes_per_pass = 5;
+    options.status_backlog_retry = absl::Hours(1);
+    auto source = std::make_unique<KubeSource>(client_, store_, nullptr, nullptr, options);
+    source->Start();
+    EXPECT_TRUE(Eventually([&] { return source->stats().status_writes >= 5; }));
     return source;
   }
   FakeKubeClient client_;
@@ -241,20 +257,63 @@ TEST_F(KubeSourceTest, EndpointsFollowTheServicesSlices) {
 }
 
 TEST_F(KubeSourceTest, StatusWritesPerPassAreBounded) {
-  ApplyExamples(client_);
-  KubeSource::Options options;
-  options.debounce = absl::Milliseconds(5);
-  options.status_resync = absl::Hours(1);
-  options.max_status_writes_per_pass = 5;
-  options.status_backlog_retry = absl::Hours(1);
-  KubeSource source(client_, store_, nullptr, nullptr, options);
-  source.Start();
-  ASSERT_TRUE(Eventually([&] { return source.stats().status_writes >= 5; }));
+  std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
   absl::SleepFor(absl::Milliseconds(200));  // Nothing more may be written meanwhile.
-  EXPECT_EQ(source.stats().status_writes, 5);  // 24 objects need writing; 5 per pass.
-  source.RequestStatusSync();
-  ASSERT_TRUE(Eventually([&] { return source.stats().status_writes >= 10; }));
-  source.Stop();
+  EXPECT_EQ(source->stats().status_writes, 5);  // 24 objects need writing; 5 per pass.
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
+  source->Stop();
+}
+
+// The collection paths and keys of the objects whose stored status is set.
+std::set<std::pair<std::string, std::string>> WithStatus(FakeKubeClient& client) {
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const char* collection : {kResources, kAuthorities}) {
+    for (const auto& [key, object] : client.Objects(collection)) {
+      if (kube::FieldAt(object, {"status"}).IsDefined()) keys.insert({collection, key});
+    }
+  }
+  return keys;
+}
+
+TEST_F(KubeSourceTest, AStatusPassGoesOnWhereThePreviousStoppedAtItsBudget) {
+  std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
+  absl::SleepFor(absl::Milliseconds(200));
+  const std::set<std::pair<std::string, std::string>> first = WithStatus(client_);
+  ASSERT_EQ(first.size(), 5u);
+  // Their statuses differ from what Facet wants again (as client counts do
+  // under churn): the next pass must still reach the objects after them.
+  for (const auto& [collection, key] : first) {
+    YAML::Node object = client_.Objects(collection)[key];
+    object.remove("status");
+    client_.Put(collection, object);
+  }
+  ASSERT_TRUE(Eventually([&] { return WithStatus(client_).empty(); }));
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
+  const std::set<std::pair<std::string, std::string>> second = WithStatus(client_);
+  EXPECT_EQ(second.size(), 5u);
+  for (const auto& written : second) {
+    EXPECT_EQ(first.count(written), 0u) << written.second << " written again";
+  }
+  source->Stop();
+}
+
+TEST_F(KubeSourceTest, BuildsStartNoStatusPassSoonerThanTheIntervalAfterThePrevious) {
+  std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
+  const int64_t builds = source->stats().builds;
+  // A spec change changes a status; its build must not start a pass (with a
+  // fresh budget) within the interval.
+  YAML::Node routes = client_.Objects(kResources)["demo/greeter-routes"];
+  routes["spec"]["variants"].remove(0);
+  client_.Put(kResources, routes);
+  ASSERT_TRUE(Eventually([&] { return source->stats().builds > builds; }));
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(source->stats().status_writes, 5);
+  // Asked for (a new leader): at once.
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
+  source->Stop();
 }
 
 TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
