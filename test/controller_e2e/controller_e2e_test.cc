@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
 #include "test/controller_e2e/controller_harness.h"
+#include "test/controller_e2e/controller_test_base.h"
 #include "test/kube_api_server/tls.h"
 #include "xds_server/common/status_matchers.h"
 
@@ -111,33 +112,8 @@ std::vector<std::string> Names(const std::vector<ads::DecodedResource>& resource
   return names;
 }
 
-class ControllerE2eTest : public ::testing::Test {
+class ControllerE2eTest : public ControllerTestBase {
  protected:
-  void SetUp() override {
-    started_ = absl::Now();
-    absl::StatusOr<std::unique_ptr<ControllerHarness>> harness = ControllerHarness::Create();
-    ASSERT_THAT(harness, IsOk());
-    harness_ = *std::move(harness);
-  }
-
-  void TearDown() override {
-    if (harness_ == nullptr) return;
-    EXPECT_THAT(harness_->StopControllers(), IsOk())
-        << "facet controller must release everything and exit 0 on SIGTERM";
-    const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::cerr << "controller_e2e: " << test->name() << " took "
-              << absl::FormatDuration(absl::Trunc(absl::Now() - started_, absl::Milliseconds(10)))
-              << (ControllerHarness::KubectlUnavailableReason().empty() ? "" : " (no kubectl)")
-              << "\n";
-    if (HasFailure()) {
-      harness_->e2e().KeepTempDir();
-      std::cerr << "controller_e2e: kept " << harness_->e2e().dir() << " (logs/, kubeconfig)\n"
-                << harness_->ControllerLogs();
-    }
-  }
-
-  ControllerHarness& h() { return *harness_; }
-
   // Starts `backends`, applies greeter.yaml, starts one controller (no
   // leader election) and waits until it is ready and every greeter object is
   // programmed at generation 1.
@@ -231,8 +207,6 @@ class ControllerE2eTest : public ::testing::Test {
     return run->lines;
   }
 
-  std::unique_ptr<ControllerHarness> harness_;
-  absl::Time started_;
 };
 
 // 1. Objects applied with kubectl are listed, validated, served and given
