@@ -9,16 +9,22 @@
 //   e2e_cpp_client --target xds:///greeter --duration-ms 8000 --interval-ms 20
 //       prints "ok <id>" or "fail <CODE>: <message>" per call, then
 //       "summary ok=N fail=M"; exit code 1 if any call failed.
+//   e2e_cpp_client --target xds://a.example/greeter,xds://b.example/greeter
+//       one channel per target, all in one process (so one xDS client and
+//       one ADS stream); each round calls every target in turn.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -26,7 +32,8 @@
 #include "grpcpp/grpcpp.h"
 #include "test/e2e/dashed_flags.h"
 
-ABSL_FLAG(std::string, target, "xds:///greeter", "The channel target.");
+ABSL_FLAG(std::string, target, "xds:///greeter",
+          "The channel target, or several separated by ',' (each call round calls each).");
 ABSL_FLAG(std::string, method, "/facet.test.Echo/Whoami", "The full method name to call.");
 ABSL_FLAG(int, count, 1, "How many calls to make (ignored with --duration-ms).");
 ABSL_FLAG(int, duration_ms, 0, "If set, call continuously for this long.");
@@ -92,34 +99,40 @@ class WhoamiClient {
   const std::string method_;
 };
 
-int RunCount(WhoamiClient& client, int count, absl::Duration timeout) {
+using Clients = std::vector<std::unique_ptr<WhoamiClient>>;
+
+int RunCount(const Clients& clients, int count, absl::Duration timeout) {
   int failures = 0;
   for (int i = 0; i < count; ++i) {
-    std::string id, error;
-    if (client.Call(timeout, &id, &error)) {
-      std::cout << id << std::endl;
-    } else {
-      std::cerr << "call " << i + 1 << " failed: " << error << std::endl;
-      ++failures;
+    for (const auto& client : clients) {
+      std::string id, error;
+      if (client->Call(timeout, &id, &error)) {
+        std::cout << id << std::endl;
+      } else {
+        std::cerr << "call " << i + 1 << " failed: " << error << std::endl;
+        ++failures;
+      }
     }
   }
   return failures == 0 ? 0 : 1;
 }
 
-int RunContinuous(WhoamiClient& client, absl::Duration duration, absl::Duration interval,
+int RunContinuous(const Clients& clients, absl::Duration duration, absl::Duration interval,
                   absl::Duration timeout) {
   const absl::Time end = absl::Now() + duration;
   int ok = 0;
   int failed = 0;
   for (absl::Time next = absl::Now(); next < end; next += interval) {
     absl::SleepFor(next - absl::Now());
-    std::string id, error;
-    if (client.Call(timeout, &id, &error)) {
-      ++ok;
-      std::cout << "ok " << id << std::endl;
-    } else {
-      ++failed;
-      std::cout << "fail " << error << std::endl;
+    for (const auto& client : clients) {
+      std::string id, error;
+      if (client->Call(timeout, &id, &error)) {
+        ++ok;
+        std::cout << "ok " << id << std::endl;
+      } else {
+        ++failed;
+        std::cout << "fail " << error << std::endl;
+      }
     }
     // After a slow call, carry on from now instead of bursting to catch up.
     if (absl::Now() > next + interval) next = absl::Now() - interval;
@@ -133,11 +146,15 @@ int RunContinuous(WhoamiClient& client, absl::Duration duration, absl::Duration 
 
 int main(int argc, char** argv) {
   facet::e2e::ParseDashedCommandLine(argc, argv);
-  facet::e2e::WhoamiClient client(absl::GetFlag(FLAGS_target), absl::GetFlag(FLAGS_method));
+  facet::e2e::Clients clients;
+  for (absl::string_view target : absl::StrSplit(absl::GetFlag(FLAGS_target), ',')) {
+    clients.push_back(std::make_unique<facet::e2e::WhoamiClient>(std::string(target),
+                                                                 absl::GetFlag(FLAGS_method)));
+  }
   const absl::Duration timeout = absl::Milliseconds(absl::GetFlag(FLAGS_rpc_timeout_ms));
   if (absl::GetFlag(FLAGS_duration_ms) > 0) {
-    return facet::e2e::RunContinuous(client, absl::Milliseconds(absl::GetFlag(FLAGS_duration_ms)),
+    return facet::e2e::RunContinuous(clients, absl::Milliseconds(absl::GetFlag(FLAGS_duration_ms)),
                                      absl::Milliseconds(absl::GetFlag(FLAGS_interval_ms)), timeout);
   }
-  return facet::e2e::RunCount(client, absl::GetFlag(FLAGS_count), timeout);
+  return facet::e2e::RunCount(clients, absl::GetFlag(FLAGS_count), timeout);
 }

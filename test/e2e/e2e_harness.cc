@@ -1,7 +1,10 @@
 #include "test/e2e/e2e_harness.h"
 
+#include <httplib.h>  // Its feature macros come from pkg-config (CMakeLists.txt).
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -84,6 +87,68 @@ google::protobuf::Value ObjectValue(google::protobuf::Struct object = {}) {
   return value;
 }
 
+google::protobuf::Value StringListValue(const std::vector<std::string>& strings) {
+  google::protobuf::Value value;
+  for (const std::string& s : strings) *value.mutable_list_value()->add_values() = StringValue(s);
+  return value;
+}
+
+// Returns an xds_servers entry: `server_uri`, insecure, xds_v3.
+google::protobuf::Value XdsServerValue(absl::string_view server_uri) {
+  google::protobuf::Struct server;
+  auto& fields = *server.mutable_fields();
+  fields["server_uri"] = StringValue(server_uri);
+  google::protobuf::Struct insecure;
+  (*insecure.mutable_fields())["type"] = StringValue("insecure");
+  *fields["channel_creds"].mutable_list_value()->add_values() = ObjectValue(insecure);
+  fields["server_features"] = StringListValue({"xds_v3"});
+  return ObjectValue(std::move(server));
+}
+
+google::protobuf::Value XdsServersValue(const std::vector<std::string>& server_uris) {
+  google::protobuf::Value value;
+  value.mutable_list_value();
+  for (const std::string& uri : server_uris) {
+    *value.mutable_list_value()->add_values() = XdsServerValue(uri);
+  }
+  return value;
+}
+
+// Returns a node: `id`, an empty locality (grpc-js requires one) and
+// `metadata` as string fields.
+google::protobuf::Value NodeValue(absl::string_view id,
+                                  const std::map<std::string, std::string>& metadata) {
+  google::protobuf::Struct metadata_struct;
+  for (const auto& [key, value] : metadata) {
+    (*metadata_struct.mutable_fields())[key] = StringValue(value);
+  }
+  google::protobuf::Struct node;
+  auto& fields = *node.mutable_fields();
+  fields["id"] = StringValue(id);
+  fields["locality"] = ObjectValue();
+  fields["metadata"] = ObjectValue(std::move(metadata_struct));
+  return ObjectValue(std::move(node));
+}
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Struct& object) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions print;
+  print.add_whitespace = true;
+  auto status = google::protobuf::util::MessageToJsonString(object, &json, print);
+  if (!status.ok()) return absl::InternalError(status.ToString());
+  return json;
+}
+
+// Splits "host:port"; InvalidArgument naming `address` otherwise.
+absl::StatusOr<std::pair<std::string, int>> HostPort(absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == absl::string_view::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", address, "\" is not HOST:PORT"));
+  }
+  return std::make_pair(std::string(address.substr(0, colon)), port);
+}
+
 std::vector<std::string> ClientArgs(const ClientOptions& options) {
   std::vector<std::string> args = {"--target", options.target, "--rpc-timeout-ms",
                                    absl::StrCat(absl::ToInt64Milliseconds(options.rpc_timeout))};
@@ -103,6 +168,38 @@ std::vector<std::string> SplitLines(absl::string_view text) {
   std::vector<std::string> lines = absl::StrSplit(text, '\n');
   if (!lines.empty() && lines.back().empty()) lines.pop_back();
   return lines;
+}
+
+absl::StatusOr<double> MetricValue(absl::string_view text, absl::string_view metric) {
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    if (absl::StartsWith(line, "#")) continue;
+    const size_t space = line.rfind(' ');
+    if (space == absl::string_view::npos || line.substr(0, space) != metric) continue;
+    double value = 0;
+    if (!absl::SimpleAtod(line.substr(space + 1), &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad sample: ", line));
+    }
+    return value;
+  }
+  return absl::NotFoundError(absl::StrCat("no sample ", metric));
+}
+
+absl::StatusOr<int> FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return absl::ErrnoToStatus(errno, "socket");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  absl::Status status = absl::OkStatus();
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    status = absl::ErrnoToStatus(errno, "bind 127.0.0.1:0");
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return static_cast<int>(ntohs(address.sin_port));
 }
 
 std::string ClientRun::ToString() const {
@@ -132,7 +229,7 @@ E2eHarness::E2eHarness(std::string dir)
     : dir_(std::move(dir)), manifest_dir_(dir_ + "/manifests") {}
 
 E2eHarness::~E2eHarness() {
-  facet_.reset();
+  servers_.clear();
   backends_.clear();
   if (keep_dir_ || getenv("FACET_E2E_KEEP_TMPDIR") != nullptr) return;
   std::error_code ignored;
@@ -224,15 +321,28 @@ absl::StatusOr<std::string> E2eHarness::RenderManifest(absl::string_view templat
   return out;
 }
 
+absl::StatusOr<std::string> E2eHarness::AddManifestDir(absl::string_view name) {
+  if (!IsBackendId(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "manifest directory name \"", name, "\" must be lower-case letters, digits and '-'"));
+  }
+  const std::string path = absl::StrCat(dir_, "/manifests-", name);
+  std::error_code error;
+  fs::create_directories(path, error);
+  if (error) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", error.message()));
+  return path;
+}
+
 absl::Status E2eHarness::WriteManifest(absl::string_view template_name,
-                                       absl::string_view file_name) {
+                                       absl::string_view file_name, absl::string_view dir) {
   absl::StatusOr<std::string> text = RenderManifest(template_name);
   if (!text.ok()) return text.status();
   // Stage outside the watched directory, then rename into it: the watcher
   // sees one complete file appear or change.
   const std::string staged = absl::StrCat(dir_, "/", file_name, ".staged");
   if (absl::Status written = WriteFileAtomically(staged, *text); !written.ok()) return written;
-  const std::string target = absl::StrCat(manifest_dir_, "/", file_name);
+  const std::string target =
+      absl::StrCat(dir.empty() ? absl::string_view(manifest_dir_) : dir, "/", file_name);
   if (rename(staged.c_str(), target.c_str()) != 0) {
     return absl::ErrnoToStatus(errno, absl::StrCat("rename ", staged, " to ", target));
   }
@@ -248,88 +358,200 @@ absl::Status E2eHarness::RemoveManifest(absl::string_view file_name) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> E2eHarness::ValidateManifests() {
+absl::StatusOr<std::string> E2eHarness::ValidateManifests(absl::string_view dir) {
+  const std::string manifests(dir.empty() ? absl::string_view(manifest_dir_) : dir);
   absl::StatusOr<std::unique_ptr<Process>> validate =
-      Process::Start(ChildOptions("validate", {FACET_BINARY, "validate", manifest_dir_}));
+      Process::Start(ChildOptions("validate", {FACET_BINARY, "validate", manifests}));
   if (!validate.ok()) return validate.status();
   absl::StatusOr<ExitStatus> exit = (*validate)->WaitExit(kStartTimeout);
   if (!exit.ok()) return exit.status();
   std::string output = absl::StrCat((*validate)->Stdout(), (*validate)->Stderr());
   if (!exit->Succeeded()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("facet validate ", manifest_dir_, ": ", exit->ToString(), "\n", output));
+        absl::StrCat("facet validate ", manifests, ": ", exit->ToString(), "\n", output));
   }
   return output;
 }
 
 absl::Status E2eHarness::StartFacet(const std::vector<std::string>& extra_args) {
-  if (facet_ != nullptr) return absl::FailedPreconditionError("facet is already running");
-  const std::string ready_file = dir_ + "/facet.ready";
-  std::vector<std::string> argv = {FACET_BINARY,    "serve",       "--manifests",     manifest_dir_,
-                                   "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0",
-                                   "--ready-file",  ready_file};
-  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  absl::StatusOr<std::unique_ptr<Process>> facet = Process::Start(ChildOptions("facet", argv));
-  if (!facet.ok()) return facet.status();
-  facet_ = *std::move(facet);
-  absl::StatusOr<std::string> ready = WaitForFile(ready_file, kStartTimeout, facet_.get());
+  return StartNamedFacet(kFacet, manifest_dir_, {.extra_args = extra_args});
+}
+
+absl::Status E2eHarness::StopFacet(absl::Duration timeout) { return Stop(kFacet, timeout); }
+
+absl::Status E2eHarness::StartNamedFacet(absl::string_view name, absl::string_view manifest_dir,
+                                         const ServerOptions& options) {
+  return StartServer(name, {"serve", "--manifests", std::string(manifest_dir)}, options);
+}
+
+absl::Status E2eHarness::StartRelay(absl::string_view name, const RelayConfigOptions& config,
+                                    const ServerOptions& options) {
+  if (config.servers.empty()) {
+    return absl::InvalidArgumentError("RelayConfigOptions.servers is empty");
+  }
+  google::protobuf::Struct relay;
+  auto& fields = *relay.mutable_fields();
+  fields["xds_servers"] = XdsServersValue(config.servers);
+  if (!config.authorities.empty()) {
+    google::protobuf::Struct authorities;
+    for (const auto& [authority, servers] : config.authorities) {
+      google::protobuf::Struct entry;
+      if (!servers.empty()) (*entry.mutable_fields())["xds_servers"] = XdsServersValue(servers);
+      (*authorities.mutable_fields())[authority] = ObjectValue(std::move(entry));
+    }
+    fields["authorities"] = ObjectValue(std::move(authorities));
+  }
+  fields["node"] = NodeValue(config.node_id, config.metadata);
+  absl::StatusOr<std::string> json = ToJson(relay);
+  if (!json.ok()) return json.status();
+  const std::string path = absl::StrCat(dir_, "/", name, ".json");
+  if (absl::Status written = WriteFileAtomically(path, *json); !written.ok()) return written;
+  return StartServer(name, {"relay", "--config", path, "--log-level", "debug"}, options);
+}
+
+absl::Status E2eHarness::StartServer(absl::string_view name, std::vector<std::string> argv_tail,
+                                     const ServerOptions& options) {
+  if (!IsBackendId(name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("server name \"", name, "\" must be lower-case letters, digits and '-'"));
+  }
+  Server& server = servers_[std::string(name)];
+  if (server.process != nullptr && server.process->Running()) {
+    return absl::AlreadyExistsError(absl::StrCat("server ", name, " is already running"));
+  }
+  ++server.starts;
+  // A restarted server logs and reports to new files.
+  const std::string instance =
+      server.starts == 1 ? std::string(name) : absl::StrCat(name, ".", server.starts);
+  const std::string ready_file = absl::StrCat(dir_, "/", instance, ".ready");
+  std::vector<std::string> argv = {FACET_BINARY};
+  argv.insert(argv.end(), argv_tail.begin(), argv_tail.end());
+  argv.insert(argv.end(), {"--xds-address", options.xds_address, "--admin-address",
+                           "127.0.0.1:0", "--ready-file", ready_file});
+  argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
+  server.xds_address.clear();
+  server.admin_address.clear();
+  absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(ChildOptions(instance, argv));
+  if (!process.ok()) return process.status();
+  server.process = *std::move(process);
+  absl::StatusOr<std::string> ready = WaitForFile(ready_file, kStartTimeout, server.process.get());
   if (!ready.ok()) {
-    return absl::Status(ready.status().code(),
-                        absl::StrCat("facet serve did not become ready: ", ready.status().message(),
-                                     "\nfacet stderr:\n", Tail(facet_->Stderr())));
+    return absl::Status(
+        ready.status().code(),
+        absl::StrCat("facet ", argv_tail.front(), " (", name,
+                     ") did not become ready: ", ready.status().message(), "\nstderr:\n",
+                     Tail(server.process->Stderr())));
   }
   absl::StatusOr<google::protobuf::Struct> object = ParseJsonObject(*ready, ready_file);
   if (!object.ok()) return object.status();
-  xds_address_ = StringField(*object, "xds_address");
-  admin_address_ = StringField(*object, "admin_address");
-  if (xds_address_.empty() || absl::EndsWith(xds_address_, ":0")) {
+  server.xds_address = StringField(*object, "xds_address");
+  server.admin_address = StringField(*object, "admin_address");
+  if (server.xds_address.empty() || absl::EndsWith(server.xds_address, ":0")) {
     return absl::InternalError(
         absl::StrCat(ready_file, " has no usable \"xds_address\": ", *ready));
   }
   return absl::OkStatus();
 }
 
-absl::Status E2eHarness::StopFacet(absl::Duration timeout) {
-  if (facet_ == nullptr) return absl::FailedPreconditionError("facet is not running");
-  if (absl::Status sent = facet_->Signal(SIGTERM); !sent.ok()) return sent;
-  absl::StatusOr<ExitStatus> exit = facet_->WaitExit(timeout);
+const E2eHarness::Server& E2eHarness::ServerOf(absl::string_view name) const {
+  static const Server* const kNever = new Server();
+  auto it = servers_.find(name);
+  return it == servers_.end() ? *kNever : it->second;
+}
+
+const std::string& E2eHarness::XdsAddressOf(absl::string_view name) const {
+  return ServerOf(name).xds_address;
+}
+
+const std::string& E2eHarness::AdminAddressOf(absl::string_view name) const {
+  return ServerOf(name).admin_address;
+}
+
+absl::Status E2eHarness::Stop(absl::string_view name, absl::Duration timeout) {
+  Process* process = ServerOf(name).process.get();
+  if (process == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(name, " was never started"));
+  }
+  if (absl::Status sent = process->Signal(SIGTERM); !sent.ok()) return sent;
+  absl::StatusOr<ExitStatus> exit = process->WaitExit(timeout);
   if (!exit.ok()) return exit.status();
   if (!exit->Succeeded()) {
-    return absl::InternalError(
-        absl::StrCat("facet serve did not exit cleanly on SIGTERM: ", exit->ToString(),
-                     "\nstderr:\n", Tail(facet_->Stderr())));
+    return absl::InternalError(absl::StrCat(process->description(),
+                                            " did not exit cleanly on SIGTERM: ", exit->ToString(),
+                                            "\nstderr:\n", Tail(process->Stderr())));
   }
   return absl::OkStatus();
 }
 
-std::string E2eHarness::FacetLog() const { return facet_ == nullptr ? "" : facet_->Stderr(); }
+absl::Status E2eHarness::Kill(absl::string_view name) {
+  Process* process = ServerOf(name).process.get();
+  if (process == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(name, " was never started"));
+  }
+  if (absl::Status sent = process->Signal(SIGKILL); !sent.ok()) return sent;
+  absl::StatusOr<ExitStatus> exit = process->WaitExit(kStartTimeout);
+  return exit.ok() ? absl::OkStatus() : exit.status();
+}
+
+std::string E2eHarness::LogOf(absl::string_view name) const {
+  const Process* process = ServerOf(name).process.get();
+  return process == nullptr ? "" : process->Stderr();
+}
+
+std::string E2eHarness::ServerLogs() const {
+  std::string logs;
+  for (const auto& [name, server] : servers_) {
+    if (server.process == nullptr) continue;
+    absl::StrAppend(&logs, "--- ", name, " stderr:\n", Tail(server.process->Stderr()), "\n");
+  }
+  return logs;
+}
+
+absl::StatusOr<std::string> E2eHarness::AdminGet(absl::string_view name,
+                                                 absl::string_view path) const {
+  const std::string& address = AdminAddressOf(name);
+  if (address.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(name, " has no admin address"));
+  }
+  absl::StatusOr<std::pair<std::string, int>> host_port = HostPort(address);
+  if (!host_port.ok()) return host_port.status();
+  httplib::Client client(host_port->first, host_port->second);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  httplib::Result result = client.Get(std::string(path));
+  if (!result) {
+    return absl::UnavailableError(absl::StrCat("GET http://", address, path, ": ",
+                                               httplib::to_string(result.error())));
+  }
+  if (result->status != 200) {
+    return absl::UnavailableError(
+        absl::StrCat("GET http://", address, path, " answered ", result->status));
+  }
+  return result->body;
+}
+
+absl::StatusOr<double> E2eHarness::Metric(absl::string_view name,
+                                          absl::string_view metric) const {
+  absl::StatusOr<std::string> text = AdminGet(name, "/metrics");
+  if (!text.ok()) return text.status();
+  absl::StatusOr<double> value = MetricValue(*text, metric);
+  if (!value.ok()) {
+    return absl::Status(value.status().code(),
+                        absl::StrCat(name, " /metrics: ", value.status().message()));
+  }
+  return value;
+}
 
 absl::StatusOr<std::string> E2eHarness::WriteBootstrap(const BootstrapOptions& options) {
-  if (xds_address_.empty()) {
+  const std::string& server =
+      options.server_address.empty() ? xds_address() : options.server_address;
+  if (server.empty()) {
     return absl::FailedPreconditionError("start facet before writing a bootstrap");
   }
-  google::protobuf::Struct server;
-  auto& server_fields = *server.mutable_fields();
-  server_fields["server_uri"] = StringValue(xds_address_);
-  google::protobuf::Struct insecure;
-  (*insecure.mutable_fields())["type"] = StringValue("insecure");
-  *server_fields["channel_creds"].mutable_list_value()->add_values() = ObjectValue(insecure);
-  *server_fields["server_features"].mutable_list_value()->add_values() = StringValue("xds_v3");
-
-  google::protobuf::Struct metadata;
-  for (const auto& [key, value] : options.metadata) {
-    (*metadata.mutable_fields())[key] = StringValue(value);
-  }
-  google::protobuf::Struct node;
-  auto& node_fields = *node.mutable_fields();
-  node_fields["id"] = StringValue(options.node_id);
-  node_fields["locality"] = ObjectValue();  // grpc-js requires one; {} is enough.
-  node_fields["metadata"] = ObjectValue(std::move(metadata));
-
   google::protobuf::Struct bootstrap;
   auto& fields = *bootstrap.mutable_fields();
-  *fields["xds_servers"].mutable_list_value()->add_values() = ObjectValue(std::move(server));
-  fields["node"] = ObjectValue(std::move(node));
+  fields["xds_servers"] = XdsServersValue({server});
+  fields["node"] = NodeValue(options.node_id, options.metadata);
   if (!options.authorities.empty()) {
     google::protobuf::Struct authorities;
     for (const std::string& authority : options.authorities) {
@@ -337,14 +559,10 @@ absl::StatusOr<std::string> E2eHarness::WriteBootstrap(const BootstrapOptions& o
     }
     fields["authorities"] = ObjectValue(std::move(authorities));
   }
-
-  std::string json;
-  google::protobuf::util::JsonPrintOptions print;
-  print.add_whitespace = true;
-  auto status = google::protobuf::util::MessageToJsonString(bootstrap, &json, print);
-  if (!status.ok()) return absl::InternalError(status.ToString());
+  absl::StatusOr<std::string> json = ToJson(bootstrap);
+  if (!json.ok()) return json.status();
   const std::string path = absl::StrCat(dir_, "/bootstrap-", ++next_bootstrap_, ".json");
-  if (absl::Status written = WriteFileAtomically(path, json); !written.ok()) return written;
+  if (absl::Status written = WriteFileAtomically(path, *json); !written.ok()) return written;
   return path;
 }
 

@@ -1,10 +1,12 @@
-// The end-to-end harness: one temporary directory holding a manifest
-// directory, `facet serve` watching it, real gRPC backends (e2e_backend), xDS
-// bootstrap files, and runs of the two real xDS clients (gRPC C++ and
-// grpc-js) against it. Every child is killed when the harness is destroyed.
+// The end-to-end harness: one temporary directory holding manifest
+// directories, `facet serve` instances watching them, `facet relay` instances
+// in front of them, real gRPC backends (e2e_backend), xDS bootstrap files, and
+// runs of the two real xDS clients (gRPC C++ and grpc-js). Every child is
+// killed when the harness is destroyed.
 #ifndef FACET_TEST_E2E_E2E_HARNESS_H_
 #define FACET_TEST_E2E_E2E_HARNESS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +22,8 @@ namespace facet::e2e {
 
 // A client's xDS bootstrap (gRFC A27, with A47's authorities).
 struct BootstrapOptions {
+  // The xDS server (host:port); empty: the Facet of StartFacet.
+  std::string server_address = "";
   std::string node_id = "e2e-client";
   // node.metadata; Facet reads every string field as a dynamic parameter.
   std::map<std::string, std::string> metadata;
@@ -28,11 +32,33 @@ struct BootstrapOptions {
   std::vector<std::string> authorities;
 };
 
+// A `facet relay` configuration file (docs/relay.md); every server is
+// plaintext.
+struct RelayConfigOptions {
+  // The top-level xds_servers (host:port), in failover order. Not empty.
+  std::vector<std::string> servers = {};
+  // Authority -> its xds_servers; an empty list writes the authority as {}
+  // (it uses the top-level list).
+  std::map<std::string, std::vector<std::string>> authorities = {};
+  std::string node_id = "e2e-relay";
+  std::map<std::string, std::string> metadata = {};  // node.metadata, string values
+};
+
+// How StartNamedFacet and StartRelay run their server.
+struct ServerOptions {
+  // --xds-address; port 0 takes a free port (see FreeLoopbackPort for an
+  // address known before the server starts).
+  std::string xds_address = "127.0.0.1:0";
+  std::vector<std::string> extra_args = {};
+};
+
 enum class ClientKind { kCpp, kNode };
 
 // One run of e2e_cpp_client or test/e2e/node/client.js.
 struct ClientOptions {
   ClientKind kind = ClientKind::kCpp;
+  // e2e_cpp_client also takes several, separated by ',': one process (one
+  // xDS client) calling each target in turn.
   std::string target = "xds:///greeter";
   // A file written by E2eHarness::WriteBootstrap; passed as GRPC_XDS_BOOTSTRAP.
   std::string bootstrap_path;
@@ -60,6 +86,15 @@ struct ClientRun {
 
 // Splits stdout text into lines (no trailing empty line).
 std::vector<std::string> SplitLines(absl::string_view text);
+
+// Returns the value of the sample `metric` (the whole sample name, labels
+// included, e.g. `facet_xds_streams_by_authority{authority="a.example"}`) in
+// Prometheus text `text`. NotFound if there is no such sample.
+absl::StatusOr<double> MetricValue(absl::string_view text, absl::string_view metric);
+
+// Returns a loopback TCP port that was free a moment ago (bound with port 0,
+// then closed), for a server that must be addressed before it starts.
+absl::StatusOr<int> FreeLoopbackPort();
 
 // Owns one test's processes and files. Not thread-safe: use from the test's
 // thread.
@@ -97,27 +132,64 @@ class E2eHarness {
   // replaced by the port of backend <id>. NotFound for a missing template,
   // FailedPrecondition for an id with no started backend.
   absl::StatusOr<std::string> RenderManifest(absl::string_view template_name) const;
-  // Renders `template_name` into the manifest directory as `file_name`,
-  // atomically (write, then rename), so a running Facet never reads half a file.
-  absl::Status WriteManifest(absl::string_view template_name, absl::string_view file_name);
+  // Creates (if needed) another manifest directory, dir()/manifests-<name>,
+  // and returns its path.
+  absl::StatusOr<std::string> AddManifestDir(absl::string_view name);
+  // Renders `template_name` into `dir` (default: manifest_dir()) as
+  // `file_name`, atomically (write, then rename), so a running Facet never
+  // reads half a file.
+  absl::Status WriteManifest(absl::string_view template_name, absl::string_view file_name,
+                             absl::string_view dir = {});
   // Deletes `file_name` from the manifest directory.
   absl::Status RemoveManifest(absl::string_view file_name);
-  // Runs `facet validate` on the manifest directory. Returns its output;
-  // FailedPrecondition (with the output) if it does not exit 0.
-  absl::StatusOr<std::string> ValidateManifests();
+  // Runs `facet validate` on `dir` (default: manifest_dir()). Returns its
+  // output; FailedPrecondition (with the output) if it does not exit 0.
+  absl::StatusOr<std::string> ValidateManifests(absl::string_view dir = {});
 
   // Starts `facet serve` on the manifest directory with the xDS and admin
-  // servers on free loopback ports, and waits for its ready file.
+  // servers on free loopback ports, and waits for its ready file. It is the
+  // server named kFacet.
   absl::Status StartFacet(const std::vector<std::string>& extra_args = {});
   // From the ready file; empty before StartFacet.
-  const std::string& xds_address() const { return xds_address_; }
-  const std::string& admin_address() const { return admin_address_; }
+  const std::string& xds_address() const { return XdsAddressOf(kFacet); }
+  const std::string& admin_address() const { return AdminAddressOf(kFacet); }
   // Sends SIGTERM to Facet and expects it to exit 0 within `timeout`.
   absl::Status StopFacet(absl::Duration timeout = absl::Seconds(10));
   // Returns Facet's stderr so far ("" before StartFacet).
-  std::string FacetLog() const;
+  std::string FacetLog() const { return LogOf(kFacet); }
 
-  // Writes a bootstrap pointing at Facet (start it first). Returns its path.
+  // Named servers: `facet serve` and `facet relay` instances, each with its
+  // own ready file and logs (logs/<name>.*). A name may be started again
+  // once its server has exited (Stop, Kill).
+  static constexpr char kFacet[] = "facet";
+  // Starts `facet serve` named `name` on `manifest_dir` (admin on a free
+  // port) and waits for its ready file. AlreadyExists while `name` runs.
+  absl::Status StartNamedFacet(absl::string_view name, absl::string_view manifest_dir,
+                               const ServerOptions& options = {});
+  // Writes `config` to dir()/<name>.json and starts `facet relay` named
+  // `name` with it (admin on a free port, --log-level debug), waiting for
+  // its ready file. AlreadyExists while `name` runs.
+  absl::Status StartRelay(absl::string_view name, const RelayConfigOptions& config,
+                          const ServerOptions& options = {});
+  // From the server's ready file; "" for a name never started.
+  const std::string& XdsAddressOf(absl::string_view name) const;
+  const std::string& AdminAddressOf(absl::string_view name) const;
+  // Sends SIGTERM and expects an exit with code 0 within `timeout`.
+  absl::Status Stop(absl::string_view name, absl::Duration timeout = absl::Seconds(10));
+  // Sends SIGKILL (no clean shutdown: its streams just break) and reaps it.
+  absl::Status Kill(absl::string_view name);
+  // Returns the server's stderr so far ("" for a name never started).
+  std::string LogOf(absl::string_view name) const;
+  // Returns the tail of every server's stderr, for failure messages.
+  std::string ServerLogs() const;
+  // GETs `path` from the server's admin address. Returns the body;
+  // Unavailable if it cannot be reached or answers other than 200.
+  absl::StatusOr<std::string> AdminGet(absl::string_view name, absl::string_view path) const;
+  // Returns one sample of the server's /metrics (see MetricValue).
+  absl::StatusOr<double> Metric(absl::string_view name, absl::string_view metric) const;
+
+  // Writes a bootstrap pointing at options.server_address (default: Facet,
+  // which must have been started). Returns its path.
   absl::StatusOr<std::string> WriteBootstrap(const BootstrapOptions& options);
 
   // Starts a client and returns it running (for continuous runs that the
@@ -136,9 +208,23 @@ class E2eHarness {
 
  private:
   explicit E2eHarness(std::string dir);
+  struct Server {
+    std::unique_ptr<Process> process;
+    int starts = 0;
+    std::string xds_address;
+    std::string admin_address;
+  };
+
   // Returns the ProcessOptions for a child named `name`, logging to
   // dir/logs/<name>.{stdout,stderr}.
   ProcessOptions ChildOptions(absl::string_view name, std::vector<std::string> argv) const;
+  // Returns server `name`, or a server never started (no process, no
+  // addresses).
+  const Server& ServerOf(absl::string_view name) const;
+  // Starts `facet <argv_tail...>` as server `name` with --xds-address,
+  // --admin-address and --ready-file added, and reads its ready file.
+  absl::Status StartServer(absl::string_view name, std::vector<std::string> argv_tail,
+                           const ServerOptions& options);
 
   const std::string dir_;
   const std::string manifest_dir_;
@@ -147,9 +233,7 @@ class E2eHarness {
   int next_bootstrap_ = 0;
   std::map<std::string, int> ports_;
   std::vector<std::unique_ptr<Process>> backends_;
-  std::unique_ptr<Process> facet_;
-  std::string xds_address_;
-  std::string admin_address_;
+  std::map<std::string, Server, std::less<>> servers_;
 };
 
 }  // namespace facet::e2e

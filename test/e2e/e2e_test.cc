@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
+#include "test/e2e/client_checks.h"
 #include "test/e2e/e2e_harness.h"
 #include "xds_server/common/status_matchers.h"
 
@@ -22,8 +23,6 @@ using ::envoy::config::route::v3::RouteConfiguration;
 using ::facet::testing::AdsTestClient;
 using ::facet::testing::DecodedResource;
 using ::facet::testing::IsOk;
-using ::testing::Each;
-using ::testing::SizeIs;
 
 constexpr absl::Duration kAdsTimeout = absl::Seconds(10);
 
@@ -96,17 +95,7 @@ class E2eTest : public ::testing::Test {
   // all reached `expected_backends[i]`.
   void ExpectBackends(const std::vector<ClientOptions>& clients,
                       const std::vector<std::string>& expected_backends) {
-    ASSERT_EQ(clients.size(), expected_backends.size());
-    absl::StatusOr<std::vector<ClientRun>> runs = harness_->RunClients(clients);
-    ASSERT_THAT(runs, IsOk());
-    for (size_t i = 0; i < runs->size(); ++i) {
-      const ClientRun& run = (*runs)[i];
-      EXPECT_TRUE(run.exit.Succeeded()) << run.ToString();
-      EXPECT_THAT(run.lines, SizeIs(clients[i].count)) << run.ToString();
-      EXPECT_THAT(run.lines, Each(expected_backends[i]))
-          << clients[i].target << " should reach backend " << expected_backends[i] << "\n"
-          << run.ToString();
-    }
+    e2e::ExpectBackends(*harness_, clients, expected_backends);
   }
 
   std::unique_ptr<E2eHarness> harness_;
@@ -213,20 +202,8 @@ TEST_F(E2eTest, LiveManifestChangeSwitchesRunningClientWithoutFailures) {
   std::cerr << "e2e: switched to blue " << absl::FormatDuration(absl::Now() - changed)
             << " after the edit\n";
 
-  absl::StatusOr<ClientRun> run = E2eHarness::FinishClient(**client, absl::Seconds(30));
-  ASSERT_THAT(run, IsOk());
-  EXPECT_TRUE(run->exit.Succeeded()) << run->ToString();
-  ASSERT_FALSE(run->lines.empty());
-  EXPECT_THAT(run->lines.back(), ::testing::MatchesRegex("summary ok=[0-9]+ fail=0"))
-      << run->ToString();
   // prod, prod, ..., blue, blue, ... and nothing else.
-  bool switched = false;
-  for (size_t i = 0; i + 1 < run->lines.size(); ++i) {
-    const std::string& line = run->lines[i];
-    switched = switched || line == "ok blue";
-    ASSERT_EQ(line, switched ? "ok blue" : "ok prod") << "line " << i << "\n" << run->ToString();
-  }
-  EXPECT_TRUE(switched);
+  ExpectSwitchedOnce(FinishContinuousRun(**client), "prod", "blue");
 }
 
 // Sends `request` on `stream`, waits for the next RouteConfiguration
