@@ -451,8 +451,12 @@ AggregatedDiscoveryService::Stub* UpstreamClient::Core::StubLocked(int index) {
   // again soon after its server is.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
+  // Despite its name, C-core takes this as the least time one connection
+  // attempt gets (TCP, TLS and HTTP/2 handshakes, up to the server's
+  // SETTINGS): as long as a server may take to answer, so that a loaded or
+  // distant server is not given up (and failed over from) after 100 ms.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
-              static_cast<int>(absl::ToInt64Milliseconds(options_.initial_backoff)));
+              static_cast<int>(absl::ToInt64Milliseconds(options_.failover_timeout)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
   channels_[index] = grpc::CreateCustomChannel(server.server_uri, credentials, args);

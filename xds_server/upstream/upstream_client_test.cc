@@ -1,6 +1,7 @@
 #include "xds_server/upstream/upstream_client.h"
 
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -234,6 +236,96 @@ class ClosedPort {
   int port_ = 0;
 };
 
+// A loopback TCP proxy to 127.0.0.1:`target_port` that holds back what the
+// server sends on each connection for `delay`: a server slow to complete the
+// HTTP/2 handshake (loaded, or far away behind TLS).
+class SlowHandshakeProxy {
+ public:
+  SlowHandshakeProxy(int target_port, absl::Duration delay)
+      : target_port_(target_port), delay_(delay) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = Loopback(0);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    EXPECT_EQ(listen(listen_fd_, 16), 0);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    acceptor_ = std::thread([this] { AcceptUntilStopped(); });
+  }
+  ~SlowHandshakeProxy() {
+    stop_ = true;
+    acceptor_.join();
+    close(listen_fd_);
+  }
+  std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    return addr;
+  }
+
+  static bool WriteAll(int fd, const char* data, size_t size) {
+    while (size > 0) {
+      const ssize_t n = send(fd, data, size, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  void AcceptUntilStopped() {
+    std::vector<std::thread> connections;
+    while (!stop_) {
+      pollfd ready = {listen_fd_, POLLIN, 0};
+      if (poll(&ready, 1, 10) <= 0) continue;
+      const int client = accept(listen_fd_, nullptr, nullptr);
+      if (client >= 0) connections.emplace_back([this, client] { Forward(client); });
+    }
+    for (std::thread& connection : connections) connection.join();
+  }
+
+  // Copies both ways until either side closes or the proxy stops.
+  void Forward(int client) {
+    const int server = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr = Loopback(target_port_);
+    bool open = connect(server, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    const absl::Time release = absl::Now() + delay_;
+    std::string held;
+    char buffer[16384];
+    while (open && !stop_) {
+      pollfd fds[2] = {{client, POLLIN, 0}, {server, POLLIN, 0}};
+      poll(fds, 2, 10);
+      if (fds[0].revents != 0) {
+        const ssize_t n = read(client, buffer, sizeof(buffer));
+        open = n > 0 && WriteAll(server, buffer, static_cast<size_t>(n));
+      }
+      if (open && fds[1].revents != 0) {
+        const ssize_t n = read(server, buffer, sizeof(buffer));
+        open = n > 0;
+        if (open) held.append(buffer, static_cast<size_t>(n));
+      }
+      if (open && !held.empty() && absl::Now() >= release) {
+        open = WriteAll(client, held.data(), held.size());
+        held.clear();
+      }
+    }
+    close(client);
+    close(server);
+  }
+
+  const int target_port_;
+  const absl::Duration delay_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+};
+
 // ---- Facet's own ADS server in-process ------------------------------------
 
 class FacetServer {
@@ -265,6 +357,7 @@ class FacetServer {
 
   AdsService& ads() { return *ads_; }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
+  int port() const { return port_; }
 
  private:
   SnapshotStore& store_;
@@ -433,6 +526,23 @@ TEST_P(UpstreamClientTest, FailsOverFromAnUnreachableServer) {
   EXPECT_GE(stats.failovers, 1);
   EXPECT_GE(stats.reconnects, 1);
   EXPECT_EQ(stats.server_index, 1);
+}
+
+// gRPC C-core gives one connection attempt GRPC_ARG_MIN_RECONNECT_BACKOFF_MS
+// at the least: a server whose handshake takes longer than the initial
+// backoff is connected to, not failed over from.
+TEST_P(UpstreamClientTest, ServerSlowToHandshakeIsConnectedNotFailedOver) {
+  SlowHandshakeProxy slow(server_->port(), absl::Milliseconds(500));
+  FacetServer second(store_);
+  auto client = Client({slow.address(), second.address()}, ClientOptions());
+  client->Subscribe({kRds, "r", kProd});
+  std::optional<UpstreamUpdate> update = listener_.WaitFor(HasVariant("r"));
+  ASSERT_TRUE(update.has_value());
+  EXPECT_EQ(update->server_index, 0);
+  const UpstreamClientStats stats = client->stats();
+  EXPECT_EQ(stats.failovers, 0);
+  EXPECT_EQ(stats.streams_started, 1);
+  client.reset();
 }
 
 TEST_P(UpstreamClientTest, HealthyServerThatGoesAwayIsRetriedOnceThenFailedOver) {
