@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fetches the Envoy API protos from the pinned npm package @grpc/grpc-js-xds,
 # checks the tarball against its pinned integrity hash, and unpacks the proto
-# trees into DEST. The tarball is cached in FACET_CACHE_DIR (default
-# ~/.cache/facet) so a rebuild never downloads it again.
+# trees into DEST. npm downloads it (curl where npm is missing, as in the image
+# build). The tarball is cached in FACET_CACHE_DIR (default ~/.cache/facet) so
+# a rebuild never downloads it again.
 #
 # Usage: scripts/fetch-envoy-api.sh DEST
 set -euo pipefail
@@ -21,10 +22,18 @@ integrity_of() {
 }
 
 if [[ ! -f "${cache}/${TARBALL}" ]] || [[ "$(integrity_of "${cache}/${TARBALL}")" != "${INTEGRITY}" ]]; then
-  command -v npm >/dev/null || { echo "fetch-envoy-api: npm is required (run scripts/setup.sh)" >&2; exit 1; }
   tmp=$(mktemp -d)
   trap 'rm -rf "${tmp}"' EXIT
-  (cd "${tmp}" && npm pack --silent "${PACKAGE}@${VERSION}" >/dev/null)
+  if command -v npm >/dev/null; then
+    (cd "${tmp}" && npm pack --silent "${PACKAGE}@${VERSION}" >/dev/null)
+  elif command -v curl >/dev/null; then
+    # The registry's tarball URL, as `npm pack` resolves it (the image build has no npm).
+    curl -fsSL -o "${tmp}/${TARBALL}" \
+      "https://registry.npmjs.org/${PACKAGE}/-/${PACKAGE#*/}-${VERSION}.tgz"
+  else
+    echo "fetch-envoy-api: npm or curl is required (run scripts/setup.sh)" >&2
+    exit 1
+  fi
   actual=$(integrity_of "${tmp}/${TARBALL}")
   if [[ "${actual}" != "${INTEGRITY}" ]]; then
     echo "fetch-envoy-api: integrity mismatch for ${PACKAGE}@${VERSION}: got ${actual}, want ${INTEGRITY}" >&2
