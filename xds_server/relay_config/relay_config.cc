@@ -31,7 +31,8 @@ namespace {
 using Keys = std::initializer_list<absl::string_view>;
 
 // The channel_creds types the relay can dial with, in no particular order
-// (the file's order decides). "tls" uses the system's root certificates.
+// (the file's order decides). "tls" uses the system's root certificates
+// unless its config names a CA file.
 constexpr Keys kSupportedCredsTypes = {"insecure", "tls"};
 
 // Returns `path` extended by an object key: `.key` for identifier-like keys,
@@ -357,7 +358,7 @@ class Parser {
                      "required: a list of {\"type\": ...} such as [{\"type\": "
                      "\"insecure\"}] or [{\"type\": \"tls\"}]");
     }
-    ASSIGN_OR_RETURN(server.channel_creds, ChannelCreds(creds, creds_path));
+    RETURN_IF_ERROR(ChannelCreds(creds, creds_path, server));
 
     if (const YAML::Node features = json::Child(node, "server_features"); features.IsDefined()) {
       std::string features_path = absl::StrCat(path, ".server_features");
@@ -370,9 +371,10 @@ class Parser {
     return server;
   }
 
-  // Returns the type of the first entry the relay supports. Every entry must
-  // be well-formed, even those after it.
-  absl::StatusOr<std::string> ChannelCreds(const YAML::Node& node, const std::string& path) const {
+  // Sets server.channel_creds (and the tls_* files) from the first entry the
+  // relay supports. Every entry must be well-formed, even those after it.
+  absl::Status ChannelCreds(const YAML::Node& node, const std::string& path,
+                            UpstreamServer& server) const {
     RETURN_IF_ERROR(CheckListSize(node, path));
     std::string chosen;
     std::vector<std::string> seen;
@@ -390,12 +392,8 @@ class Parser {
       bool supported = std::find(kSupportedCredsTypes.begin(), kSupportedCredsTypes.end(), type) !=
                        kSupportedCredsTypes.end();
       if (supported && chosen.empty()) {
-        if (type == "tls" && config.IsDefined() && config.size() > 0) {
-          // gRPC's "tls" config names certificate files; silently dialling
-          // with other roots than those would be worse than refusing.
-          return Invalid(config_path,
-                         "the relay's \"tls\" uses the system root certificates and "
-                         "takes no config; remove it");
+        if (type == "tls" && config.IsDefined()) {
+          RETURN_IF_ERROR(TlsConfig(config, config_path, server));
         }
         chosen = type;
       }
@@ -406,7 +404,39 @@ class Parser {
           seen.empty() ? "is empty" : absl::StrCat("lists only ", absl::StrJoin(seen, ", "));
       return Invalid(path, absl::StrCat(listed, "; the relay supports \"insecure\" and \"tls\""));
     }
-    return chosen;
+    server.channel_creds = chosen;
+    return absl::OkStatus();
+  }
+
+  // Reads a "tls" entry's config (gRFC A65): certificate files that must
+  // exist, the identity pair both or neither.
+  absl::Status TlsConfig(const YAML::Node& config, const std::string& path,
+                         UpstreamServer& server) const {
+    RETURN_IF_ERROR(
+        CheckObject(config, path, {"ca_certificate_file", "certificate_file", "private_key_file"}));
+    struct File {
+      const char* key;
+      std::string* field;
+    };
+    for (const File& file : {File{"ca_certificate_file", &server.tls_ca_certificate_file},
+                             File{"certificate_file", &server.tls_certificate_file},
+                             File{"private_key_file", &server.tls_private_key_file}}) {
+      const YAML::Node value = json::Child(config, file.key);
+      if (!value.IsDefined()) continue;
+      const std::string file_path = AppendKey(path, file.key);
+      ASSIGN_OR_RETURN(*file.field, String(value, file_path));
+      if (file.field->empty()) return Invalid(file_path, "must not be empty");
+      if (::access(file.field->c_str(), R_OK) != 0) {
+        return Invalid(file_path, absl::StrCat(Quoted(*file.field), ": ",
+                                               std::generic_category().message(errno)));
+      }
+    }
+    if (server.tls_certificate_file.empty() != server.tls_private_key_file.empty()) {
+      const bool no_cert = server.tls_certificate_file.empty();
+      return Invalid(AppendKey(path, no_cert ? "certificate_file" : "private_key_file"),
+                     no_cert ? "required with private_key_file" : "required with certificate_file");
+    }
+    return absl::OkStatus();
   }
 
   std::string source_;

@@ -43,8 +43,11 @@ struct RelayConfig {
 // Bootstrap fields a relay does not use (listener name templates,
 // certificate_providers) are accepted and ignored. Of each server's
 // channel_creds the first entry of a type the relay supports ("insecure",
-// "tls") is used; it is an error if there is none. Inputs above the bounds
-// above are InvalidArgument. Thread-safe (a pure function).
+// "tls") is used; it is an error if there is none. A "tls" entry's config
+// takes gRFC A65's ca_certificate_file, certificate_file and
+// private_key_file (the last two together); each must name a readable file
+// (checked here; the only access to the file system). Inputs above the
+// bounds above are InvalidArgument. Thread-safe.
 absl::StatusOr<RelayConfig> ParseRelayConfig(absl::string_view json, absl::string_view source);
 
 // Reads and parses the file at `path` (errors name the path): NotFound if it

@@ -187,10 +187,62 @@ TEST(ParseRelayConfigTest, ChoosesFirstSupportedChannelCreds) {
   EXPECT_EQ(creds_of(R"([{"type": "insecure", "cfg": {}}])"),
             "relay.json: xds_servers[0].channel_creds[0].cfg: unknown field (expected type, "
             "config)");
-  // Certificate files the relay would not use are refused, not ignored.
-  EXPECT_EQ(creds_of(R"([{"type": "tls", "config": {"ca_certificate_file": "/ca.pem"}}])"),
-            "relay.json: xds_servers[0].channel_creds[0].config: the relay's \"tls\" uses the "
-            "system root certificates and takes no config; remove it");
+}
+
+// Returns the path of a new file in the test's temporary directory.
+std::string TempFile(const std::string& name) {
+  const char* dir = std::getenv("TEST_TMPDIR");
+  std::string path =
+      absl::StrCat(dir != nullptr ? dir : "/tmp", "/relay_config_test_", getpid(), "_", name);
+  std::ofstream(path) << "pem\n";
+  return path;
+}
+
+TEST(ParseRelayConfigTest, ReadsA65TlsConfigWithExistingFiles) {
+  const std::string ca = TempFile("ca.pem");
+  const std::string cert = TempFile("cert.pem");
+  const std::string key = TempFile("key.pem");
+  auto parse = [](const std::string& config) {
+    return ParseRelayConfig(
+        absl::StrCat(R"({"xds_servers": [{"server_uri": "up:1", )",
+                     R"("channel_creds": [{"type": "tls", "config": )", config, "}]}]}"),
+        "relay.json");
+  };
+  absl::StatusOr<RelayConfig> config =
+      parse(absl::StrCat(R"({"ca_certificate_file": ")", ca, R"(", "certificate_file": ")", cert,
+                         R"(", "private_key_file": ")", key, R"("})"));
+  ASSERT_THAT(config, IsOk());
+  const UpstreamServer& server = config->xds_servers[0];
+  EXPECT_EQ(server.channel_creds, "tls");
+  EXPECT_EQ(server.tls_ca_certificate_file, ca);
+  EXPECT_EQ(server.tls_certificate_file, cert);
+  EXPECT_EQ(server.tls_private_key_file, key);
+
+  config = parse(absl::StrCat(R"({"ca_certificate_file": ")", ca, R"("})"));
+  ASSERT_THAT(config, IsOk());
+  EXPECT_EQ(config->xds_servers[0].tls_ca_certificate_file, ca);
+  EXPECT_EQ(config->xds_servers[0].tls_certificate_file, "");
+  ASSERT_THAT(parse("{}"), IsOk());
+  EXPECT_EQ(parse("{}")->xds_servers[0].tls_ca_certificate_file, "");
+
+  EXPECT_EQ(parse(R"({"ca_certificate_file": "/nonexistent/ca.pem"})").status().message(),
+            "relay.json: xds_servers[0].channel_creds[0].config.ca_certificate_file: "
+            "\"/nonexistent/ca.pem\": No such file or directory");
+  EXPECT_EQ(parse(absl::StrCat(R"({"certificate_file": ")", cert, R"("})")).status().message(),
+            "relay.json: xds_servers[0].channel_creds[0].config.private_key_file: required with "
+            "certificate_file");
+  EXPECT_EQ(parse(absl::StrCat(R"({"private_key_file": ")", key, R"("})")).status().message(),
+            "relay.json: xds_servers[0].channel_creds[0].config.certificate_file: required with "
+            "private_key_file");
+  EXPECT_EQ(parse(R"({"ca_certificate_file": ""})").status().message(),
+            "relay.json: xds_servers[0].channel_creds[0].config.ca_certificate_file: must not be "
+            "empty");
+  EXPECT_THAT(parse(R"({"ca_certificate_file": 1})").status().message(),
+              HasSubstr("xds_servers[0].channel_creds[0].config.ca_certificate_file: expected a "
+                        "string"));
+  EXPECT_THAT(parse(R"({"ca_file": "x"})").status().message(),
+              HasSubstr("xds_servers[0].channel_creds[0].config.ca_file: unknown field"));
+  for (const std::string& path : {ca, cert, key}) std::remove(path.c_str());
 }
 
 TEST(ParseRelayConfigTest, RejectsBadAuthoritiesNamingThePath) {

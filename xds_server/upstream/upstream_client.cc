@@ -440,8 +440,20 @@ AggregatedDiscoveryService::Stub* UpstreamClient::Core::StubLocked(int index) {
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (server.channel_creds == "insecure") {
     credentials = grpc::InsecureChannelCredentials();
-  } else if (server.channel_creds == "tls") {
+  } else if (server.channel_creds == "tls" && server.tls_ca_certificate_file.empty() &&
+             server.tls_certificate_file.empty()) {
     credentials = grpc::SslCredentials(grpc::SslCredentialsOptions());
+  } else if (server.channel_creds == "tls") {
+    // gRFC A65's files, re-read every second (gRPC's minimum) when they
+    // change; without a CA file gRPC uses the system roots.
+    grpc::experimental::TlsChannelCredentialsOptions tls;
+    tls.set_certificate_provider(
+        std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+            server.tls_private_key_file, server.tls_certificate_file,
+            server.tls_ca_certificate_file, /*refresh_interval_sec=*/1));
+    if (!server.tls_ca_certificate_file.empty()) tls.watch_root_certs();
+    if (!server.tls_certificate_file.empty()) tls.watch_identity_key_cert_pairs();
+    credentials = grpc::experimental::TlsCredentials(tls);
   } else {
     return nullptr;
   }

@@ -19,9 +19,15 @@ namespace facet::xds {
 // One server of an ordered failover list (A47 bootstrap `xds_servers` entry).
 struct UpstreamServer {
   std::string server_uri;
-  // "insecure" or "tls" (system roots); the first supported entry of the
-  // bootstrap's channel_creds list.
+  // "insecure" or "tls"; the first supported entry of the bootstrap's
+  // channel_creds list.
   std::string channel_creds = "insecure";
+  // With "tls" (gRFC A65's config): PEM files, re-read when they change. The
+  // CA the server's certificate must chain to (empty: the system roots), and
+  // the client's own certificate and key (both empty: none sent).
+  std::string tls_ca_certificate_file;
+  std::string tls_certificate_file;
+  std::string tls_private_key_file;
   std::vector<std::string> server_features;
 };
 
