@@ -178,7 +178,14 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 [[ -n ${accepted} ]] || fail "the controller did not report ResolvedRefs=True for every XdsResource"
-curl -fsS "http://${admin_address}/readyz" >/dev/null || fail "the controller's /readyz is not 200"
+# GET /readyz on the admin port with bash alone (curl may not be installed).
+exec 3<>"/dev/tcp/${admin_address%:*}/${admin_address##*:}" ||
+  fail "cannot connect to the controller's admin port ${admin_address}"
+printf 'GET /readyz HTTP/1.0\r\nHost: %s\r\n\r\n' "${admin_address}" >&3
+read -r -t 10 status_line <&3 || true
+exec 3<&-
+[[ ${status_line} == "HTTP/1."[01]" 200"* ]] ||
+  fail "the controller's /readyz answered \"${status_line%$'\r'}\", want 200"
 
 # The real gRPC C++ xDS client, routed through the controller in the image.
 for env in prod staging; do
