@@ -1,5 +1,6 @@
-// A small HTTP/1.1 server for the admin endpoints (/healthz, /readyz,
-// /metrics, /status): GET only, one request per connection.
+// The HTTP server of the admin endpoints (/healthz, /readyz, /metrics,
+// /status): GET and HEAD only, over plain HTTP or TLS (optionally requiring
+// client certificates), on cpp-httplib.
 #ifndef FACET_CONTROLLER_ADMIN_ADMIN_SERVER_H_
 #define FACET_CONTROLLER_ADMIN_ADMIN_SERVER_H_
 
@@ -9,8 +10,14 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/tls/tls_files.h"
+
+namespace httplib {
+class Server;
+}
 
 namespace facet::controller {
 
@@ -20,31 +27,39 @@ struct AdminResponse {
   std::string body;
 };
 
-// Serves routes on its own thread. Handlers run on that thread, one at a
-// time. Stops on destruction.
+// Serves routes on its own threads (cpp-httplib's pool, with read and write
+// timeouts). Handlers run one at a time. Stops on destruction.
 class AdminServer {
  public:
   using Handler = std::function<AdminResponse()>;
 
   // Listens on `address` ("host:port"; port 0 picks a free one) and serves
-  // `routes` (exact paths; the query string is ignored).
+  // `routes` (exact paths; the query string is ignored). With `tls` enabled
+  // it serves HTTPS with those files, re-read when they change (see
+  // ReloadingCertificates), and with a client CA it requires client
+  // certificates. InvalidArgument for a malformed address, FailedPrecondition
+  // (naming --admin-tls-*) for unusable TLS files, Unavailable when the port
+  // cannot be bound.
   static absl::StatusOr<std::unique_ptr<AdminServer>> Start(const std::string& address,
-                                                            std::map<std::string, Handler> routes);
+                                                            std::map<std::string, Handler> routes,
+                                                            const TlsFiles& tls = {});
   ~AdminServer();
 
   // Returns "host:port" with the port actually bound.
   const std::string& address() const { return address_; }
+  // Returns "https" or "http".
+  const char* scheme() const { return certificates_ != nullptr ? "https" : "http"; }
 
  private:
-  AdminServer(int fd, std::string address, std::map<std::string, Handler> routes);
-  void Run();
-  void Serve(int connection);
+  explicit AdminServer(std::map<std::string, Handler> routes);
+  AdminResponse Respond(const std::string& path);
 
-  const int fd_;
-  const std::string address_;
   const std::map<std::string, Handler> routes_;
-  absl::Notification stop_;
+  absl::Mutex handler_mu_;  // Held while a handler runs.
+  std::unique_ptr<ReloadingCertificates> certificates_;
+  std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::string address_;
 };
 
 // Splits "host:port" (IPv6 hosts in brackets). Fails on anything else.

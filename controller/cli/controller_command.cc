@@ -82,6 +82,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   flags.Define("webhook-tls-key", "", "PEM private key of the webhook (with --webhook-address)");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
   DefineXdsServerFlags(flags);
+  DefineTlsFlags(flags, "admin-tls", "the admin port");
   flags.Define("help", "false", "print this help", true);
   const std::string usage = absl::StrCat("usage: facet controller [flags]\n", flags.Help());
   if (absl::Status s = flags.Parse(args); !s.ok() || !flags.positional().empty()) {
@@ -105,7 +106,12 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
   if (!server_options.ok()) {
     err << "facet controller: " << server_options.status().message() << "\n";
-    return 2;
+    return ExitCodeFor(server_options.status());
+  }
+  absl::StatusOr<TlsFiles> admin_tls = TlsFilesFromFlags(flags, "admin-tls");
+  if (!admin_tls.ok()) {
+    err << "facet controller: " << admin_tls.status().message() << "\n";
+    return ExitCodeFor(admin_tls.status());
   }
 
   kube::ProcessEnvironment environment;
@@ -210,7 +216,8 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
          {"/metrics", [&] {
             return AdminResponse{200, "text/plain; version=0.0.4",
                                  Metrics(source, ads, elector_ptr == nullptr || elector_ptr->is_leader())};
-          }}});
+          }}},
+        *admin_tls);
     if (!started.ok()) {
       err << "facet controller: --admin-address: " << started.status().message() << "\n";
       return 1;
@@ -243,7 +250,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   const std::string xds_address = listener->address;
 
   spdlog::info("facet controller: xDS on {}{}; watching {}", xds_address,
-               admin ? absl::StrCat(", admin on http://", admin->address()) : "",
+               admin ? absl::StrCat(", admin on ", admin->scheme(), "://", admin->address()) : "",
                flags.Get("namespaces").empty() ? "all namespaces" : flags.Get("namespaces"));
   if (!flags.Get("ready-file").empty() &&
       !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "",

@@ -117,6 +117,7 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
   DefineXdsServerFlags(flags);
+  DefineTlsFlags(flags, "admin-tls", "the admin port");
   flags.Define("help", "false", "print this help", true);
   const std::string usage =
       absl::StrCat("usage: facet relay --config FILE [flags]\n", flags.Help());
@@ -140,7 +141,12 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
   absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
   if (!server_options.ok()) {
     err << "facet relay: " << server_options.status().message() << "\n";
-    return 2;
+    return ExitCodeFor(server_options.status());
+  }
+  absl::StatusOr<TlsFiles> admin_tls = TlsFilesFromFlags(flags, "admin-tls");
+  if (!admin_tls.ok()) {
+    err << "facet relay: " << admin_tls.status().message() << "\n";
+    return ExitCodeFor(admin_tls.status());
   }
   xds::Relay::Options relay_options;
   const std::string protocol = flags.Get("upstream-protocol");
@@ -194,7 +200,8 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
           }},
          {"/status", [&] {
             return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)};
-          }}});
+          }}},
+        *admin_tls);
     if (!started.ok()) {
       err << "facet relay: --admin-address: " << started.status().message() << "\n";
       server->Shutdown();
@@ -209,7 +216,8 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
   out << "facet relay: relaying " << absl::StrJoin(upstreams, ", ") << " ("
       << relay_options.config.authorities.size() << " authorities) over xDS on " << xds_address
-      << (admin ? absl::StrCat(", admin on http://", admin->address()) : "") << "\n";
+      << (admin ? absl::StrCat(", admin on ", admin->scheme(), "://", admin->address()) : "")
+      << "\n";
   out.flush();
   if (!flags.Get("ready-file").empty() &&
       !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {

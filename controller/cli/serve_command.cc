@@ -177,6 +177,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
   DefineXdsServerFlags(flags);
+  DefineTlsFlags(flags, "admin-tls", "the admin port");
   flags.Define("help", "false", "print this help", true);
   const std::string usage = absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
   if (absl::Status s = flags.Parse(args); !s.ok()) {
@@ -203,7 +204,12 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
   if (!server_options.ok()) {
     err << "facet serve: " << server_options.status().message() << "\n";
-    return 2;
+    return ExitCodeFor(server_options.status());
+  }
+  absl::StatusOr<TlsFiles> admin_tls = TlsFilesFromFlags(flags, "admin-tls");
+  if (!admin_tls.ok()) {
+    err << "facet serve: " << admin_tls.status().message() << "\n";
+    return ExitCodeFor(admin_tls.status());
   }
 
   // Normally done by main() already; repeated for callers that run the
@@ -242,7 +248,8 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
             return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)};
           }},
          {"/status",
-          [&] { return AdminResponse{200, "application/json", StatusJson(source, ads, store)}; }}});
+          [&] { return AdminResponse{200, "application/json", StatusJson(source, ads, store)}; }}},
+        *admin_tls);
     if (!started.ok()) {
       err << "facet serve: --admin-address: " << started.status().message() << "\n";
       server->Shutdown();
@@ -252,7 +259,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   }
 
   out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << xds_address
-      << (admin ? absl::StrCat(", admin on http://", admin->address()) : "") << "\n"
+      << (admin ? absl::StrCat(", admin on ", admin->scheme(), "://", admin->address()) : "") << "\n"
       << "Client bootstrap (save it as bootstrap.json and set GRPC_XDS_BOOTSTRAP=bootstrap.json):\n"
       << ClientBootstrap(xds_address, source.authorities()) << "\n";
   out.flush();

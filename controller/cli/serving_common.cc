@@ -13,6 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "controller/admin/admin_server.h"
 #include "grpcpp/resource_quota.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "spdlog/spdlog.h"
 
 namespace facet::controller {
@@ -82,7 +85,57 @@ int ChannelArgMillis(absl::Duration d, bool zero_is_unlimited) {
   return static_cast<int>(std::min<int64_t>(millis, INT_MAX));
 }
 
+// How often gRPC re-reads the xDS port's certificate files (its minimum).
+constexpr unsigned int kTlsRefreshSeconds = 1;
+
+std::shared_ptr<grpc::ServerCredentials> XdsServerCredentials(const TlsFiles& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key_file, tls.cert_file, tls.client_ca_file, kTlsRefreshSeconds);
+  grpc::experimental::TlsServerCredentialsOptions tls_options(provider);
+  tls_options.watch_identity_key_cert_pairs();
+  if (tls.client_ca_file.empty()) {
+    tls_options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  } else {
+    tls_options.watch_root_certs();
+    tls_options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(tls_options);
+}
+
 }  // namespace
+
+void DefineTlsFlags(Flags& flags, const std::string& prefix, const std::string& port) {
+  flags.Define(prefix + "-cert", "",
+               absl::StrCat("PEM certificate (then intermediates): serve ", port,
+                            " over TLS (with --", prefix, "-key; re-read when changed)"));
+  flags.Define(prefix + "-key", "", absl::StrCat("PEM private key of --", prefix, "-cert"));
+  flags.Define(prefix + "-client-ca", "",
+               absl::StrCat("PEM CA certificates: ", port,
+                            " requires client certificates signed by them (mTLS)"));
+}
+
+absl::StatusOr<TlsFiles> TlsFilesFromFlags(const Flags& flags, const std::string& prefix) {
+  TlsFiles files{flags.Get(prefix + "-cert"), flags.Get(prefix + "-key"),
+                 flags.Get(prefix + "-client-ca")};
+  if (files.cert_file.empty() != files.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        files.cert_file.empty() ? absl::StrCat("--", prefix, "-key: needs --", prefix, "-cert")
+                                : absl::StrCat("--", prefix, "-cert: needs --", prefix, "-key"));
+  }
+  if (!files.client_ca_file.empty() && files.cert_file.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", prefix, "-client-ca: needs --", prefix, "-cert and --", prefix, "-key"));
+  }
+  if (files.enabled()) {
+    if (absl::Status checked = CheckTlsFiles(files, prefix); !checked.ok()) return checked;
+  }
+  return files;
+}
+
+int ExitCodeFor(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+}
 
 void DefineXdsServerFlags(Flags& flags) {
   const XdsServerOptions d;
@@ -115,6 +168,7 @@ void DefineXdsServerFlags(Flags& flags) {
                "bytes of a NACK's error detail kept and logged");
   flags.Define("write-stall-timeout", DurationFlag(d.ads.write_stall_timeout),
                "cancel a stream whose write has not completed for this long (0: never)");
+  DefineTlsFlags(flags, "xds-tls", "the xDS port");
 }
 
 absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
@@ -167,6 +221,9 @@ absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
     if (!value.ok()) return value.status();
     f.set(*value);
   }
+  absl::StatusOr<TlsFiles> tls = TlsFilesFromFlags(flags, "xds-tls");
+  if (!tls.ok()) return tls.status();
+  options.tls = *std::move(tls);
   return options;
 }
 
@@ -201,7 +258,7 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
   if (!host_port.ok()) return host_port.status();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(address, XdsServerCredentials(options.tls), &port);
   builder.RegisterService(&ads);
   builder.SetMaxReceiveMessageSize(options.ads.max_request_bytes);
   // gRPC sets SO_REUSEPORT by default: a second process could then share the
@@ -238,6 +295,13 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
   spdlog::info("{}", DescribeXdsServerBounds(options));
+  if (options.tls.enabled()) {
+    spdlog::info(
+        "xDS over TLS with {}{}", options.tls.cert_file,
+        options.tls.client_ca_file.empty()
+            ? std::string()
+            : absl::StrCat("; client certificates must be signed by ", options.tls.client_ca_file));
+  }
   std::string host = host_port->first;
   if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
   listener.address = host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)

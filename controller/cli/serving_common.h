@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "controller/cli/flags.h"
+#include "controller/tls/tls_files.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
 
@@ -53,19 +54,39 @@ struct XdsServerOptions {
   // grpc::ResourceQuota); under pressure gRPC shrinks buffers and windows.
   // Zero: unlimited.
   int64_t memory_budget_bytes = int64_t{1} << 30;
+  // With tls.enabled(), the port serves TLS with these files (re-read every
+  // second when they change) and, with a client CA, requires client
+  // certificates that chain to it.
+  TlsFiles tls;
   // The ADS service's options: max_request_bytes (also the server's maximum
   // receive size) and the per-stream bounds. `mapping` is left to the caller.
   xds::AdsService::Options ads;
 };
 
+// Defines --PREFIX-cert, --PREFIX-key and --PREFIX-client-ca (e.g. prefix
+// "admin-tls"), the TLS files of the port `port` names in their help.
+void DefineTlsFlags(Flags& flags, const std::string& prefix, const std::string& port);
+
+// Reads the flags DefineTlsFlags defined and checks the files (see
+// CheckTlsFiles). InvalidArgument naming the flag for a certificate without
+// a key (or the reverse) or a client CA without a certificate;
+// FailedPrecondition naming the flag for a file that cannot be read or
+// used.
+absl::StatusOr<TlsFiles> TlsFilesFromFlags(const Flags& flags, const std::string& prefix);
+
 // Defines the flags XdsServerOptionsFromFlags reads (--grpc-keepalive-time,
-// --max-request-bytes, --max-names-per-stream, ...), with XdsServerOptions'
-// defaults.
+// --max-request-bytes, --max-names-per-stream, --xds-tls-cert, ...), with
+// XdsServerOptions' defaults.
 void DefineXdsServerFlags(Flags& flags);
 
 // Reads the flags DefineXdsServerFlags defined. InvalidArgument naming the
-// flag for a value that does not parse or is out of range.
+// flag for a value that does not parse or is out of range;
+// FailedPrecondition naming the flag for an unusable TLS file.
 absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags);
+
+// Returns the process exit code for an error from the functions above: 2
+// for a usage error (InvalidArgument), else 1.
+int ExitCodeFor(const absl::Status& status);
 
 // Returns a one-line description of the bounds in `options`, for the start-up
 // log (gRPC exposes no counters for them).
@@ -78,7 +99,9 @@ struct XdsListener {
 
 // Starts a gRPC server for `ads` on `address` (port 0: any free port) with
 // the server-level bounds of `options` (options.ads.max_request_bytes is the
-// largest message received). SO_REUSEPORT is off, so a port in use is an
+// largest message received), over TLS when options.tls is enabled (gRPC's
+// FileWatcherCertificateProvider re-reads the files every second; open
+// connections keep their certificates). SO_REUSEPORT is off, so a port in use is an
 // error (Unavailable) rather than silently shared. Logs the bounds in effect.
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
                                              const XdsServerOptions& options);

@@ -16,6 +16,8 @@ class SSLServer;
 
 namespace facet::controller {
 
+class ReloadingCertificates;
+
 // Owns the listening socket and its threads (cpp-httplib's pool: requests are
 // served concurrently, each with read and write timeouts). Thread-safe.
 class WebhookServer {
@@ -27,8 +29,10 @@ class WebhookServer {
   // and key in PEM files. The files are read again when they change (size or
   // modification time), and new connections get the new certificate; open
   // ones keep theirs. A change that does not parse keeps the last good pair
-  // (logged). Fails with InvalidArgument for an unusable address or
-  // certificate, Unavailable when the port cannot be bound.
+  // (logged). Fails with InvalidArgument for an unusable address,
+  // FailedPrecondition for an unusable certificate or key (naming
+  // --webhook-tls-cert or --webhook-tls-key), Unavailable when the port
+  // cannot be bound.
   static absl::StatusOr<std::unique_ptr<WebhookServer>> Start(const std::string& address,
                                                              const std::string& cert_file,
                                                              const std::string& key_file,
@@ -39,9 +43,8 @@ class WebhookServer {
   const std::string& address() const { return address_; }
 
  private:
-  class Certificates;
   WebhookServer();
-  std::unique_ptr<Certificates> certificates_;
+  std::unique_ptr<ReloadingCertificates> certificates_;
   std::unique_ptr<httplib::SSLServer> server_;
   std::thread thread_;
   std::string address_;

@@ -183,8 +183,14 @@ AdsTestClient::AdsTestClient(std::shared_ptr<grpc::Channel> channel)
 
 absl::StatusOr<std::unique_ptr<AdsTestClient>> AdsTestClient::Connect(absl::string_view address,
                                                                       absl::Duration timeout) {
+  return Connect(address, grpc::InsecureChannelCredentials(), grpc::ChannelArguments(), timeout);
+}
+
+absl::StatusOr<std::unique_ptr<AdsTestClient>> AdsTestClient::Connect(
+    absl::string_view address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+    const grpc::ChannelArguments& args, absl::Duration timeout) {
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(std::string(address), grpc::InsecureChannelCredentials());
+      grpc::CreateCustomChannel(std::string(address), credentials, args);
   if (!channel->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
     return absl::UnavailableError(absl::StrCat("could not connect to the ADS server at ", address,
                                                " within ", absl::FormatDuration(timeout)));

@@ -112,6 +112,13 @@ class AdsTestClient {
   static absl::StatusOr<std::unique_ptr<AdsTestClient>> Connect(
       absl::string_view address, absl::Duration timeout = absl::Seconds(10));
 
+  // Like Connect, with `credentials` (e.g. TLS) and channel `args` (e.g.
+  // GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, so that clients do not share a
+  // connection).
+  static absl::StatusOr<std::unique_ptr<AdsTestClient>> Connect(
+      absl::string_view address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+      const grpc::ChannelArguments& args, absl::Duration timeout = absl::Seconds(10));
+
   // Opens a StreamAggregatedResources / DeltaAggregatedResources stream.
   // Fails with the stream's status if the server refuses it at once.
   absl::StatusOr<std::unique_ptr<SotwStream>> OpenSotw();

@@ -74,7 +74,7 @@ absl::StatusOr<CertPtr> MakeCertificate(const char* common_name, EVP_PKEY* key, 
   } else {
     status.Update(AddExtension(signer, cert.get(), NID_basic_constraints, "critical,CA:FALSE"));
     status.Update(AddExtension(signer, cert.get(), NID_key_usage, "critical,digitalSignature"));
-    status.Update(AddExtension(signer, cert.get(), NID_ext_key_usage, "serverAuth"));
+    status.Update(AddExtension(signer, cert.get(), NID_ext_key_usage, "serverAuth,clientAuth"));
     std::string names = "DNS:localhost,IP:127.0.0.1,IP:::1";
     for (const std::string& dns_name : dns_names) absl::StrAppend(&names, ",DNS:", dns_name);
     status.Update(AddExtension(signer, cert.get(), NID_subject_alt_name, names.c_str()));

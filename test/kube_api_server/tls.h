@@ -19,7 +19,8 @@ struct TlsCredentials {
 
 // Generates a P-256 CA and a server certificate (SANs 127.0.0.1, ::1,
 // localhost and `dns_names`, e.g. a webhook Service's "facet.facet-system.svc";
-// valid from an hour ago for ten years). Internal on OpenSSL errors.
+// valid from an hour ago for ten years; usable as a client certificate too,
+// for mTLS tests). Internal on OpenSSL errors.
 absl::StatusOr<TlsCredentials> GenerateTestCredentials(
     const std::vector<std::string>& dns_names = {});
 

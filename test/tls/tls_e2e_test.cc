@@ -1,0 +1,399 @@
+// TLS and mTLS on Facet's ports, end to end: `facet serve` with
+// --xds-tls-* and --admin-tls-*, certificate rotation, the flag errors of all
+// three serving commands, and `facet relay` dialling a TLS / mTLS upstream
+// with gRFC A65's channel_creds config. Certificates are generated per test.
+#include <httplib.h>  // Feature macros come from pkg-config (controller/webhook).
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "test/ads_client/ads_test_client.h"
+#include "test/e2e/process.h"
+#include "test/kube_api_server/tls.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::e2e {
+namespace {
+
+using ::facet::testing::AdsTestClient;
+using ::facet::testing::IsOk;
+using ::facet::testing::kClusterTypeUrl;
+using ::facet::testing::SotwStream;
+using ::facet::testing::TlsCredentials;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kStartTimeout = absl::Seconds(30);
+// How long a client that should fail is given to connect and fetch.
+constexpr absl::Duration kRefusedTimeout = absl::Seconds(3);
+constexpr absl::Duration kFetchTimeout = absl::Seconds(10);
+
+constexpr char kManifest[] = R"(apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata:
+  name: greeter-prod-cluster
+  namespace: tls
+spec:
+  type: cluster
+  name: greeter-prod
+  variants:
+  - resource:
+      type: EDS
+      eds_cluster_config:
+        eds_config:
+          ads: {}
+          resource_api_version: V3
+      lb_policy: ROUND_ROBIN
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata:
+  name: greeter-prod-endpoints
+  namespace: tls
+spec:
+  type: endpoint
+  name: greeter-prod
+  variants:
+  - resource:
+      endpoints:
+      - locality: {region: local, zone: zone-a}
+        load_balancing_weight: 1
+        lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 9}}}
+)";
+
+// Returns the string value of `"field":"..."` in the ready file's JSON.
+std::string JsonField(const std::string& json, const std::string& field) {
+  const std::string key = absl::StrCat("\"", field, "\":\"");
+  const size_t start = json.find(key);
+  if (start == std::string::npos) return "";
+  const size_t end = json.find('"', start + key.size());
+  return json.substr(start + key.size(), end - start - key.size());
+}
+
+int PortOf(const std::string& address) {
+  return std::atoi(address.substr(address.rfind(':') + 1).c_str());
+}
+
+// A running `facet` command and the addresses from its ready file.
+struct Running {
+  std::unique_ptr<Process> process;
+  std::string xds_address;
+  std::string admin_address;
+};
+
+// Channel credentials trusting `ca_pem`, presenting `identity` if set.
+std::shared_ptr<grpc::ChannelCredentials> TlsClient(const std::string& ca_pem,
+                                                    const TlsCredentials* identity = nullptr) {
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = ca_pem;
+  if (identity != nullptr) {
+    options.pem_cert_chain = identity->cert_pem;
+    options.pem_private_key = identity->key_pem;
+  }
+  return grpc::SslCredentials(options);
+}
+
+// Subscribes to cluster greeter-prod on `stream` and waits for it.
+absl::Status FetchOn(SotwStream& stream, bool first, absl::Duration timeout) {
+  auto request = ::facet::testing::MakeRequest(kClusterTypeUrl, {"greeter-prod"});
+  if (first) *request.mutable_node() = ::facet::testing::MakeNode("tls-client");
+  if (absl::Status sent = stream.Send(request); !sent.ok()) return sent;
+  absl::StatusOr<::facet::testing::DiscoveryResponse> response = stream.Next(timeout);
+  if (!response.ok()) return response.status();
+  if (response->resources_size() != 1) {
+    return absl::InternalError(
+        absl::StrCat("expected greeter-prod, got ", response->resources_size(), " resources"));
+  }
+  return absl::OkStatus();
+}
+
+// A client on its own connection (no subchannel shared with earlier ones).
+absl::StatusOr<std::unique_ptr<AdsTestClient>> Connect(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+    absl::Duration timeout) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  return AdsTestClient::Connect(address, std::move(credentials), args, timeout);
+}
+
+// Connects with `credentials` and fetches cluster greeter-prod over ADS.
+absl::Status Fetch(const std::string& address,
+                   std::shared_ptr<grpc::ChannelCredentials> credentials,
+                   absl::Duration timeout = kFetchTimeout) {
+  absl::StatusOr<std::unique_ptr<AdsTestClient>> client =
+      Connect(address, std::move(credentials), timeout);
+  if (!client.ok()) return client.status();
+  absl::StatusOr<std::unique_ptr<SotwStream>> stream = (*client)->OpenSotw();
+  if (!stream.ok()) return stream.status();
+  return FetchOn(**stream, /*first=*/true, timeout);
+}
+
+class TlsE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // OpenSSL (httplib's clients) writes without MSG_NOSIGNAL.
+    std::signal(SIGPIPE, SIG_IGN);
+    std::string dir_template = ::testing::TempDir() + "facet_tls_XXXXXX";
+    ASSERT_NE(mkdtemp(dir_template.data()), nullptr);
+    dir_ = dir_template;
+    manifests_ = dir_ + "/manifests";
+    std::filesystem::create_directories(manifests_);
+    ASSERT_THAT(WriteFileAtomically(manifests_ + "/greeter.yaml", kManifest), IsOk());
+    absl::StatusOr<TlsCredentials> good = ::facet::testing::GenerateTestCredentials();
+    absl::StatusOr<TlsCredentials> other = ::facet::testing::GenerateTestCredentials();
+    ASSERT_THAT(good, IsOk());
+    ASSERT_THAT(other, IsOk());
+    good_ = *good;
+    other_ = *other;
+    ca_ = Write("ca.pem", good_.ca_pem);
+    cert_ = Write("cert.pem", good_.cert_pem);
+    key_ = Write("key.pem", good_.key_pem);
+    other_ca_ = Write("other-ca.pem", other_.ca_pem);
+    other_cert_ = Write("other-cert.pem", other_.cert_pem);
+    other_key_ = Write("other-key.pem", other_.key_pem);
+  }
+
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  std::string Write(const std::string& name, const std::string& contents) {
+    const std::string path = absl::StrCat(dir_, "/", name);
+    EXPECT_THAT(WriteFileAtomically(path, contents), IsOk());
+    return path;
+  }
+
+  // Starts `facet <args...>` with port-0 addresses and waits until it is
+  // serving.
+  absl::StatusOr<Running> StartFacet(std::vector<std::string> args) {
+    const std::string ready_file = absl::StrCat(dir_, "/ready-", ++started_, ".json");
+    std::vector<std::string> argv = {FACET_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0",
+                             "--ready-file", ready_file});
+    ProcessOptions options;
+    options.argv = argv;
+    Running running;
+    absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(options);
+    if (!process.ok()) return process.status();
+    running.process = *std::move(process);
+    absl::StatusOr<std::string> ready =
+        WaitForFile(ready_file, kStartTimeout, running.process.get());
+    if (!ready.ok()) return ready.status();
+    running.xds_address = JsonField(*ready, "xds_address");
+    running.admin_address = JsonField(*ready, "admin_address");
+    return running;
+  }
+
+  absl::StatusOr<Running> Serve(std::vector<std::string> tls_args) {
+    std::vector<std::string> args = {"serve", "--manifests", manifests_};
+    args.insert(args.end(), tls_args.begin(), tls_args.end());
+    return StartFacet(args);
+  }
+
+  // Runs `facet <args...>`, which must exit at once; returns its exit
+  // status, with its stderr in `stderr_out`.
+  ExitStatus RunFailing(std::vector<std::string> args, std::string* stderr_out) {
+    ProcessOptions options;
+    options.argv = {FACET_BINARY};
+    options.argv.insert(options.argv.end(), args.begin(), args.end());
+    absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(options);
+    EXPECT_THAT(process, IsOk());
+    if (!process.ok()) return {};
+    absl::StatusOr<ExitStatus> status = (*process)->WaitExit(absl::Seconds(20));
+    EXPECT_THAT(status, IsOk());
+    *stderr_out = (*process)->Stderr();
+    return status.ok() ? *status : ExitStatus{};
+  }
+
+  std::string dir_;
+  std::string manifests_;
+  TlsCredentials good_;
+  TlsCredentials other_;
+  std::string ca_, cert_, key_, other_ca_, other_cert_, other_key_;
+  int started_ = 0;
+};
+
+TEST_F(TlsE2eTest, ServesXdsOverTlsOnlyToClientsTrustingTheCa) {
+  absl::StatusOr<Running> serve = Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_});
+  ASSERT_THAT(serve, IsOk());
+  EXPECT_THAT(Fetch(serve->xds_address, TlsClient(good_.ca_pem)), IsOk());
+  EXPECT_FALSE(Fetch(serve->xds_address, grpc::InsecureChannelCredentials(), kRefusedTimeout).ok());
+  EXPECT_FALSE(Fetch(serve->xds_address, TlsClient(other_.ca_pem), kRefusedTimeout).ok());
+}
+
+TEST_F(TlsE2eTest, RequiresClientCertificatesSignedByTheClientCa) {
+  absl::StatusOr<Running> serve =
+      Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", ca_});
+  ASSERT_THAT(serve, IsOk());
+  EXPECT_THAT(Fetch(serve->xds_address, TlsClient(good_.ca_pem, &good_)), IsOk());
+  EXPECT_FALSE(Fetch(serve->xds_address, TlsClient(good_.ca_pem), kRefusedTimeout).ok());
+  EXPECT_FALSE(Fetch(serve->xds_address, TlsClient(good_.ca_pem, &other_), kRefusedTimeout).ok());
+}
+
+TEST_F(TlsE2eTest, RotatedCertificateServesNewConnectionsAndKeepsOpenStreams) {
+  absl::StatusOr<Running> serve = Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_});
+  ASSERT_THAT(serve, IsOk());
+  absl::StatusOr<std::unique_ptr<AdsTestClient>> client =
+      Connect(serve->xds_address, TlsClient(good_.ca_pem), kFetchTimeout);
+  ASSERT_THAT(client, IsOk());
+  absl::StatusOr<std::unique_ptr<SotwStream>> stream = (*client)->OpenSotw();
+  ASSERT_THAT(stream, IsOk());
+  ASSERT_THAT(FetchOn(**stream, /*first=*/true, kFetchTimeout), IsOk());
+
+  // Rotate to a certificate of another CA: key first, then certificate.
+  Write("key.pem", other_.key_pem);
+  Write("cert.pem", other_.cert_pem);
+  absl::Status rotated = absl::UnknownError("not tried");
+  for (absl::Time deadline = absl::Now() + absl::Seconds(20);
+       !rotated.ok() && absl::Now() < deadline;) {
+    rotated = Fetch(serve->xds_address, TlsClient(other_.ca_pem), absl::Seconds(2));
+  }
+  EXPECT_THAT(rotated, IsOk()) << "new connections never got the new certificate";
+  EXPECT_FALSE(Fetch(serve->xds_address, TlsClient(good_.ca_pem), kRefusedTimeout).ok());
+
+  // The stream opened before the rotation still works: a new subscription
+  // on it is answered.
+  auto request = ::facet::testing::MakeRequest(kClusterTypeUrl, {"greeter-prod", "other"});
+  ASSERT_THAT((*stream)->Send(request), IsOk());
+  absl::StatusOr<::facet::testing::DiscoveryResponse> response = (*stream)->Next(kFetchTimeout);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->type_url(), kClusterTypeUrl);
+}
+
+TEST_F(TlsE2eTest, AdminPortServesHttpsAndRequiresClientCertificates) {
+  absl::StatusOr<Running> serve =
+      Serve({"--admin-tls-cert", cert_, "--admin-tls-key", key_, "--admin-tls-client-ca", ca_});
+  ASSERT_THAT(serve, IsOk());
+  const int port = PortOf(serve->admin_address);
+  {
+    httplib::SSLClient client("127.0.0.1", port, cert_, key_);
+    client.set_ca_cert_path(ca_.c_str());
+    client.enable_server_certificate_verification(true);
+    httplib::Result result = client.Get("/healthz");
+    ASSERT_TRUE(result) << httplib::to_string(result.error());
+    EXPECT_EQ(result->status, 200);
+    EXPECT_EQ(result->body, "ok\n");
+  }
+  {
+    httplib::SSLClient no_identity("127.0.0.1", port);
+    no_identity.set_ca_cert_path(ca_.c_str());
+    no_identity.enable_server_certificate_verification(true);
+    httplib::Result result = no_identity.Get("/healthz");
+    EXPECT_FALSE(result && result->status == 200);
+  }
+  {
+    httplib::SSLClient stranger("127.0.0.1", port, other_cert_, other_key_);
+    stranger.set_ca_cert_path(ca_.c_str());
+    stranger.enable_server_certificate_verification(true);
+    httplib::Result result = stranger.Get("/healthz");
+    EXPECT_FALSE(result && result->status == 200);
+  }
+  {
+    httplib::Client plaintext("127.0.0.1", port);
+    httplib::Result result = plaintext.Get("/healthz");
+    EXPECT_FALSE(result && result->status == 200);
+  }
+}
+
+TEST_F(TlsE2eTest, FlagErrorsNameTheFlagBeforeServing) {
+  struct Case {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string message;
+  };
+  const std::string missing = dir_ + "/missing.pem";
+  const std::vector<Case> cases = {
+      {{"--xds-tls-cert", cert_}, 2, "--xds-tls-cert: needs --xds-tls-key"},
+      {{"--xds-tls-key", key_}, 2, "--xds-tls-key: needs --xds-tls-cert"},
+      {{"--xds-tls-client-ca", ca_}, 2, "--xds-tls-client-ca: needs --xds-tls-cert"},
+      {{"--xds-tls-cert", missing, "--xds-tls-key", key_},
+       1,
+       absl::StrCat("--xds-tls-cert: ", missing, ": No such file or directory")},
+      {{"--xds-tls-cert", cert_, "--xds-tls-key", other_key_},
+       1,
+       absl::StrCat("--xds-tls-key: ", other_key_, ": is not the key of the certificate in ",
+                    cert_)},
+      {{"--xds-tls-cert", cert_, "--xds-tls-key", cert_},
+       1,
+       "--xds-tls-key: " + cert_ + ": holds no unencrypted PEM private key"},
+      {{"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", key_},
+       1,
+       "--xds-tls-client-ca: " + key_ + ": holds no PEM certificate"},
+      {{"--admin-tls-cert", cert_}, 2, "--admin-tls-cert: needs --admin-tls-key"},
+      {{"--admin-tls-cert", cert_, "--admin-tls-key", other_key_},
+       1,
+       "--admin-tls-key: " + other_key_ + ": is not the key"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"serve",         "--manifests", manifests_,
+                                     "--xds-address", "127.0.0.1:0", "--admin-address",
+                                     "127.0.0.1:0"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    std::string stderr_text;
+    ExitStatus status = RunFailing(args, &stderr_text);
+    EXPECT_EQ(status.exit_code, c.exit_code) << absl::StrJoin(c.args, " ") << ": " << stderr_text;
+    EXPECT_THAT(stderr_text, HasSubstr(c.message));
+  }
+  // The relay and the controller take the same flags, checked as early.
+  std::string stderr_text;
+  EXPECT_EQ(
+      RunFailing({"relay", "--config", missing, "--xds-tls-cert", cert_}, &stderr_text).exit_code,
+      2);
+  EXPECT_THAT(stderr_text, HasSubstr("--xds-tls-cert: needs --xds-tls-key"));
+  EXPECT_EQ(RunFailing({"controller", "--kubeconfig", missing, "--xds-tls-cert", cert_,
+                        "--xds-tls-key", other_key_},
+                       &stderr_text)
+                .exit_code,
+            1);
+  EXPECT_THAT(stderr_text, HasSubstr("--xds-tls-key: " + other_key_ + ": is not the key"));
+}
+
+TEST_F(TlsE2eTest, RelayReachesTlsAndMtlsUpstreamsWithA65Config) {
+  absl::StatusOr<Running> tls_upstream = Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_});
+  ASSERT_THAT(tls_upstream, IsOk());
+  absl::StatusOr<Running> mtls_upstream =
+      Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", ca_});
+  ASSERT_THAT(mtls_upstream, IsOk());
+  struct Case {
+    const char* name;
+    std::string upstream;
+    std::string tls_config;
+  };
+  const std::vector<Case> cases = {
+      {"tls", tls_upstream->xds_address,
+       absl::StrCat(R"({"ca_certificate_file": ")", ca_, R"("})")},
+      {"mtls", mtls_upstream->xds_address,
+       absl::StrCat(R"({"ca_certificate_file": ")", ca_, R"(", "certificate_file": ")", cert_,
+                    R"(", "private_key_file": ")", key_, R"("})")},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string config =
+        Write(absl::StrCat("relay-", c.name, ".json"),
+              absl::StrCat(R"({"xds_servers": [{"server_uri": ")", c.upstream,
+                           R"(", "channel_creds": [{"type": "tls", "config": )", c.tls_config,
+                           R"(}], "server_features": ["xds_v3"]}], "node": {"id": "relay"}})"));
+    absl::StatusOr<Running> relay = StartFacet({"relay", "--config", config});
+    ASSERT_THAT(relay, IsOk());
+    EXPECT_THAT(Fetch(relay->xds_address, grpc::InsecureChannelCredentials()), IsOk());
+  }
+}
+
+}  // namespace
+}  // namespace facet::e2e
