@@ -185,12 +185,14 @@ rm -rf "${cache}/facet/envoy-api-check"
 build_log=${cache}/build.log
 log "building ${tag} from ${repo}/Dockerfile (log: ${build_log})"
 start=${SECONDS}
-# --format docker: the OCI format drops SHELL (and with it pipefail).
+# --format docker: the OCI format drops SHELL (and with it pipefail). The
+# output goes through a pipe: buildah and the build's processes writing to
+# the file directly overwrite each other's lines.
 if ! b bud --format docker --isolation chroot --pull-never --layers --force-rm \
   --volume "${cache}/ccache:/var/cache/facet/ccache" \
   --volume "${cache}/facet:/var/cache/facet/facet" \
   --volume "${cache}/apt-archives:/var/cache/apt/archives" \
-  -f "${repo}/Dockerfile" -t "${tag}" "${repo}" >"${build_log}" 2>&1; then
+  -f "${repo}/Dockerfile" -t "${tag}" "${repo}" 2>&1 | cat >"${build_log}"; then
   tail -60 "${build_log}" >&2
   die "buildah bud failed; the last lines of ${build_log} are above"
 fi
