@@ -91,6 +91,10 @@ void ManifestDirSource::Run() {
     }
     const bool was_idle = dirty_.empty();
     Wait(deadline);
+    {
+      absl::MutexLock lock(&mu_);
+      stats_.wakeups++;
+    }
     if (stopping_) break;
     const Clock::time_point now = Clock::now();
     if (was_idle && !dirty_.empty()) {
@@ -114,6 +118,9 @@ void ManifestDirSource::Run() {
       ProcessDirty();
       batch_deadline = Clock::time_point::max();
     }
+    // A rescan that found nothing leaves no batch to wait for: without this
+    // the past deadline would make every later wait return at once (a spin).
+    if (dirty_.empty()) batch_deadline = Clock::time_point::max();
   }
 }
 

@@ -68,6 +68,7 @@ class ManifestDirSource {
     int64_t removals = 0;           // Objects removed from the builder.
     int64_t validated_objects = 0;  // Objects the builder validated anew.
     int64_t held_removals = 0;      // Re-reads whose removals were held back.
+    int64_t wakeups = 0;            // Times the worker woke (events, timers).
     bool inotify = false;           // Whether inotify watches the directory.
   };
 

@@ -243,6 +243,23 @@ void SlowRewrite(const fs::path& path, const std::vector<std::string>& documents
   close(fd);
 }
 
+// A rescan that finds nothing changed must not leave the worker spinning: it
+// wakes for rescans (every 50 ms here) and events, not continuously.
+TEST_F(ManifestDirSourceTest, IdleWorkerWakesOnlyForRescans) {
+  Write("a.yaml", Endpoints("a", 1));
+  xds::SnapshotStore store;
+  ManifestDirSource::Options options = InotifyOnly();
+  options.rescan_interval = std::chrono::milliseconds(50);
+  auto source = Start(store, options);
+  const int64_t before = source->stats().wakeups;
+  absl::SleepFor(absl::Milliseconds(500));
+  const int64_t wakeups = source->stats().wakeups - before;
+  // About 10 rescans; a spin makes hundreds of thousands of wakeups.
+  EXPECT_LE(wakeups, 40);
+  EXPECT_GE(wakeups, 2) << "the rescan timer never fired";
+  EXPECT_EQ(source->stats().published, 1);
+}
+
 TEST_F(ManifestDirSourceTest, InotifyPicksUpCompletedWritesAndRenamesWithoutPolling) {
   Write("a.yaml", Endpoints("a", 1));
   xds::SnapshotStore store;
