@@ -83,7 +83,7 @@ Relay::Relay(SnapshotStore& store, Options options)
   }
   absl::MutexLock lock(&mu_);
   store_.Publish(cache_.current());
-  expiry_thread_ = std::thread([this] { ExpireUntilStopped(); });
+  worker_ = std::thread([this] { WorkUntilStopped(); });
 }
 
 Relay::~Relay() {
@@ -91,14 +91,17 @@ Relay::~Relay() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  expiry_thread_.join();
+  worker_.join();
   // Upstream clients end their streams before the listeners go.
   upstreams_.clear();
   listeners_.clear();
 }
 
 void Relay::Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot) {
-  if (snapshot != nullptr) store_.Publish(std::move(snapshot));
+  // Publishing wakes every stream that watches a changed name: done on the
+  // relay's own thread, never on the gRPC callback thread that delivered the
+  // upstream response (the streams' writes complete on those threads).
+  if (snapshot != nullptr) to_publish_.push_back(std::move(snapshot));
   for (const Fetch& fetch : fetches) {
     if (fetch.upstream < 0 || fetch.upstream >= static_cast<int>(upstreams_.size())) continue;
     UpstreamClient& client = *upstreams_[fetch.upstream];
@@ -131,19 +134,34 @@ absl::Status Relay::OnUpdate(int upstream, const UpstreamUpdate& update) {
   return absl::OkStatus();
 }
 
-void Relay::ExpireUntilStopped() {
-  absl::MutexLock lock(&mu_);
+void Relay::WorkUntilStopped() {
+  mu_.Lock();
   while (!stopping_) {
     const absl::Time now = absl::Now();
     std::shared_ptr<const Snapshot> snapshot;
     std::vector<Fetch> fetches = cache_.Expire(now, &snapshot);
     Effect(std::move(fetches), std::move(snapshot));
-    // Wake at the next expiry (at most a second away, so a new idle
-    // subscription is noticed) or when stopping.
+    // Snapshots in the order the cache made them, outside the lock (only
+    // this thread publishes).
+    while (!to_publish_.empty()) {
+      std::shared_ptr<const Snapshot> next = std::move(to_publish_.front());
+      to_publish_.pop_front();
+      mu_.Unlock();
+      store_.Publish(std::move(next));
+      mu_.Lock();
+    }
+    // Wake for the next snapshot, the next expiry (at most a second away, so
+    // a new idle subscription is noticed) or stopping.
     absl::Time wake = now + absl::Seconds(1);
     if (auto next = cache_.NextExpiry(); next.has_value() && *next < wake) wake = *next;
-    mu_.AwaitWithDeadline(absl::Condition(&stopping_), wake);
+    mu_.AwaitWithDeadline(absl::Condition(
+                              +[](Relay* relay) ABSL_EXCLUSIVE_LOCKS_REQUIRED(relay->mu_) {
+                                return relay->stopping_ || !relay->to_publish_.empty();
+                              },
+                              this),
+                          wake);
   }
+  mu_.Unlock();
 }
 
 RelayStats Relay::stats() const {

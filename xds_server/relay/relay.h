@@ -6,6 +6,7 @@
 #define FACET_XDS_SERVER_RELAY_RELAY_H_
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <thread>
@@ -55,21 +56,25 @@ class Relay final : public DemandObserver {
   class Listener;
 
   absl::Status OnUpdate(int upstream, const UpstreamUpdate& update);
-  // Carries out a cache operation's effects, in order: publish, then fetch.
+  // Carries out a cache operation's effects: queues its snapshot for the
+  // worker to publish and sends its upstream requests.
   void Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void ExpireUntilStopped();
+  // The worker: publishes queued snapshots in order and expires lingering
+  // subscriptions, until stopping_.
+  void WorkUntilStopped();
 
   SnapshotStore& store_;
   Options options_;
-  // Serializes cache operations with their effects (publications and
-  // upstream requests), so they happen in the order the cache decided them.
+  // Serializes cache operations with their effects (upstream requests, and
+  // queueing snapshots), so they happen in the order the cache decided them.
   mutable absl::Mutex mu_;
   RelayCache cache_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<UpstreamClient>> upstreams_;
+  std::deque<std::shared_ptr<const Snapshot>> to_publish_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread expiry_thread_;
+  std::thread worker_;
 };
 
 }  // namespace facet::xds
