@@ -167,17 +167,8 @@ std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& 
 int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   Flags flags;
   flags.Define("manifests", "", "directory of Facet manifests to serve (required)");
-  flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server (port 0: any free)");
-  flags.Define("admin-address", "127.0.0.1:18080",
-               "HOST:PORT for /healthz, /readyz, /metrics, /status (empty: disabled)");
-  flags.Define("node-metadata-params", "",
-               "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
-               "(empty: every top-level string field)");
   flags.Define("allow-old-style-names", "true", "serve resources without spec.authority", true);
-  flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
-  flags.Define("log-level", "info", "trace, debug, info, warn or error");
-  DefineXdsServerFlags(flags);
-  DefineTlsFlags(flags, "admin-tls", "the admin port");
+  DefineServingFlags(flags);
   flags.Define("help", "false", "print this help", true);
   const std::string usage = absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
   if (absl::Status s = flags.Parse(args); !s.ok()) {
@@ -237,26 +228,18 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   std::unique_ptr<grpc::Server> server = std::move(listener->server);
   const std::string xds_address = listener->address;
 
-  std::unique_ptr<AdminServer> admin;
-  if (!flags.Get("admin-address").empty()) {
-    auto started = AdminServer::Start(
-        flags.Get("admin-address"),
-        {{"/healthz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
-         {"/readyz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"}; }},
-         {"/metrics",
-          [&] {
-            return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)};
-          }},
-         {"/status",
-          [&] { return AdminResponse{200, "application/json", StatusJson(source, ads, store)}; }}},
-        *admin_tls);
-    if (!started.ok()) {
-      err << "facet serve: --admin-address: " << started.status().message() << "\n";
-      server->Shutdown();
-      return 1;
-    }
-    admin = *std::move(started);
+  absl::StatusOr<std::unique_ptr<AdminServer>> started = StartAdminFromFlags(
+      flags,
+      {{"/metrics",
+        [&] { return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)}; }},
+       {"/status", [&] { return AdminResponse{200, "application/json", StatusJson(source, ads, store)}; }}},
+      *admin_tls);
+  if (!started.ok()) {
+    err << "facet serve: --admin-address: " << started.status().message() << "\n";
+    server->Shutdown();
+    return 1;
   }
+  std::unique_ptr<AdminServer> admin = *std::move(started);
 
   out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << xds_address
       << (admin ? absl::StrCat(", admin on ", admin->scheme(), "://", admin->address()) : "") << "\n"
@@ -268,13 +251,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
   }
 
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  spdlog::info("received {}; draining ADS streams", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  ads.Drain();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  admin.reset();
-  spdlog::info("stopped");
+  ServeUntilSignalled(signals, ads, *server, admin);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <fstream>
@@ -321,6 +322,40 @@ bool WriteReadyFile(const std::string& path, const std::string& xds_address,
     if (!out) return false;
   }
   return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+void DefineServingFlags(Flags& flags) {
+  flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server (port 0: any free)");
+  flags.Define("admin-address", "127.0.0.1:18080",
+               "HOST:PORT for /healthz, /readyz, /metrics, /status (empty: disabled)");
+  flags.Define("node-metadata-params", "",
+               "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
+               "(empty: every top-level string field)");
+  flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
+  flags.Define("log-level", "info", "trace, debug, info, warn or error");
+  DefineXdsServerFlags(flags);
+  DefineTlsFlags(flags, "admin-tls", "the admin port");
+}
+
+absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminFromFlags(
+    const Flags& flags, std::map<std::string, AdminServer::Handler> routes, const TlsFiles& tls) {
+  if (flags.Get("admin-address").empty()) return std::unique_ptr<AdminServer>();
+  routes.emplace("/healthz",
+                 [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
+  routes.emplace("/readyz",
+                 [] { return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"}; });
+  return AdminServer::Start(flags.Get("admin-address"), std::move(routes), tls);
+}
+
+void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, grpc::Server& server,
+                         std::unique_ptr<AdminServer>& admin) {
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  spdlog::info("received {}; draining ADS streams", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  ads.Drain();
+  server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  admin.reset();
+  spdlog::info("stopped");
 }
 
 }  // namespace facet::controller

@@ -6,11 +6,13 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "controller/admin/admin_server.h"
 #include "controller/cli/flags.h"
 #include "controller/tls/tls_files.h"
 #include "grpcpp/grpcpp.h"
@@ -105,6 +107,23 @@ struct XdsListener {
 // error (Unavailable) rather than silently shared. Logs the bounds in effect.
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
                                              const XdsServerOptions& options);
+
+// Defines the flags `facet serve` and `facet relay` share: --xds-address,
+// --admin-address, --node-metadata-params, --ready-file, --log-level, the
+// xDS server flags (DefineXdsServerFlags) and --admin-tls-*.
+void DefineServingFlags(Flags& flags);
+
+// Starts the admin server on --admin-address with /healthz, /readyz and
+// `routes` (metrics, status); null when --admin-address is empty. `tls` is
+// TlsFilesFromFlags(flags, "admin-tls").
+absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminFromFlags(
+    const Flags& flags, std::map<std::string, AdminServer::Handler> routes, const TlsFiles& tls);
+
+// Blocks until one of `signals` arrives, then ends every ADS stream of `ads`
+// (clients reconnect elsewhere), stops `server` with a 5 s grace and stops
+// `admin`.
+void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, grpc::Server& server,
+                         std::unique_ptr<AdminServer>& admin);
 
 // Writes {"xds_address": ..., "admin_address": ...} (and "webhook_address"
 // when set) to `path` atomically
