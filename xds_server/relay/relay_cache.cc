@@ -52,21 +52,22 @@ void RelayCache::Detach(Entry& entry, Entry::Demand& demand, absl::Time now) {
   }
 }
 
-void RelayCache::Attach(Entry& entry, Entry::Demand& demand, absl::Time now,
-                        std::vector<Fetch>* fetches) {
-  ParameterSet projected;
-  if (entry.keys.has_value()) {
-    projected = ProjectParameters(demand.params, *entry.keys);
-  } else {
+void RelayCache::Attach(Entry& entry, const std::string& canonical, Entry::Demand& demand,
+                        absl::Time now, std::vector<Fetch>* fetches) {
+  ParameterSet projected =
+      entry.keys.has_value() ? ProjectParameters(demand.params, *entry.keys) : demand.params;
+  std::string key = entry.keys.has_value() ? CanonicalParameters(projected) : canonical;
+  if (demand.sub == key) return;
+  if (!entry.keys.has_value() && entry.probe.has_value() && *entry.probe != key) {
     // Keys unknown: one probe at a time, so a burst of distinct parameter
     // sets (pod names) waits for the first answer and is then projected.
-    for (const auto& [key, sub] : entry.subs) {
-      if (!sub.resolved && sub.downstream > 0 && key != CanonicalParameters(demand.params)) return;
+    auto probe = entry.subs.find(*entry.probe);
+    if (probe != entry.subs.end() && !probe->second.resolved && probe->second.downstream > 0) {
+      entry.waiting.insert(canonical);
+      return;
     }
-    projected = demand.params;
   }
-  std::string key = CanonicalParameters(projected);
-  if (demand.sub == key) return;
+  entry.waiting.erase(canonical);
   Detach(entry, demand, now);
   auto [it, inserted] = entry.subs.try_emplace(key);
   Sub& sub = it->second;
@@ -84,6 +85,7 @@ void RelayCache::Attach(Entry& entry, Entry::Demand& demand, absl::Time now,
         break;
       }
     }
+    if (!entry.keys.has_value() && !sub.resolved) entry.probe = key;
     fetches->push_back({{entry.type->type_url(), entry.name, sub.params}, entry.upstream, true});
   } else if (sub.downstream == 0) {
     idle_.erase({sub.idle_since + options_.linger, Key{entry.type, entry.name}, key});
@@ -93,9 +95,17 @@ void RelayCache::Attach(Entry& entry, Entry::Demand& demand, absl::Time now,
   demand.sub = std::move(key);
 }
 
-void RelayCache::Project(Entry& entry, absl::Time now, std::vector<Fetch>* fetches) {
+void RelayCache::Project(Entry& entry, bool all, absl::Time now, std::vector<Fetch>* fetches) {
   if (entry.upstream < 0) return;
-  for (auto& [canonical, demand] : entry.demand) Attach(entry, demand, now, fetches);
+  if (all) {
+    for (auto& [canonical, demand] : entry.demand) Attach(entry, canonical, demand, now, fetches);
+    return;
+  }
+  // Attach mutates the waiting set: go over a copy.
+  const std::set<std::string> waiting = entry.waiting;
+  for (const std::string& canonical : waiting) {
+    Attach(entry, canonical, entry.demand.at(canonical), now, fetches);
+  }
 }
 
 std::vector<Fetch> RelayCache::OnDemand(const std::vector<DemandChange>& changes, absl::Time now,
@@ -115,12 +125,11 @@ std::vector<Fetch> RelayCache::OnDemand(const std::vector<DemandChange>& changes
       if (inserted) {
         demand.params = change.params->params;
         const ServedResource* served = entry.served.get();
-        const bool known = served != nullptr &&
-                           (served->Select(demand.params) != nullptr ||
-                            served->resolution == nullptr ||
-                            served->resolution->Knows(demand.params));
+        const bool known = served != nullptr && (served->Select(demand.params) != nullptr ||
+                                                 served->resolution == nullptr ||
+                                                 served->resolution->Knows(demand.params));
         (known ? hits_ : misses_)++;
-        if (entry.upstream >= 0) Attach(entry, demand, now, &fetches);
+        if (entry.upstream >= 0) Attach(entry, canonical, demand, now, &fetches);
       }
       ++demand.count;
     } else {
@@ -128,9 +137,10 @@ std::vector<Fetch> RelayCache::OnDemand(const std::vector<DemandChange>& changes
       if (it == entry.demand.end()) continue;
       if (--it->second.count > 0) continue;
       Detach(entry, it->second, now);
+      entry.waiting.erase(canonical);
       entry.demand.erase(it);
       // A probe that nobody waits for any more lets the next one go.
-      if (!entry.keys.has_value()) Project(entry, now, &fetches);
+      if (!entry.keys.has_value()) Project(entry, /*all=*/false, now, &fetches);
     }
   }
   Publish(touched, snapshot);
@@ -203,9 +213,9 @@ absl::Status RelayCache::Apply(int upstream, const UpstreamUpdate& update, absl:
     for (auto& [key, sub] : entry->subs) {
       for (const UpstreamRemoval* removal : list) {
         const bool withdrawn =
-            sub.variant != nullptr && SameConstraints(sub.variant->constraints, removal->constraints.proto());
-        const bool absent =
-            SameConstraints(removal->constraints, ExactConstraints(sub.params));
+            sub.variant != nullptr &&
+            SameConstraints(sub.variant->constraints, removal->constraints.proto());
+        const bool absent = SameConstraints(removal->constraints, ExactConstraints(sub.params));
         if (withdrawn || absent) {
           sub.variant = nullptr;
           sub.resolved = true;
@@ -245,10 +255,12 @@ absl::Status RelayCache::Apply(int upstream, const UpstreamUpdate& update, absl:
       if (sub.variant != nullptr) held.push_back(sub.variant);
     }
     std::optional<std::set<std::string>> keys = KeysOf(held);
-    if (keys.has_value() && keys != entry.keys) entry.keys = std::move(keys);
-    // Learned or changed keys re-project; an answered probe lets the
-    // waiting parameter sets go.
-    Project(entry, now, fetches);
+    const bool keys_changed = keys.has_value() && keys != entry.keys;
+    if (keys_changed) entry.keys = std::move(keys);
+    // Learned or changed keys re-project every parameter set; otherwise only
+    // those waiting for an answered probe go (the rest are where they
+    // belong).
+    Project(entry, /*all=*/keys_changed, now, fetches);
   }
   Publish(touched, snapshot);
   return absl::OkStatus();
@@ -265,8 +277,8 @@ std::vector<Fetch> RelayCache::Expire(absl::Time now, std::shared_ptr<const Snap
     Entry& entry = entry_it->second;
     auto it = entry.subs.find(sub_key);
     if (it == entry.subs.end() || it->second.downstream > 0) continue;
-    fetches.push_back({{entry.type->type_url(), entry.name, it->second.params}, entry.upstream,
-                       false});
+    fetches.push_back(
+        {{entry.type->type_url(), entry.name, it->second.params}, entry.upstream, false});
     entry.subs.erase(it);
     --upstream_subscriptions_;
     touched.insert(key);
@@ -328,8 +340,9 @@ bool RelayCache::Refresh(Entry& entry) {
     }
   }
   if (next == entry.served) return false;
-  cached_variants_ += static_cast<int64_t>(next == nullptr ? 0 : next->variants.size()) -
-                      static_cast<int64_t>(entry.served == nullptr ? 0 : entry.served->variants.size());
+  cached_variants_ +=
+      static_cast<int64_t>(next == nullptr ? 0 : next->variants.size()) -
+      static_cast<int64_t>(entry.served == nullptr ? 0 : entry.served->variants.size());
   entry.served = std::move(next);
   return true;
 }

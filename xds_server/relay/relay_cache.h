@@ -35,8 +35,8 @@ struct RelayCacheStats {
   int64_t upstream_subscriptions = 0;  // Live now, lingering included.
   int64_t cached_variants = 0;         // Distinct variants held now.
   int64_t resources = 0;               // (type, name) entries.
-  int64_t hits = 0;    // Downstream parameter sets answered from the cache.
-  int64_t misses = 0;  // Downstream parameter sets that had to wait for upstream.
+  int64_t hits = 0;                    // Downstream parameter sets answered from the cache.
+  int64_t misses = 0;                  // Downstream parameter sets that had to wait for upstream.
   int64_t updates_applied = 0;
   int64_t updates_rejected = 0;
 };
@@ -101,8 +101,8 @@ class RelayCache {
     // The keys the resource's variants constrain, once a variant is seen.
     std::optional<std::set<std::string>> keys;
     // Downstream parameter sets by canonical text, with how many
-    // subscriptions hold each, and the sub each projects onto ("" before
-    // the keys are known and while a probe is pending).
+    // subscriptions hold each, and the sub each projects onto (none while
+    // it waits for a probe).
     struct Demand {
       ParameterSet params;
       int count = 0;
@@ -110,16 +110,23 @@ class RelayCache {
     };
     std::map<std::string, Demand> demand;
     std::map<std::string, Sub> subs;  // By canonical projected parameters.
+    // While the keys are unknown: the sub last fetched as a probe (it blocks
+    // others while unanswered and needed), and the demands waiting for it.
+    std::optional<std::string> probe;
+    std::set<std::string> waiting;
     std::shared_ptr<const ServedResource> served;
   };
   using Key = std::pair<const ResourceType*, std::string>;
 
   Entry& EntryFor(const ResourceType& type, const std::string& name);
-  // Points every demand of `entry` at its sub under the current keys,
-  // creating (and fetching) subs as needed. Before the keys are known, one
-  // probe subscription at a time is fetched per resource.
-  void Project(Entry& entry, absl::Time now, std::vector<Fetch>* fetches);
-  void Attach(Entry& entry, Entry::Demand& demand, absl::Time now, std::vector<Fetch>* fetches);
+  // Points the demands of `entry` (every one when `all`, else those
+  // waiting for a probe) at their subs under the current keys, creating (and
+  // fetching) subs as needed. Before the keys are known, one probe
+  // subscription at a time is fetched per resource.
+  void Project(Entry& entry, bool all, absl::Time now, std::vector<Fetch>* fetches);
+  // Points the demand keyed `canonical` at its sub, or leaves it waiting.
+  void Attach(Entry& entry, const std::string& canonical, Entry::Demand& demand, absl::Time now,
+              std::vector<Fetch>* fetches);
   void Detach(Entry& entry, Entry::Demand& demand, absl::Time now);
   // Makes entry.served from its subs; returns whether it changed.
   bool Refresh(Entry& entry);
