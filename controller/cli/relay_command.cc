@@ -48,8 +48,8 @@ std::string RelayMetricsText(const xds::Relay& relay, const xds::AdsService& ads
                "Upstream responses applied to the cache.",
                static_cast<double>(stats.cache.updates_applied), &out);
   AppendMetric("facet_relay_upstream_updates_rejected_total", "counter",
-               "Upstream responses rejected (NACKed upstream).",
-               static_cast<double>(stats.cache.updates_rejected + stats.upstream_nacks_sent), &out);
+               "Upstream responses rejected (NACKed upstream), by the cache or as malformed.",
+               static_cast<double>(stats.upstream_nacks_sent), &out);
   AppendMetric("facet_relay_upstream_reconnects_total", "counter",
                "Upstream streams started after the first.",
                static_cast<double>(stats.upstream_reconnects), &out);
