@@ -170,43 +170,33 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
   ads_options.demand_observer = &relay;
   xds::AdsService ads(store, ads_options);
 
-  absl::StatusOr<XdsListener> listener =
-      StartXdsListener(flags.Get("xds-address"), ads, *server_options);
-  if (!listener.ok()) {
-    err << "facet relay: --xds-address: " << listener.status().message() << "\n";
-    return 1;
-  }
-  std::unique_ptr<grpc::Server> server = std::move(listener->server);
-  const std::string xds_address = listener->address;
-
-  absl::StatusOr<std::unique_ptr<AdminServer>> started = StartAdminFromFlags(
-      flags,
+  absl::StatusOr<Serving> serving = StartServing(
+      flags, ads, *server_options,
       {{"/metrics",
-        [&] { return AdminResponse{200, "text/plain; version=0.0.4", RelayMetricsText(relay, ads)}; }},
-       {"/status", [&] { return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)}; }}},
+        [&] {
+          return AdminResponse{200, "text/plain; version=0.0.4", RelayMetricsText(relay, ads)};
+        }},
+       {"/status",
+        [&] {
+          return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)};
+        }}},
       *admin_tls);
-  if (!started.ok()) {
-    err << "facet relay: --admin-address: " << started.status().message() << "\n";
-    server->Shutdown();
+  if (!serving.ok()) {
+    err << "facet relay: " << serving.status().message() << "\n";
     return 1;
   }
-  std::unique_ptr<AdminServer> admin = *std::move(started);
 
   std::vector<std::string> upstreams;
   for (const auto& server_entry : relay_options.config.xds_servers) {
     upstreams.push_back(server_entry.server_uri);
   }
   out << "facet relay: relaying " << absl::StrJoin(upstreams, ", ") << " ("
-      << relay_options.config.authorities.size() << " authorities) over xDS on " << xds_address
-      << (admin ? absl::StrCat(", admin on ", admin->scheme(), "://", admin->address()) : "")
-      << "\n";
+      << relay_options.config.authorities.size() << " authorities) over xDS on "
+      << serving->xds_address << serving->AdminSuffix() << "\n";
   out.flush();
-  if (!flags.Get("ready-file").empty() &&
-      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {
-    spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
-  }
+  WriteReadyFileFromFlags(flags, *serving);
 
-  ServeUntilSignalled(signals, ads, *server, admin);
+  ServeUntilSignalled(signals, ads, *serving);
   return 0;
 }
 

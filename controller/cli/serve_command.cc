@@ -73,7 +73,8 @@ std::string ClientBootstrap(const std::string& xds_address,
   (*node_fields["metadata"].mutable_struct_value()->mutable_fields())["env"] = StringValue("prod");
   (*bootstrap.mutable_fields())["node"] = node;
   if (!authorities.empty()) {
-    auto& map = *(*bootstrap.mutable_fields())["authorities"].mutable_struct_value()->mutable_fields();
+    auto& map =
+        *(*bootstrap.mutable_fields())["authorities"].mutable_struct_value()->mutable_fields();
     for (const std::string& authority : authorities) map[authority].mutable_struct_value();
   }
   return ToJson(bootstrap, /*pretty=*/true);
@@ -123,7 +124,8 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
           vf["name"] = StringValue(variant->label);
           vf["version"] = StringValue(variant->version);
           vf["constraints"] = StringValue(variant->constraints.ToString());
-          const auto key = std::make_tuple(served->type->type_url(), served->name, variant->version);
+          const auto key =
+              std::make_tuple(served->type->type_url(), served->name, variant->version);
           auto count = clients.find(key);
           vf["clients"] = NumberValue(count == clients.end() ? 0 : count->second);
           auto* nack_list = vf["nacks"].mutable_list_value();
@@ -170,7 +172,8 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   flags.Define("allow-old-style-names", "true", "serve resources without spec.authority", true);
   DefineServingFlags(flags);
   flags.Define("help", "false", "print this help", true);
-  const std::string usage = absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
+  const std::string usage =
+      absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
   if (absl::Status s = flags.Parse(args); !s.ok()) {
     err << "facet serve: " << s.message() << "\n" << usage;
     return 2;
@@ -219,39 +222,30 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   ManifestDirSource source(source_options, store);
   source.Start();  // The first snapshot is published before any client can connect.
 
-  absl::StatusOr<XdsListener> listener =
-      StartXdsListener(flags.Get("xds-address"), ads, *server_options);
-  if (!listener.ok()) {
-    err << "facet serve: --xds-address: " << listener.status().message() << "\n";
-    return 1;
-  }
-  std::unique_ptr<grpc::Server> server = std::move(listener->server);
-  const std::string xds_address = listener->address;
-
-  absl::StatusOr<std::unique_ptr<AdminServer>> started = StartAdminFromFlags(
-      flags,
+  absl::StatusOr<Serving> serving = StartServing(
+      flags, ads, *server_options,
       {{"/metrics",
-        [&] { return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)}; }},
-       {"/status", [&] { return AdminResponse{200, "application/json", StatusJson(source, ads, store)}; }}},
+        [&] {
+          return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)};
+        }},
+       {"/status",
+        [&] {
+          return AdminResponse{200, "application/json", StatusJson(source, ads, store)};
+        }}},
       *admin_tls);
-  if (!started.ok()) {
-    err << "facet serve: --admin-address: " << started.status().message() << "\n";
-    server->Shutdown();
+  if (!serving.ok()) {
+    err << "facet serve: " << serving.status().message() << "\n";
     return 1;
   }
-  std::unique_ptr<AdminServer> admin = *std::move(started);
 
-  out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << xds_address
-      << (admin ? absl::StrCat(", admin on ", admin->scheme(), "://", admin->address()) : "") << "\n"
+  out << "facet serve: serving " << flags.Get("manifests") << " over xDS on "
+      << serving->xds_address << serving->AdminSuffix() << "\n"
       << "Client bootstrap (save it as bootstrap.json and set GRPC_XDS_BOOTSTRAP=bootstrap.json):\n"
-      << ClientBootstrap(xds_address, source.authorities()) << "\n";
+      << ClientBootstrap(serving->xds_address, source.authorities()) << "\n";
   out.flush();
-  if (!flags.Get("ready-file").empty() &&
-      !WriteReadyFile(flags.Get("ready-file"), xds_address, admin ? admin->address() : "")) {
-    spdlog::error("cannot write --ready-file {}", flags.Get("ready-file"));
-  }
+  WriteReadyFileFromFlags(flags, *serving);
 
-  ServeUntilSignalled(signals, ads, *server, admin);
+  ServeUntilSignalled(signals, ads, *serving);
   return 0;
 }
 

@@ -331,30 +331,64 @@ void DefineServingFlags(Flags& flags) {
   flags.Define("node-metadata-params", "",
                "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
                "(empty: every top-level string field)");
-  flags.Define("ready-file", "", "write {\"xds_address\",\"admin_address\"} JSON here once serving");
+  flags.Define("ready-file", "",
+               "write {\"xds_address\",\"admin_address\"} JSON here once serving");
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
   DefineXdsServerFlags(flags);
   DefineTlsFlags(flags, "admin-tls", "the admin port");
 }
 
-absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminFromFlags(
-    const Flags& flags, std::map<std::string, AdminServer::Handler> routes, const TlsFiles& tls) {
-  if (flags.Get("admin-address").empty()) return std::unique_ptr<AdminServer>();
-  routes.emplace("/healthz",
-                 [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; });
-  routes.emplace("/readyz",
-                 [] { return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"}; });
-  return AdminServer::Start(flags.Get("admin-address"), std::move(routes), tls);
+std::string Serving::AdminSuffix() const {
+  return admin == nullptr ? ""
+                          : absl::StrCat(", admin on ", admin->scheme(), "://", admin->address());
 }
 
-void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, grpc::Server& server,
-                         std::unique_ptr<AdminServer>& admin) {
+absl::StatusOr<Serving> StartServing(const Flags& flags, xds::AdsService& ads,
+                                     const XdsServerOptions& options,
+                                     std::map<std::string, AdminServer::Handler> routes,
+                                     const TlsFiles& admin_tls) {
+  absl::StatusOr<XdsListener> listener = StartXdsListener(flags.Get("xds-address"), ads, options);
+  if (!listener.ok()) {
+    return absl::Status(listener.status().code(),
+                        absl::StrCat("--xds-address: ", listener.status().message()));
+  }
+  Serving serving;
+  serving.server = std::move(listener->server);
+  serving.xds_address = listener->address;
+  if (flags.Get("admin-address").empty()) return serving;
+  routes.emplace("/healthz", [] {
+    return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"};
+  });
+  routes.emplace("/readyz", [] {
+    return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"};
+  });
+  absl::StatusOr<std::unique_ptr<AdminServer>> admin =
+      AdminServer::Start(flags.Get("admin-address"), std::move(routes), admin_tls);
+  if (!admin.ok()) {
+    serving.server->Shutdown();
+    return absl::Status(admin.status().code(),
+                        absl::StrCat("--admin-address: ", admin.status().message()));
+  }
+  serving.admin = *std::move(admin);
+  return serving;
+}
+
+void WriteReadyFileFromFlags(const Flags& flags, const Serving& serving) {
+  const std::string& path = flags.Get("ready-file");
+  if (path.empty()) return;
+  if (!WriteReadyFile(path, serving.xds_address, serving.admin ? serving.admin->address() : "")) {
+    spdlog::error("cannot write --ready-file {}", path);
+  }
+}
+
+void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, Serving& serving) {
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  spdlog::info("received {}; draining ADS streams", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  spdlog::info("received {}; draining ADS streams",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   ads.Drain();
-  server.Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  admin.reset();
+  serving.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  serving.admin.reset();
   spdlog::info("stopped");
 }
 

@@ -113,17 +113,32 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
 // xDS server flags (DefineXdsServerFlags) and --admin-tls-*.
 void DefineServingFlags(Flags& flags);
 
-// Starts the admin server on --admin-address with /healthz, /readyz and
-// `routes` (metrics, status); null when --admin-address is empty. `tls` is
-// TlsFilesFromFlags(flags, "admin-tls").
-absl::StatusOr<std::unique_ptr<AdminServer>> StartAdminFromFlags(
-    const Flags& flags, std::map<std::string, AdminServer::Handler> routes, const TlsFiles& tls);
+// The running servers of `facet serve` and `facet relay`.
+struct Serving {
+  std::unique_ptr<grpc::Server> server;
+  std::string xds_address;             // As XdsListener::address.
+  std::unique_ptr<AdminServer> admin;  // Null when --admin-address is empty.
+
+  // Returns ", admin on SCHEME://HOST:PORT", or "" without admin.
+  std::string AdminSuffix() const;
+};
+
+// Starts the ADS server for `ads` on --xds-address (StartXdsListener) and
+// the admin server on --admin-address with /healthz, /readyz and `routes`
+// (metrics, status), using TlsFilesFromFlags(flags, "admin-tls") as
+// `admin_tls`. Errors name the flag; nothing is left running on error.
+absl::StatusOr<Serving> StartServing(const Flags& flags, xds::AdsService& ads,
+                                     const XdsServerOptions& options,
+                                     std::map<std::string, AdminServer::Handler> routes,
+                                     const TlsFiles& admin_tls);
+
+// Writes --ready-file, when set, for `serving` (logs when it cannot).
+void WriteReadyFileFromFlags(const Flags& flags, const Serving& serving);
 
 // Blocks until one of `signals` arrives, then ends every ADS stream of `ads`
-// (clients reconnect elsewhere), stops `server` with a 5 s grace and stops
-// `admin`.
-void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, grpc::Server& server,
-                         std::unique_ptr<AdminServer>& admin);
+// (clients reconnect elsewhere), stops the ADS server with a 5 s grace and
+// stops the admin server.
+void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, Serving& serving);
 
 // Writes {"xds_address": ..., "admin_address": ...} (and "webhook_address"
 // when set) to `path` atomically
