@@ -63,5 +63,39 @@ if [[ ${got} -ne 1 || ${output} != *"missing.json"* ]]; then
   echo "FAIL: facet relay --config missing.json exited ${got} (want 1) with \"${output}\""
   failures=$((failures + 1))
 fi
+# An address in use is not a usage error either: exit 1, naming the flag.
+# A running relay (upstream unreachable, which it waits for) holds the ports.
+"${facet}" relay --config "${work}/relay.json" --xds-address 127.0.0.1:0 \
+  --admin-address 127.0.0.1:0 --ready-file "${work}/holder.ready" >/dev/null 2>&1 &
+holder=$!
+for _ in $(seq 1 100); do
+  [[ -s ${work}/holder.ready ]] && break
+  sleep 0.1
+done
+ready=$(cat "${work}/holder.ready" 2>/dev/null)
+xds_port=$(sed -n 's/.*"xds_address":"[^"]*:\([0-9]*\)".*/\1/p' <<<"${ready}")
+admin_port=$(sed -n 's/.*"admin_address":"[^"]*:\([0-9]*\)".*/\1/p' <<<"${ready}")
+expect_start_error() {
+  local want=$1
+  shift
+  local output
+  output=$(timeout 20 "${facet}" "$@" 2>&1 >/dev/null)
+  local got=$?
+  if [[ ${got} -ne 1 || ${output} != *"${want}"* ]]; then
+    echo "FAIL: facet $* exited ${got} (want 1) with \"${output}\" (want \"${want}\")"
+    failures=$((failures + 1))
+  fi
+}
+if [[ -z ${xds_port} || -z ${admin_port} ]]; then
+  echo "FAIL: the port-holding relay wrote no usable ready file: \"${ready}\""
+  failures=$((failures + 1))
+else
+  expect_start_error '--xds-address: ' serve --manifests "${repo}/examples" \
+    --xds-address "127.0.0.1:${xds_port}" --admin-address ''
+  expect_start_error '--admin-address: ' relay --config "${work}/relay.json" \
+    --xds-address 127.0.0.1:0 --admin-address "127.0.0.1:${admin_port}"
+fi
+kill "${holder}" 2>/dev/null
+wait "${holder}" 2>/dev/null
 if [[ ${failures} -gt 0 ]]; then exit 1; fi
 echo "command usage errors: ok"
