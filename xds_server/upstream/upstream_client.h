@@ -113,7 +113,8 @@ class UpstreamClient {
     absl::Duration initial_backoff = absl::Milliseconds(100);
     absl::Duration max_backoff = absl::Seconds(10);
     // A server that has not answered this long after a stream started is
-    // given up for the next one in the list.
+    // given up for the next one in the list. Also the time one connection
+    // attempt gets (up to the server's HTTP/2 SETTINGS).
     absl::Duration failover_timeout = absl::Seconds(5);
     // Largest response accepted, in bytes (gRPC's receive limit on each
     // channel): a larger one ends the stream with RESOURCE_EXHAUSTED.
