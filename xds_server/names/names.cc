@@ -160,9 +160,49 @@ absl::Status ParseContextParams(absl::string_view name, absl::string_view raw_qu
   return absl::OkStatus();
 }
 
-bool HasControlChar(absl::string_view text) {
-  return std::any_of(text.begin(), text.end(),
-                     [](char c) { return absl::ascii_iscntrl(static_cast<unsigned char>(c)); });
+// Returns the length of the UTF-8 sequence at the start of `text`, or 0 if
+// it is not a valid one (overlong forms, surrogates and code points above
+// U+10FFFF are invalid, as in RFC 3629).
+std::size_t Utf8SequenceLength(absl::string_view text) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char first = byte(0);
+  if (first < 0x80) return 1;
+  std::size_t length;
+  unsigned char low = 0x80, high = 0xBF;  // Allowed range of the second byte.
+  if (first >= 0xC2 && first <= 0xDF) {
+    length = 2;
+  } else if (first >= 0xE0 && first <= 0xEF) {
+    length = 3;
+    if (first == 0xE0) low = 0xA0;
+    if (first == 0xED) high = 0x9F;
+  } else if (first >= 0xF0 && first <= 0xF4) {
+    length = 4;
+    if (first == 0xF0) low = 0x90;
+    if (first == 0xF4) high = 0x8F;
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xBF) return 0;
+  }
+  return length;
+}
+
+// Returns why `text` cannot be (part of) a resource name, or "" if it can:
+// it must be valid UTF-8 without control characters (C0, DEL or C1).
+std::string NameTextProblem(absl::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = Utf8SequenceLength(text.substr(i));
+    if (length == 0) return absl::StrCat("is not valid UTF-8 (at byte ", i, ")");
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    const bool c1 = length == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+    if (absl::ascii_iscntrl(c) || c1) {
+      return absl::StrCat("contains control characters (at byte ", i, ")");
+    }
+    i += length;
+  }
+  return "";
 }
 
 // True for a fully-qualified protobuf message name: dot-separated
@@ -275,6 +315,19 @@ absl::StatusOr<XdstpName> ParseXdstpName(absl::string_view name) {
   if (query_start != absl::string_view::npos) {
     RETURN_IF_ERROR(ParseContextParams(name, rest.substr(query_start + 1), &parsed.context_params));
   }
+  auto check = [&](absl::string_view component, absl::string_view decoded) -> absl::Status {
+    const std::string problem = NameTextProblem(decoded);
+    if (problem.empty()) return absl::OkStatus();
+    return InvalidName(name, absl::StrCat("the ", component, " ", Quote(decoded), " (decoded) ",
+                                          problem));
+  };
+  RETURN_IF_ERROR(check("authority", parsed.authority));
+  RETURN_IF_ERROR(check("resource type", parsed.type));
+  RETURN_IF_ERROR(check("resource id", parsed.id));
+  for (const auto& [key, value] : parsed.context_params) {
+    RETURN_IF_ERROR(check("context parameter key", key));
+    RETURN_IF_ERROR(check(absl::StrCat("value of context parameter ", Quote(key)), value));
+  }
   return parsed;
 }
 
@@ -296,6 +349,9 @@ absl::StatusOr<std::string> BuildXdstpName(
       })) {
     return InvalidBuildField("authority", authority, "contains whitespace or control characters");
   }
+  if (std::string problem = NameTextProblem(authority); !problem.empty()) {
+    return InvalidBuildField("authority", authority, problem);
+  }
   absl::ConsumePrefix(&type, kTypeUrlPrefix);
   if (!IsProtoFullName(type)) {
     return InvalidBuildField("type", type,
@@ -306,8 +362,10 @@ absl::StatusOr<std::string> BuildXdstpName(
   if (IsGlob(id)) {
     return InvalidBuildField("id", id, "ends in \"/*\", but glob collections are not supported");
   }
-  if (HasControlChar(id)) {
-    return InvalidBuildField("id", id, "contains control characters (a trailing newline?)");
+  if (std::string problem = NameTextProblem(id); !problem.empty()) {
+    return InvalidBuildField(
+        "id", id,
+        absl::StrCat(problem, absl::StrContains(problem, "control") ? "; a trailing newline?" : ""));
   }
   XdstpName name;
   name.authority = std::string(authority);
@@ -319,12 +377,12 @@ absl::StatusOr<std::string> BuildXdstpName(
     if (key.empty()) {
       return InvalidBuildField("context parameter key", key, "is empty");
     }
-    if (HasControlChar(key)) {
-      return InvalidBuildField("context parameter key", key, "contains control characters");
+    if (std::string problem = NameTextProblem(key); !problem.empty()) {
+      return InvalidBuildField("context parameter key", key, problem);
     }
-    if (HasControlChar(value)) {
+    if (std::string problem = NameTextProblem(value); !problem.empty()) {
       return InvalidBuildField(absl::StrCat("value of context parameter \"", key, "\""), value,
-                               "contains control characters");
+                               problem);
     }
     name.context_params.emplace_back(key, value);
   }
@@ -340,7 +398,12 @@ absl::StatusOr<std::string> NormalizeResourceName(absl::string_view name) {
     return absl::InvalidArgumentError("invalid xDS resource name: the name is empty");
   }
   if (name.size() > kMaxResourceNameLength) return TooLong(name, name.size(), "is ");
-  if (!IsXdstpName(name)) return std::string(name);
+  if (!IsXdstpName(name)) {
+    if (std::string problem = NameTextProblem(name); !problem.empty()) {
+      return InvalidName(name, problem);
+    }
+    return std::string(name);
+  }
   ASSIGN_OR_RETURN(const XdstpName parsed, ParseXdstpName(name));
   std::string canonical = parsed.ToString();
   // Only a name with unescaped bytes can grow; rejecting it keeps

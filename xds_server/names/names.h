@@ -81,7 +81,8 @@ bool IsXdstpName(absl::string_view name);
 // "//" authority section, no type, no id, a type without '.', an empty
 // "?", an empty context-parameter key, an invalid percent escape (anything
 // but '%' followed by two hex digits), a '#' fragment (processing
-// directives), or a glob ("/*" as the last id segment).
+// directives), a glob ("/*" as the last id segment), or a decoded component
+// that is not valid UTF-8 or contains control characters (C0, DEL or C1).
 absl::StatusOr<XdstpName> ParseXdstpName(absl::string_view name);
 
 // Builds the canonical xdstp:// name under which a resource declared with an
@@ -93,8 +94,9 @@ absl::StatusOr<XdstpName> ParseXdstpName(absl::string_view name);
 // - `type` is a fully-qualified protobuf message name; a leading
 //   "type.googleapis.com/" is stripped.
 // - `id` must be non-empty and not a glob; '/' separates segments.
-// - No component may contain ASCII control characters (a YAML block scalar's
-//   trailing newline is the usual culprit); parameter keys must be non-empty.
+// - Every component must be valid UTF-8 without control characters (C0, DEL
+//   or C1; a YAML block scalar's trailing newline is the usual culprit);
+//   parameter keys must be non-empty.
 // Returns InvalidArgumentError naming the offending field otherwise, or if
 // the result would exceed kMaxResourceNameLength.
 absl::StatusOr<std::string> BuildXdstpName(
@@ -104,8 +106,9 @@ absl::StatusOr<std::string> BuildXdstpName(
 // Returns the cache key for a requested resource name: an old-style name
 // unchanged, an xdstp name in canonical form. Idempotent. Returns
 // InvalidArgumentError for an empty name, one longer than
-// kMaxResourceNameLength (before or after canonicalisation), or an xdstp
-// name that ParseXdstpName rejects.
+// kMaxResourceNameLength (before or after canonicalisation), an old-style
+// name that is not valid UTF-8 or contains control characters (C0, DEL or
+// C1), or an xdstp name that ParseXdstpName rejects.
 absl::StatusOr<std::string> NormalizeResourceName(absl::string_view name);
 
 }  // namespace facet::xds

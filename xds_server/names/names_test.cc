@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -17,6 +18,7 @@ namespace {
 using ::facet::testing::IsOk;
 using ::facet::testing::StatusIs;
 using ::testing::AllOf;
+using ::testing::AnyOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
@@ -177,6 +179,12 @@ TEST(XdstpNameToStringTest, EscapesExactlyTheBytesGrpcEscapes) {
                            expect(query_chars), "=", expect(query_chars)))
         << "byte " << b;
     absl::StatusOr<XdstpName> reparsed = ParseXdstpName(name.ToString());
+    if (b < 0x20 || b >= 0x7F) {
+      // Escaped as gRPC does, but a control character or a lone byte that
+      // is not UTF-8 is not a name Facet accepts.
+      EXPECT_THAT(reparsed, StatusIs(absl::StatusCode::kInvalidArgument)) << "byte " << b;
+      continue;
+    }
     ASSERT_THAT(reparsed, IsOk()) << "byte " << b;
     EXPECT_EQ(*reparsed, name) << "byte " << b;
   }
@@ -310,6 +318,39 @@ TEST(NormalizeResourceNameTest, PassesOldStyleNamesThroughUnchanged) {
   }
 }
 
+TEST(NormalizeResourceNameTest, RejectsControlCharactersAndInvalidUtf8) {
+  using namespace std::string_literals;
+  for (const std::string& name : {"a\0b"s, "line\n"s, "del\x7f"s, "nel\xC2\x85"s, "\xFF"s,
+                                  "overlong\xC0\xAF"s, "surrogate\xED\xA0\x80"s, "cut\xE2\x82"s,
+                                  "big\xF4\x90\x80\x80"s}) {
+    SCOPED_TRACE(absl::CHexEscape(name));
+    EXPECT_THAT(NormalizeResourceName(name),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AnyOf(HasSubstr("control characters"), HasSubstr("not valid UTF-8"))));
+  }
+  for (const std::string& name : {"\xC3\xBC"s, "\xE2\x82\xAC"s, "\xF0\x9F\x98\x80"s, "nbsp\xC2\xA0"s}) {
+    EXPECT_THAT(NormalizeResourceName(name), IsOkAndHolds(name));
+  }
+}
+
+TEST(ParseXdstpNameTest, RejectsDecodedControlCharactersAndInvalidUtf8) {
+  EXPECT_THAT(ParseXdstpName("xdstp://x/a.B/c%00d"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("resource id"), HasSubstr("control characters"))));
+  EXPECT_THAT(ParseXdstpName("xdstp://x/a.B/c%FF"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not valid UTF-8")));
+  EXPECT_THAT(ParseXdstpName("xdstp://x%0A/a.B/c"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("the authority")));
+  EXPECT_THAT(ParseXdstpName("xdstp://x/a.B/c?k=%0D"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("context parameter \"k\""), HasSubstr("control"))));
+  EXPECT_THAT(ParseXdstpName("xdstp://x/a.B/c?%C0%AF=v"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("context parameter key"), HasSubstr("UTF-8"))));
+  EXPECT_THAT(NormalizeResourceName("xdstp://x/a.B/c\x01"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("control characters")));
+}
+
 TEST(NormalizeResourceNameTest, RejectsEmptyName) {
   EXPECT_THAT(NormalizeResourceName(""),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty")));
@@ -419,6 +460,18 @@ TEST(BuildXdstpNameTest, RejectsBadContextParams) {
   EXPECT_THAT(BuildXdstpName("x", kListener, "c", {{"k", "v\r\n"}}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("context parameter \"k\""), HasSubstr("control"))));
+}
+
+TEST(BuildXdstpNameTest, RejectsInvalidUtf8) {
+  EXPECT_THAT(BuildXdstpName("x", kListener, "c\xFF", {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("id"), HasSubstr("not valid UTF-8"))));
+  EXPECT_THAT(BuildXdstpName("\xC3", kListener, "c", {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("authority"), HasSubstr("not valid UTF-8"))));
+  EXPECT_THAT(BuildXdstpName("x", kListener, "c", {{"k", "\xC2\x9B"}}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("control characters")));
+  EXPECT_THAT(BuildXdstpName("x", kListener, "\xC3\xBC", {}), IsOk());
 }
 
 TEST(BuildXdstpNameTest, AcceptsEmptyContextParamValue) {
