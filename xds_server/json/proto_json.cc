@@ -120,10 +120,16 @@ class Checker {
     return nullptr;
   }
 
+  static absl::Status TooMany(absl::string_view path, size_t count, absl::string_view what) {
+    return Error(path, absl::StrCat("has ", count, " ", what, "; the limit per field is ",
+                                    kMaxRepeatedFieldItems, " ", what));
+  }
+
   absl::Status CheckField(const YAML::Node& node, const FieldDescriptor& field,
                           const std::string& path, int depth) {
     if (field.is_map()) {
       if (!node.IsMap()) return Expected(path, "a map", node);
+      if (node.size() > kMaxRepeatedFieldItems) return TooMany(path, node.size(), "entries");
       const FieldDescriptor& value_field = *field.message_type()->FindFieldByName("value");
       for (const auto& entry : node) {
         if (!entry.first.IsScalar()) {
@@ -138,6 +144,7 @@ class Checker {
     }
     if (field.is_repeated()) {
       if (!node.IsSequence()) return Expected(path, "a list", node);
+      if (node.size() > kMaxRepeatedFieldItems) return TooMany(path, node.size(), "items");
       for (size_t i = 0; i < node.size(); ++i) {
         std::string item_path = absl::StrCat(path, "[", i, "]");
         if (IsNullNode(node[i])) return Error(item_path, "list items must not be null");
@@ -311,7 +318,11 @@ absl::Status ParseMessage(const YAML::Node& node, absl::string_view path,
   if (absl::Status s = checker.CheckMessage(node, *message->GetDescriptor(), root, 0); !s.ok()) {
     return s;
   }
-  absl::StatusOr<std::string> json = YamlToJson(node, path);
+  absl::StatusOr<std::string> json = YamlToJson(node, path, kMaxMessageJsonBytes);
+  if (absl::IsResourceExhausted(json.status())) {
+    return Error(path, absl::StrCat("longer than ", kMaxMessageJsonBytes,
+                                    " bytes as JSON; that is the limit for one message"));
+  }
   if (!json.ok()) return json.status();
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

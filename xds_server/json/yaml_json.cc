@@ -57,11 +57,17 @@ void AppendJsonString(absl::string_view text, std::string* out) {
   out->push_back('"');
 }
 
+absl::Status TooLong(absl::string_view path, size_t max_bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat(path, ": longer than ", max_bytes, " bytes as JSON, the limit"));
+}
+
 absl::Status AppendJson(const YAML::Node& node, absl::string_view path, int depth,
-                        std::string* out) {
+                        size_t max_bytes, std::string* out) {
   if (depth > 100) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": nested more than 100 levels deep"));
   }
+  if (out->size() > max_bytes) return TooLong(path, max_bytes);
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -71,7 +77,7 @@ absl::Status AppendJson(const YAML::Node& node, absl::string_view path, int dept
       out->push_back('[');
       for (size_t i = 0; i < node.size(); ++i) {
         if (i > 0) out->push_back(',');
-        if (absl::Status s = AppendJson(node[i], absl::StrCat(path, "[", i, "]"), depth + 1, out);
+        if (absl::Status s = AppendJson(node[i], absl::StrCat(path, "[", i, "]"), depth + 1, max_bytes, out);
             !s.ok()) {
           return s;
         }
@@ -92,7 +98,7 @@ absl::Status AppendJson(const YAML::Node& node, absl::string_view path, int dept
         first = false;
         AppendJsonString(key, out);
         out->push_back(':');
-        if (absl::Status s = AppendJson(entry.second, absl::StrCat(path, ".", key), depth + 1, out);
+        if (absl::Status s = AppendJson(entry.second, absl::StrCat(path, ".", key), depth + 1, max_bytes, out);
             !s.ok()) {
           return s;
         }
@@ -196,9 +202,11 @@ YAML::Node Child(const YAML::Node& map, absl::string_view key) {
   return YAML::Node(YAML::NodeType::Undefined);
 }
 
-absl::StatusOr<std::string> YamlToJson(const YAML::Node& node, absl::string_view path) {
+absl::StatusOr<std::string> YamlToJson(const YAML::Node& node, absl::string_view path,
+                                       size_t max_bytes) {
   std::string out;
-  if (absl::Status s = AppendJson(node, path, 0, &out); !s.ok()) return s;
+  if (absl::Status s = AppendJson(node, path, 0, max_bytes, &out); !s.ok()) return s;
+  if (out.size() > max_bytes) return TooLong(path, max_bytes);
   return out;
 }
 

@@ -4,6 +4,8 @@
 #ifndef FACET_XDS_SERVER_JSON_YAML_JSON_H_
 #define FACET_XDS_SERVER_JSON_YAML_JSON_H_
 
+#include <cstddef>
+#include <limits>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,9 +26,13 @@ ScalarKind ClassifyScalar(const YAML::Node& node);
 absl::string_view ScalarKindName(ScalarKind kind);
 
 // Returns the JSON text of `node`. Fails with InvalidArgument (naming `path`)
-// for YAML that has no JSON equivalent: non-string map keys, aliases are
-// fine but tags other than the core ones are not.
-absl::StatusOr<std::string> YamlToJson(const YAML::Node& node, absl::string_view path);
+// for YAML that has no JSON equivalent (non-string map keys) and for nesting
+// deeper than 100 levels; with ResourceExhausted for JSON longer than
+// `max_bytes`, stopping there (so the work is bounded by `max_bytes` even for
+// a tree whose aliases repeat large subtrees).
+absl::StatusOr<std::string> YamlToJson(
+    const YAML::Node& node, absl::string_view path,
+    size_t max_bytes = std::numeric_limits<size_t>::max());
 
 // Returns map[key] when `map` is a map holding `key`, and an undefined node
 // otherwise. Use it instead of yaml-cpp's operator[] on const nodes, whose

@@ -1,0 +1,277 @@
+#include "xds_server/json/yaml_reader.h"
+
+#include <sstream>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "yaml-cpp/anchor.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/mark.h"
+#include "yaml-cpp/parser.h"
+
+namespace facet::json {
+namespace {
+
+YamlPosition PositionOf(const YAML::Mark& mark) { return {mark.line + 1, mark.column + 1}; }
+
+std::string Where(const YAML::Mark& mark) {
+  return absl::StrCat(mark.line + 1, ":", mark.column + 1);
+}
+
+// Builds one document from parser events, every node created in (and
+// attached at once to) the document's single yaml-cpp memory pool, so each
+// node costs the same whatever the document's size. After the first problem
+// it records nothing more.
+class BoundedBuilder : public YAML::EventHandler {
+ public:
+  explicit BoundedBuilder(const YamlLimits& limits) : limits_(limits) {}
+
+  const std::optional<YamlReadError>& error() const { return error_; }
+
+  // Returns the document read since the last call.
+  YamlDocument TakeDocument() {
+    YamlDocument document{root_, position_, std::move(item_positions_)};
+    root_.reset(YAML::Node());
+    item_positions_.clear();
+    return document;
+  }
+
+  void OnDocumentStart(const YAML::Mark& /*mark*/) override {
+    stack_.clear();
+    anchors_.clear();
+    anchor_names_.clear();
+    root_.reset(YAML::Node(YAML::NodeType::Null));
+    position_ = YamlPosition();
+    item_positions_.clear();
+  }
+  void OnDocumentEnd() override {}
+
+  void OnAnchor(const YAML::Mark& /*mark*/, const std::string& name) override {
+    pending_anchor_name_ = name;
+  }
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (failed() || !AcceptValue(mark, "null") || !Count(mark, 1, 0)) return;
+    YAML::Node node(YAML::NodeType::Null);
+    Place(mark, node);
+    Anchor(anchor, node, 1, 0);
+  }
+
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    if (failed() || !Count(mark, 1, value.size())) return;
+    YAML::Node node(value);
+    node.SetTag(tag);
+    if (!stack_.empty() && stack_.back().is_map && !stack_.back().has_key) {
+      Open& map = stack_.back();
+      auto [it, inserted] = map.keys.try_emplace(value, mark);
+      if (!inserted) {
+        Fail(mark, absl::StrCat("duplicate key \"", value, "\" in a map (first at ",
+                                Where(it->second),
+                                "); a key may appear once, as the Kubernetes API requires"));
+        return;
+      }
+      map.key.reset(node);
+      map.key_name = value;
+      map.has_key = true;
+    } else {
+      Place(mark, node);
+    }
+    Anchor(anchor, node, 1, value.size());
+  }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    if (failed() || !AcceptValue(mark, "an alias")) return;
+    auto it = anchors_.find(anchor);
+    const std::string name = AnchorName(anchor);
+    if (it == anchors_.end() || !it->second.complete) {
+      Fail(mark, absl::StrCat("alias *", name,
+                              " is inside the node it refers to (a cycle has no JSON form)"));
+      return;
+    }
+    const Anchored& target = it->second;
+    if (!Count(mark, target.nodes, target.bytes, &name)) return;
+    Place(mark, target.node);
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value /*style*/) override {
+    StartContainer(mark, tag, anchor, /*is_map=*/false);
+  }
+  void OnSequenceEnd() override { EndContainer(); }
+
+  void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value /*style*/) override {
+    StartContainer(mark, tag, anchor, /*is_map=*/true);
+  }
+  void OnMapEnd() override { EndContainer(); }
+
+ private:
+  struct Open {
+    YAML::Node node;
+    bool is_map = false;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    // The counters when this node opened (itself not counted).
+    size_t nodes_before = 0;
+    size_t bytes_before = 0;
+    // Maps: the key waiting for its value, and every key seen.
+    bool has_key = false;
+    YAML::Node key;
+    std::string key_name;
+    absl::flat_hash_map<std::string, YAML::Mark> keys;
+    // The `items` list of a document's root map: record item positions.
+    bool items = false;
+  };
+
+  struct Anchored {
+    YAML::Node node;
+    bool complete = false;  // False while the anchored container is open.
+    size_t nodes = 0;       // Expanded size of its subtree.
+    size_t bytes = 0;
+  };
+
+  bool failed() const { return error_.has_value(); }
+
+  void Fail(const YAML::Mark& mark, std::string message) {
+    if (!failed()) error_ = YamlReadError{PositionOf(mark), std::move(message)};
+  }
+
+  std::string AnchorName(YAML::anchor_t anchor) const {
+    auto it = anchor_names_.find(anchor);
+    return it == anchor_names_.end() ? absl::StrCat(anchor) : it->second;
+  }
+
+  // Adds `nodes` and `bytes` to the document's totals; fails past a limit.
+  // `alias` names the alias that repeats them, if one does.
+  bool Count(const YAML::Mark& mark, size_t nodes, size_t bytes,
+             const std::string* alias = nullptr) {
+    const std::string via =
+        alias == nullptr ? "" : absl::StrCat(" (alias *", *alias, " repeats ", nodes,
+                                             " nodes and ", bytes, " bytes)");
+    if (nodes > limits_.max_nodes - nodes_) {
+      Fail(mark, absl::StrCat("more than ", limits_.max_nodes,
+                              " YAML nodes, counting each alias as the nodes it repeats", via,
+                              "; that is the limit per file: split it"));
+      return false;
+    }
+    if (bytes > limits_.max_scalar_bytes - bytes_) {
+      Fail(mark, absl::StrCat("more than ", limits_.max_scalar_bytes,
+                              " bytes of keys and values, counting each alias as the bytes it "
+                              "repeats",
+                              via, "; that is the limit per file: split it"));
+      return false;
+    }
+    nodes_ += nodes;
+    bytes_ += bytes;
+    return true;
+  }
+
+  // Checks that a non-scalar node may stand where it is (not as a map key).
+  bool AcceptValue(const YAML::Mark& mark, absl::string_view what) {
+    if (!stack_.empty() && stack_.back().is_map && !stack_.back().has_key) {
+      Fail(mark, absl::StrCat("map keys must be strings, found ", what));
+      return false;
+    }
+    return true;
+  }
+
+  // Attaches `node` to the open container (or makes it the root).
+  void Place(const YAML::Mark& mark, const YAML::Node& node) {
+    if (stack_.empty()) {
+      root_.reset(node);
+      position_ = PositionOf(mark);
+      return;
+    }
+    Open& parent = stack_.back();
+    if (parent.is_map) {
+      parent.node.force_insert(parent.key, node);
+      parent.has_key = false;
+    } else {
+      if (parent.items) item_positions_.push_back(PositionOf(mark));
+      parent.node.push_back(node);
+    }
+  }
+
+  void Anchor(YAML::anchor_t anchor, const YAML::Node& node, size_t nodes, size_t bytes) {
+    if (anchor == YAML::NullAnchor) return;
+    anchor_names_[anchor] = std::move(pending_anchor_name_);
+    anchors_.erase(anchor);
+    anchors_.emplace(anchor, Anchored{node, /*complete=*/true, nodes, bytes});
+  }
+
+  void StartContainer(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                      bool is_map) {
+    if (failed() || !AcceptValue(mark, is_map ? "a map" : "a list")) return;
+    if (stack_.size() >= static_cast<size_t>(limits_.max_depth)) {
+      Fail(mark, absl::StrCat("lists and maps nested more than ", limits_.max_depth,
+                              " levels deep (the limit)"));
+      return;
+    }
+    Open open;
+    open.nodes_before = nodes_;
+    open.bytes_before = bytes_;
+    if (!Count(mark, 1, 0)) return;
+    open.node.reset(YAML::Node(is_map ? YAML::NodeType::Map : YAML::NodeType::Sequence));
+    open.node.SetTag(tag);
+    open.is_map = is_map;
+    open.anchor = anchor;
+    open.items = !is_map && stack_.size() == 1 && stack_[0].is_map && stack_[0].key_name == "items";
+    Place(mark, open.node);
+    if (anchor != YAML::NullAnchor) {
+      anchor_names_[anchor] = std::move(pending_anchor_name_);
+      anchors_.erase(anchor);
+      anchors_.emplace(anchor, Anchored{open.node, /*complete=*/false, 0, 0});
+    }
+    stack_.push_back(std::move(open));
+  }
+
+  void EndContainer() {
+    if (failed() || stack_.empty()) return;
+    Open& open = stack_.back();
+    if (open.anchor != YAML::NullAnchor) {
+      Anchored& anchored = anchors_.at(open.anchor);
+      anchored.complete = true;
+      anchored.nodes = nodes_ - open.nodes_before;
+      anchored.bytes = bytes_ - open.bytes_before;
+    }
+    stack_.pop_back();
+  }
+
+  const YamlLimits& limits_;
+  std::optional<YamlReadError> error_;
+  // Totals over the whole text, aliases expanded.
+  size_t nodes_ = 0;
+  size_t bytes_ = 0;
+  // The document being read. yaml-cpp's Node::operator= writes through to
+  // the node already held, so nodes held here are only ever reset().
+  YAML::Node root_;
+  YamlPosition position_;
+  std::vector<YamlPosition> item_positions_;
+  std::vector<Open> stack_;
+  absl::flat_hash_map<YAML::anchor_t, Anchored> anchors_;
+  absl::flat_hash_map<YAML::anchor_t, std::string> anchor_names_;
+  std::string pending_anchor_name_;
+};
+
+}  // namespace
+
+YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits) {
+  YamlDocuments out;
+  std::istringstream in{std::string(text)};
+  BoundedBuilder builder(limits);
+  try {
+    YAML::Parser parser(in);
+    while (parser.HandleNextDocument(builder)) {
+      if (builder.error().has_value()) break;
+      out.documents.push_back(builder.TakeDocument());
+    }
+  } catch (const YAML::Exception& e) {
+    out.error = YamlReadError{PositionOf(e.mark), absl::StrCat("not valid YAML: ", e.msg)};
+  }
+  if (!out.error.has_value() && builder.error().has_value()) out.error = builder.error();
+  if (out.error.has_value()) out.documents.clear();
+  return out;
+}
+
+}  // namespace facet::json

@@ -1,0 +1,134 @@
+#include "xds_server/json/yaml_reader.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "xds_server/json/yaml_json.h"
+
+namespace facet::json {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+// The "billion laughs": nine levels of nine aliases each, 9^9 (387 million)
+// strings once expanded, in under 900 bytes.
+std::string AliasBomb() {
+  std::string text = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
+  const std::string names = "abcdefghi";
+  for (size_t i = 1; i < names.size(); ++i) {
+    absl::StrAppend(&text, names.substr(i, 1), ": &", names.substr(i, 1), " [");
+    for (int j = 0; j < 9; ++j) absl::StrAppend(&text, j > 0 ? "," : "", "*", names.substr(i - 1, 1));
+    absl::StrAppend(&text, "]\n");
+  }
+  return text;
+}
+
+YamlReadError ErrorOf(const std::string& text, const YamlLimits& limits = {}) {
+  YamlDocuments read = ReadYamlDocuments(text, limits);
+  EXPECT_TRUE(read.error.has_value()) << text.substr(0, 200);
+  EXPECT_TRUE(read.documents.empty());
+  return read.error.value_or(YamlReadError{});
+}
+
+TEST(ReadYamlDocumentsTest, ReadsDocumentsWithPositionsAndTags) {
+  YamlDocuments read = ReadYamlDocuments(
+      "a: 1\nb: \"2\"\n---\n---\nkind: List\nitems:\n- x: 1\n-   {y: 2}\n- [3]\n");
+  ASSERT_FALSE(read.error.has_value()) << read.error->message;
+  ASSERT_EQ(read.documents.size(), 3u);
+  EXPECT_EQ(YamlToJson(read.documents[0].node, "").value(), R"({"a":1,"b":"2"})");
+  EXPECT_EQ(read.documents[0].position.line, 1);
+  EXPECT_TRUE(read.documents[1].node.IsNull());
+  EXPECT_EQ(read.documents[2].position.line, 5);
+  ASSERT_EQ(read.documents[2].item_positions.size(), 3u);
+  EXPECT_EQ(read.documents[2].item_positions[0].line, 7);
+  EXPECT_EQ(read.documents[2].item_positions[1].line, 8);
+  EXPECT_EQ(read.documents[2].item_positions[1].column, 5);
+  EXPECT_EQ(read.documents[2].item_positions[2].line, 9);
+  EXPECT_EQ(YamlToJson(read.documents[2].node, "").value(),
+            R"({"kind":"List","items":[{"x":1},{"y":2},[3]]})");
+}
+
+TEST(ReadYamlDocumentsTest, ReadsJson) {
+  YamlDocuments read = ReadYamlDocuments(R"({"a": [1, "x", null, {"b": true}]})");
+  ASSERT_FALSE(read.error.has_value());
+  EXPECT_EQ(YamlToJson(read.documents[0].node, "").value(), R"({"a":[1,"x",null,{"b":true}]})");
+}
+
+TEST(ReadYamlDocumentsTest, AliasesWithinTheBoundsRepeatTheirAnchor) {
+  YamlDocuments read = ReadYamlDocuments("base: &b {port: 80, tags: [x]}\ncopy: *b\nname: &n n1\nalso: *n\n");
+  ASSERT_FALSE(read.error.has_value()) << read.error->message;
+  EXPECT_EQ(YamlToJson(read.documents[0].node, "").value(),
+            R"({"base":{"port":80,"tags":["x"]},"copy":{"port":80,"tags":["x"]},"name":"n1","also":"n1"})");
+}
+
+TEST(ReadYamlDocumentsTest, RejectsTheAliasBombBeforeExpandingIt) {
+  const std::string bomb = AliasBomb();
+  ASSERT_LT(bomb.size(), 900u);
+  const YamlReadError error = ErrorOf(bomb);
+  EXPECT_THAT(error.message, AllOf(HasSubstr("more than 250000 YAML nodes"), HasSubstr("alias *"),
+                                   HasSubstr("limit per file")));
+  EXPECT_GE(error.position.line, 6);
+}
+
+TEST(ReadYamlDocumentsTest, CountsAliasedBytes) {
+  const std::string text =
+      absl::StrCat("a: &a \"", std::string(1 << 20, 'x'), "\"\nb: [", "*a,*a,*a,*a,*a,*a,*a,*a,",
+                   "*a,*a,*a,*a,*a,*a,*a,*a]\n");
+  EXPECT_THAT(ErrorOf(text).message,
+              AllOf(HasSubstr("more than 16777216 bytes of keys and values"), HasSubstr("*a")));
+}
+
+TEST(ReadYamlDocumentsTest, RejectsAnAliasInsideItsAnchor) {
+  EXPECT_THAT(ErrorOf("a: &x [1, *x]\n").message, HasSubstr("alias *x is inside the node"));
+}
+
+TEST(ReadYamlDocumentsTest, RejectsDuplicateKeysNamingBothPositions) {
+  const YamlReadError error = ErrorOf("spec:\n  name: a\n  type: route\n  name: b\n");
+  EXPECT_EQ(error.position.line, 4);
+  EXPECT_EQ(error.position.column, 3);
+  EXPECT_THAT(error.message, HasSubstr("duplicate key \"name\" in a map (first at 2:3)"));
+  // Keys are compared as strings, as they are in JSON.
+  EXPECT_THAT(ErrorOf("{80: a, \"80\": b}").message, HasSubstr("duplicate key \"80\""));
+  // The same key in different maps is fine.
+  EXPECT_FALSE(ReadYamlDocuments("a: {name: x}\nb: {name: y}\n").error.has_value());
+}
+
+TEST(ReadYamlDocumentsTest, RejectsKeysThatAreNotStrings) {
+  EXPECT_THAT(ErrorOf("? [a]\n: 1\n").message, HasSubstr("map keys must be strings, found a list"));
+  EXPECT_THAT(ErrorOf("a: &k x\n*k : 1\n").message, HasSubstr("found an alias"));
+}
+
+TEST(ReadYamlDocumentsTest, BoundsAMillionListElements) {
+  std::string text;
+  text.reserve(4'000'000);
+  for (int i = 0; i < 1'000'000; ++i) text.append("- 1\n");
+  const YamlReadError error = ErrorOf(text);
+  EXPECT_THAT(error.message, HasSubstr("more than 250000 YAML nodes"));
+  EXPECT_EQ(error.position.line, 250000);
+}
+
+TEST(ReadYamlDocumentsTest, BoundsNestingDepth) {
+  const std::string deep = std::string(101, '[') + std::string(101, ']');
+  EXPECT_THAT(ErrorOf(deep).message, HasSubstr("nested more than 100 levels deep"));
+  const std::string ok = std::string(100, '[') + std::string(100, ']');
+  EXPECT_FALSE(ReadYamlDocuments(ok).error.has_value());
+}
+
+TEST(ReadYamlDocumentsTest, InvalidYamlHasAPosition) {
+  const YamlReadError error = ErrorOf("a: 1\nb: [1, 2\n");
+  EXPECT_THAT(error.message, HasSubstr("not valid YAML"));
+  EXPECT_GT(error.position.line, 1);
+}
+
+TEST(ReadYamlDocumentsTest, LimitsApplyToTheWholeText) {
+  YamlLimits limits;
+  limits.max_nodes = 5;
+  EXPECT_FALSE(ReadYamlDocuments("[1, 2]\n---\n[3]\n", limits).error.has_value());
+  EXPECT_THAT(ErrorOf("[1, 2]\n---\n[3, 4]\n", limits).message, HasSubstr("more than 5"));
+}
+
+}  // namespace
+}  // namespace facet::json
