@@ -147,5 +147,62 @@ TEST_F(ProtoJsonTest, NullMeansDefault) {
   EXPECT_EQ(route.virtual_hosts_size(), 0);
 }
 
+TEST_F(ProtoJsonTest, BoundsItemsPerRepeatedField) {
+  std::string yaml = "virtual_hosts:\n- name: v\n  domains: [";
+  for (size_t i = 0; i < kMaxRepeatedFieldItems; ++i) absl::StrAppend(&yaml, i > 0 ? "," : "", "d", i);
+  yaml += "]\n";
+  RouteConfiguration route;
+  ASSERT_THAT(ParseRoute(yaml, &route), IsOk());
+  EXPECT_EQ(route.virtual_hosts(0).domains_size(), 10000);
+  yaml.insert(yaml.size() - 2, ",one-more");
+  EXPECT_THAT(ParseRoute(yaml, &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource.virtual_hosts[0].domains: has 10001 items; the limit "
+                                 "per field is 10000 items")));
+}
+
+TEST_F(ProtoJsonTest, BoundsEntriesPerMapField) {
+  std::string yaml = "virtual_hosts:\n- name: v\n  domains: [x]\n  typed_per_filter_config: {";
+  for (size_t i = 0; i <= kMaxRepeatedFieldItems; ++i) {
+    absl::StrAppend(&yaml, i > 0 ? "," : "", "f", i,
+                    ": {\"@type\": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}");
+  }
+  yaml += "}\n";
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute(yaml, &route),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has 10001 entries")));
+}
+
+TEST_F(ProtoJsonTest, BoundsTheJsonSizeOfAMessage) {
+  RouteConfiguration route;
+  const std::string fits(kMaxMessageJsonBytes - 64, 'n');
+  ASSERT_THAT(ParseRoute(absl::StrCat("name: ", fits, "\n"), &route), IsOk());
+  EXPECT_EQ(route.name().size(), fits.size());
+  // Aliases repeat the name without making the YAML larger.
+  const std::string yaml = absl::StrCat("name: &n ", std::string(300'000, 'n'),
+                                        "\nvirtual_hosts: [{name: *n}, {name: *n}, {name: *n}]\n");
+  EXPECT_THAT(ParseRoute(yaml, &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource: longer than 1048576 bytes as JSON; that is the limit "
+                                 "for one message")));
+}
+
+TEST_F(ProtoJsonTest, UnknownFieldSuggestsTheNearestNameInTheSameStyle) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, domians: [a]}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("virtual_hosts[0].domians: unknown field \"domians\" in "
+                                 "envoy.config.route.v3.VirtualHost; did you mean \"domains\"?")));
+  EXPECT_THAT(ParseRoute("virtualHosts: [{name: vh, requireTLS: ALL}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("did you mean \"requireTls\"?")));
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, require_tsl: ALL}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("did you mean \"require_tls\"?")));
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, completely_unrelated: 1}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::Not(HasSubstr("did you mean"))));
+}
+
 }  // namespace
 }  // namespace facet::json
