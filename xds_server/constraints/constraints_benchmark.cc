@@ -115,6 +115,48 @@ void BM_CheckVariantSet_GridWithOneOverlap(benchmark::State& state) {
 }
 BENCHMARK(BM_CheckVariantSet_GridWithOneOverlap)->Unit(benchmark::kMillisecond);
 
+// `env = v0` ... `env = v<n-1>`: a one-key exact partition, decided by
+// hashing values (linear) rather than by search.
+std::vector<Constraint> EnvPartition(int n) {
+  std::vector<Constraint> variants;
+  for (int i = 0; i < n; ++i) variants.push_back(MustCompile(Eq("env", absl::StrCat("v", i))));
+  return variants;
+}
+
+void BM_CheckVariantSet_EnvPartition(benchmark::State& state) {
+  RunCheck(state, EnvPartition(static_cast<int>(state.range(0))));
+}
+BENCHMARK(BM_CheckVariantSet_EnvPartition)
+    ->Arg(256)
+    ->Arg(768)
+    ->Arg(1024)
+    ->Unit(benchmark::kMicrosecond);
+
+// The 1,024-variant partition with one value repeated: the pair is found
+// and named.
+void BM_CheckVariantSet_EnvPartitionWithOneOverlap(benchmark::State& state) {
+  std::vector<Constraint> variants = EnvPartition(1024);
+  variants[900] = variants[17];
+  RunCheck(state, variants);
+}
+BENCHMARK(BM_CheckVariantSet_EnvPartitionWithOneOverlap)->Unit(benchmark::kMicrosecond);
+
+// Whether a variant for `env = v1000` is covered by a 1,024-variant
+// partition (a reference check).
+void BM_FindParameterSet_CoveredByEnvPartition(benchmark::State& state) {
+  const std::vector<Constraint> targets = EnvPartition(1024);
+  std::vector<const Constraint*> all_false;
+  for (const Constraint& c : targets) all_false.push_back(&c);
+  const Constraint self = MustCompile(Eq("env", "v1000"));
+  const Constraint* all_true[] = {&self};
+  for (auto _ : state) {
+    auto found = FindParameterSet(all_true, all_false);
+    if (!found.ok() || found->has_value()) state.SkipWithError("expected covered");
+    benchmark::DoNotOptimize(found);
+  }
+}
+BENCHMARK(BM_FindParameterSet_CoveredByEnvPartition)->Unit(benchmark::kMicrosecond);
+
 void BM_Matches(benchmark::State& state) {
   const std::vector<Constraint> variants = MixedPartition(8);
   ParameterSet params;

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "xds_server/constraints/simple_shapes.h"
 
 namespace facet::xds {
 namespace {
@@ -582,6 +583,11 @@ ParameterSet Search::CurrentAssignment() const {
 absl::StatusOr<std::optional<ParameterSet>> FindParameterSet(
     absl::Span<const Constraint* const> all_true, absl::Span<const Constraint* const> all_false,
     const ConstraintLimits& limits) {
+  int64_t steps = 0;
+  std::optional<std::optional<ParameterSet>> simple =
+      internal::FindSimpleParameterSet(all_true, all_false, &steps);
+  if (limits.object_budget != nullptr) *limits.object_budget -= steps;
+  if (simple.has_value()) return *std::move(simple);
   Search search(limits);
   for (const Constraint* constraint : all_true) search.Add(*constraint, Role::kMustMatch);
   for (const Constraint* constraint : all_false) search.Add(*constraint, Role::kMustNotMatch);
@@ -601,6 +607,13 @@ absl::StatusOr<VariantSetReport> CheckVariantSet(absl::Span<const Constraint> va
     if (variants[i].keys() != variants[0].keys()) {
       report.key_set_mismatches.push_back({0, i, variants[0].keys(), variants[i].keys()});
     }
+  }
+  if (report.key_set_mismatches.empty() && !variants.empty() &&
+      variants[0].keys().size() <= static_cast<size_t>(std::max(limits.max_keys_per_resource, 0))) {
+    int64_t steps = 0;
+    const bool simple = internal::CheckSimpleVariantSet(variants, limits, report, &steps);
+    if (limits.object_budget != nullptr) *limits.object_budget -= steps;
+    if (simple) return report;
   }
   Search search(limits);
   for (const Constraint& variant : variants) search.Add(variant, Role::kVariant);

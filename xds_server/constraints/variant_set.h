@@ -17,6 +17,11 @@
 // and propagates changes towards the roots; everything is undone from a
 // trail. Subtrees die as soon as the outcome is settled, and keys that no
 // undecided constraint mentions are never branched on (left absent).
+//
+// Before searching, both functions recognise the shapes most partitions have
+// (every constraint an exact tuple over the same keys, or a value list of one
+// key with at most one negated default; see simple_shapes.h) and decide those
+// by hashing values, in linear time and with the same answers.
 #ifndef FACET_XDS_SERVER_CONSTRAINTS_VARIANT_SET_H_
 #define FACET_XDS_SERVER_CONSTRAINTS_VARIANT_SET_H_
 

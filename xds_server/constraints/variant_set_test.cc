@@ -69,6 +69,14 @@ std::vector<Constraint> Variants(const std::vector<std::string>& texts) {
   return variants;
 }
 
+Constraint MustCompileWith(const std::string& text, const ConstraintLimits& limits) {
+  DynamicParameterConstraints proto;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &proto)) << text;
+  absl::StatusOr<Constraint> constraint = Constraint::Compile(proto, limits);
+  EXPECT_THAT(constraint, IsOk()) << text;
+  return constraint.ok() ? *constraint : Constraint::Unconstrained();
+}
+
 VariantSetReport MustCheck(const std::vector<Constraint>& variants,
                            const ConstraintLimits& limits = {}) {
   absl::StatusOr<VariantSetReport> report = CheckVariantSet(variants, limits);
@@ -324,10 +332,25 @@ std::vector<Constraint> Grid(int bits) {
   return variants;
 }
 
+// The same grid written with negations (`k=a` or NOT `k=a`): not a shape the
+// near-linear path decides, so it takes the general search.
+std::vector<Constraint> NegatedGrid(int bits) {
+  std::vector<Constraint> variants;
+  for (int v = 0; v < (1 << bits); ++v) {
+    std::vector<std::string> operands;
+    for (int k = 0; k < bits; ++k) {
+      const std::string eq = Eq(absl::StrCat("k", k), "a");
+      operands.push_back((v >> k) & 1 ? Not(eq) : eq);
+    }
+    variants.push_back(MustCompile(And(operands)));
+  }
+  return variants;
+}
+
 TEST(CheckVariantSetTest, FailsWithResourceExhaustedWhenBudgetIsSpent) {
   ConstraintLimits limits;
   limits.max_search_steps = 50;
-  EXPECT_THAT(CheckVariantSet(Grid(6), limits),
+  EXPECT_THAT(CheckVariantSet(NegatedGrid(6), limits),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("within 50 search steps (limit max_search_steps)")));
 }
@@ -335,11 +358,11 @@ TEST(CheckVariantSetTest, FailsWithResourceExhaustedWhenBudgetIsSpent) {
 TEST(CheckVariantSetTest, SearchesShareTheObjectBudget) {
   // Each search alone fits max_search_steps, but not all of them together.
   ConstraintLimits limits;
-  ASSERT_THAT(CheckVariantSet(Grid(6), limits), IsOk());
+  ASSERT_THAT(CheckVariantSet(NegatedGrid(6), limits), IsOk());
   int64_t budget = 60;
   limits.object_search_steps = 60;
   limits.object_budget = &budget;
-  EXPECT_THAT(CheckVariantSet(Grid(6), limits),
+  EXPECT_THAT(CheckVariantSet(NegatedGrid(6), limits),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("budget of 60 search steps (limit object_search_steps)")));
   EXPECT_LE(budget, 0);
@@ -384,6 +407,135 @@ TEST(CheckVariantSetTest, FindsTheOneOverlapInALargeGrid) {
   const VariantSetReport report = MustCheck(variants);
   ASSERT_THAT(Pairs(report), ElementsAre(std::make_pair(size_t{0b11001001}, size_t{256})));
   ExpectWitnessesHold(variants, report);
+}
+
+TEST(CheckVariantSetTest, DefaultBudgetCoversNegatedGridAtLimits) {
+  const std::vector<Constraint> variants = NegatedGrid(8);
+  const VariantSetReport report = MustCheck(variants);
+  EXPECT_THAT(report.overlaps, IsEmpty());
+  EXPECT_EQ(report.gap, std::nullopt);
+}
+
+// Partitions of one key into exact values: decided by hashing, so the
+// documented limit of 1,024 variants is reachable within a tiny budget.
+std::vector<Constraint> EnvPartition(int n) {
+  std::vector<Constraint> variants;
+  for (int i = 0; i < n; ++i) variants.push_back(MustCompile(Eq("env", absl::StrCat("v", i))));
+  return variants;
+}
+
+TEST(CheckVariantSetTest, AcceptsLargeExactPartitionsUpToTheVariantLimit) {
+  for (int n : {768, 1024}) {
+    ConstraintLimits limits;
+    int64_t budget = 10 * n;  // Linear work: a few steps per variant.
+    limits.object_budget = &budget;
+    const std::vector<Constraint> variants = EnvPartition(n);
+    const VariantSetReport report = MustCheck(variants, limits);
+    EXPECT_THAT(report.overlaps, IsEmpty()) << n;
+    EXPECT_THAT(report.key_set_mismatches, IsEmpty()) << n;
+    EXPECT_THAT(report.gap, Optional(ParameterSet{})) << n;
+    EXPECT_GT(budget, 0) << n;
+  }
+}
+
+TEST(CheckVariantSetTest, RejectsAnExactPartitionOverTheVariantLimit) {
+  EXPECT_THAT(CheckVariantSet(EnvPartition(1025)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("1025 variants, more than 1024 (limit max_variants_per_resource)")));
+}
+
+TEST(CheckVariantSetTest, FindsTheOverlappingPairInALargeExactPartition) {
+  std::vector<Constraint> variants = EnvPartition(1024);
+  variants[900] = MustCompile(Eq("env", "v17"));
+  ConstraintLimits limits;
+  int64_t budget = 20000;
+  limits.object_budget = &budget;
+  const VariantSetReport report = MustCheck(variants, limits);
+  ASSERT_THAT(Pairs(report), ElementsAre(std::make_pair(size_t{17}, size_t{900})));
+  EXPECT_EQ(report.overlaps[0].witness, (ParameterSet{{"env", "v17"}}));
+  EXPECT_GT(budget, 0);
+}
+
+TEST(CheckVariantSetTest, DecidesLargeMultiKeyTuplePartitionsLinearly) {
+  std::vector<Constraint> variants;
+  for (int i = 0; i < 1024; ++i) {
+    variants.push_back(MustCompile(And({Eq("env", absl::StrCat("e", i % 32)),
+                                        Eq("version", absl::StrCat("v", i / 32))})));
+  }
+  variants[1023] = variants[5];
+  ConstraintLimits limits;
+  int64_t budget = 20000;
+  limits.object_budget = &budget;
+  const VariantSetReport report = MustCheck(variants, limits);
+  ASSERT_THAT(Pairs(report), ElementsAre(std::make_pair(size_t{5}, size_t{1023})));
+  EXPECT_EQ(report.overlaps[0].witness, (ParameterSet{{"env", "e5"}, {"version", "v0"}}));
+  ExpectWitnessesHold(variants, report);
+  EXPECT_GT(budget, 0);
+}
+
+TEST(CheckVariantSetTest, DecidesValueListsWithADefaultLinearly) {
+  // 340 variants listing three zones each, and a default for every other zone.
+  ConstraintLimits limits;
+  limits.max_nodes = 2048;
+  std::vector<Constraint> variants;
+  std::vector<std::string> listed;
+  for (int i = 0; i < 340; ++i) {
+    std::vector<std::string> values;
+    for (int j = 3 * i; j < 3 * i + 3; ++j) values.push_back(Eq("zone", absl::StrCat("z", j)));
+    variants.push_back(MustCompileWith(Or(values), limits));
+    listed.insert(listed.end(), values.begin(), values.end());
+  }
+  variants.push_back(MustCompileWith(Not(Or(listed)), limits));
+  int64_t budget = 20000;
+  limits.object_budget = &budget;
+  VariantSetReport report = MustCheck(variants, limits);
+  EXPECT_THAT(report.overlaps, IsEmpty());
+  EXPECT_EQ(report.gap, std::nullopt);
+  EXPECT_GT(budget, 0);
+
+  // A default that no longer excludes z1019 overlaps the variant listing it.
+  listed.pop_back();
+  variants.back() = MustCompileWith(Not(Or(listed)), limits);
+  report = MustCheck(variants, limits);
+  ASSERT_THAT(Pairs(report), ElementsAre(std::make_pair(size_t{339}, size_t{340})));
+  EXPECT_EQ(report.overlaps[0].witness, (ParameterSet{{"zone", "z1019"}}));
+  ExpectWitnessesHold(variants, report);
+  EXPECT_GT(budget, 0);
+
+  // A default that excludes a value no variant lists leaves a gap there.
+  listed.push_back(Eq("zone", "z1019"));
+  listed.push_back(Eq("zone", "unlisted"));
+  variants.back() = MustCompileWith(Not(Or(listed)), limits);
+  report = MustCheck(variants, limits);
+  EXPECT_THAT(report.overlaps, IsEmpty());
+  EXPECT_THAT(report.gap, Optional(ParameterSet{{"zone", "unlisted"}}));
+}
+
+TEST(CheckVariantSetTest, ReportsTheFirstPairsOfManyEqualTuples) {
+  const std::vector<Constraint> variants(40, MustCompile(Eq("env", "prod")));
+  const VariantSetReport report = MustCheck(variants);
+  EXPECT_EQ(report.overlaps.size(), 16u);
+  EXPECT_TRUE(report.overlaps_truncated);
+  EXPECT_EQ(Pairs(report).front(), std::make_pair(size_t{0}, size_t{1}));
+  EXPECT_EQ(Pairs(report).back(), std::make_pair(size_t{0}, size_t{16}));
+}
+
+TEST(FindParameterSetTest, CoverageOfLargeExactPartitionsIsLinear) {
+  const std::vector<Constraint> targets = EnvPartition(1024);
+  std::vector<const Constraint*> all_false;
+  for (const Constraint& c : targets) all_false.push_back(&c);
+  ConstraintLimits limits;
+  int64_t budget = 20000;
+  limits.object_budget = &budget;
+  const Constraint covered = MustCompile(Eq("env", "v1000"));
+  EXPECT_THAT(FindParameterSet({&covered}, all_false, limits),
+              IsOkAndHolds(std::nullopt));
+  const Constraint uncovered = MustCompile(Eq("env", "v1024"));
+  EXPECT_THAT(FindParameterSet({&uncovered}, all_false, limits),
+              IsOkAndHolds(Optional(ParameterSet{{"env", "v1024"}})));
+  const Constraint more_keys = MustCompile(And({Eq("env", "v3"), Eq("zone", "a")}));
+  EXPECT_THAT(FindParameterSet({&more_keys}, all_false, limits), IsOkAndHolds(std::nullopt));
+  EXPECT_GT(budget, 0);
 }
 
 // FindParameterSet.
@@ -502,6 +654,55 @@ std::vector<ParameterSet> AllParameterSets() {
   return all;
 }
 
+// Whether some parameter set in `all` matches every constraint of `all_true`
+// and none of `all_false`; checks that FindParameterSet agrees (and that its
+// witness holds). `round` labels failures.
+bool ExpectFindAgreesWithBruteForce(const std::vector<const Constraint*>& all_true,
+                                    const std::vector<const Constraint*>& all_false,
+                                    const std::vector<ParameterSet>& all, int round) {
+  auto satisfies = [&](const ParameterSet& params) {
+    for (const Constraint* c : all_true) {
+      if (!c->Matches(params)) return false;
+    }
+    for (const Constraint* c : all_false) {
+      if (c->Matches(params)) return false;
+    }
+    return true;
+  };
+  bool expected = false;
+  for (const ParameterSet& params : all) expected = expected || satisfies(params);
+  absl::StatusOr<std::optional<ParameterSet>> found = FindParameterSet(all_true, all_false);
+  EXPECT_THAT(found, IsOk());
+  if (!found.ok()) return expected;
+  EXPECT_EQ(found->has_value(), expected) << "round " << round;
+  if (found->has_value()) {
+    EXPECT_TRUE(satisfies(**found)) << "round " << round << ": " << ParameterSetToString(**found);
+  }
+  return expected;
+}
+
+// The overlapping pairs of `variants` and whether a gap exists, by brute
+// force over `all`.
+struct BruteForceReport {
+  std::set<std::pair<size_t, size_t>> pairs;
+  bool gap = false;
+};
+BruteForceReport BruteForceCheck(const std::vector<Constraint>& variants,
+                                 const std::vector<ParameterSet>& all) {
+  BruteForceReport out;
+  for (const ParameterSet& params : all) {
+    std::vector<size_t> matching;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      if (variants[i].Matches(params)) matching.push_back(i);
+    }
+    out.gap = out.gap || matching.empty();
+    for (size_t i = 0; i < matching.size(); ++i) {
+      for (size_t j = i + 1; j < matching.size(); ++j) out.pairs.emplace(matching[i], matching[j]);
+    }
+  }
+  return out;
+}
+
 TEST(FindParameterSetTest, AgreesWithBruteForceOnRandomQueries) {
   RandomConstraints random(/*seed=*/20240611);
   const std::vector<ParameterSet> all = AllParameterSets();
@@ -516,25 +717,7 @@ TEST(FindParameterSetTest, AgreesWithBruteForceOnRandomQueries) {
     std::vector<const Constraint*> all_true, all_false;
     for (int i = 0; i < n_true; ++i) all_true.push_back(&constraints[i]);
     for (int i = n_true; i < n_true + n_false; ++i) all_false.push_back(&constraints[i]);
-    auto satisfies = [&](const ParameterSet& params) {
-      for (const Constraint* c : all_true) {
-        if (!c->Matches(params)) return false;
-      }
-      for (const Constraint* c : all_false) {
-        if (c->Matches(params)) return false;
-      }
-      return true;
-    };
-    bool expected = false;
-    for (const ParameterSet& params : all) expected = expected || satisfies(params);
-
-    absl::StatusOr<std::optional<ParameterSet>> found = FindParameterSet(all_true, all_false);
-    ASSERT_THAT(found, IsOk());
-    ASSERT_EQ(found->has_value(), expected) << "round " << round;
-    if (found->has_value()) {
-      ++satisfiable;
-      EXPECT_TRUE(satisfies(**found)) << "round " << round << ": " << ParameterSetToString(**found);
-    }
+    satisfiable += ExpectFindAgreesWithBruteForce(all_true, all_false, all, round);
   }
   // Both outcomes were exercised.
   EXPECT_GT(satisfiable, 200);
@@ -550,20 +733,9 @@ TEST(CheckVariantSetTest, AgreesWithBruteForceOnRandomVariantSets) {
     std::vector<Constraint> variants;
     for (int i = 0; i < n; ++i) variants.push_back(MustCompile(random.Expression(2)));
 
-    std::set<std::pair<size_t, size_t>> expected_pairs;
-    bool expected_gap = false;
-    for (const ParameterSet& params : all) {
-      std::vector<size_t> matching;
-      for (size_t i = 0; i < variants.size(); ++i) {
-        if (variants[i].Matches(params)) matching.push_back(i);
-      }
-      expected_gap = expected_gap || matching.empty();
-      for (size_t i = 0; i < matching.size(); ++i) {
-        for (size_t j = i + 1; j < matching.size(); ++j) {
-          expected_pairs.emplace(matching[i], matching[j]);
-        }
-      }
-    }
+    const BruteForceReport expected = BruteForceCheck(variants, all);
+    const std::set<std::pair<size_t, size_t>>& expected_pairs = expected.pairs;
+    const bool expected_gap = expected.gap;
 
     const VariantSetReport report = MustCheck(variants);
     ASSERT_FALSE(report.overlaps_truncated);
@@ -579,6 +751,74 @@ TEST(CheckVariantSetTest, AgreesWithBruteForceOnRandomVariantSets) {
   EXPECT_GT(with_overlaps, 100);
   EXPECT_GT(with_gaps, 100);
   EXPECT_LT(with_gaps, 1000);
+}
+
+// Random variant sets of the shapes the near-linear path decides: exact
+// tuples over keys a and b, or value lists on key a with at most one negated.
+class RandomSimple {
+ public:
+  explicit RandomSimple(uint32_t seed) : rng_(seed) {}
+
+  std::vector<Constraint> VariantSet() {
+    std::vector<Constraint> variants;
+    const int n = 1 + Uniform(6);
+    const bool tuples = Uniform(2) == 0;
+    const bool two_keys = Uniform(2) == 0;
+    bool negated = false;
+    for (int i = 0; i < n; ++i) {
+      if (tuples) {
+        variants.push_back(MustCompile(two_keys ? And({Eq("a", Value()), Eq("b", Value())})
+                                                : Eq("a", Value())));
+        continue;
+      }
+      std::vector<std::string> values;
+      const int m = 1 + Uniform(3);
+      for (int j = 0; j < m; ++j) values.push_back(Eq("a", Value()));
+      std::string text = m == 1 ? values[0] : Or(values);
+      if (!negated && Uniform(3) == 0) {
+        negated = true;
+        text = Not(text);
+      }
+      variants.push_back(MustCompile(text));
+    }
+    return variants;
+  }
+
+  int Uniform(int n) { return std::uniform_int_distribution<int>(0, n - 1)(rng_); }
+
+ private:
+  std::string Value() { return std::string(1, static_cast<char>('x' + Uniform(3))); }
+
+  std::mt19937 rng_;
+};
+
+// Random sets of the shapes the near-linear path decides, against brute force.
+TEST(CheckVariantSetTest, SimpleShapesAgreeWithBruteForce) {
+  RandomSimple random(/*seed=*/11);
+  const std::vector<ParameterSet> all = AllParameterSets();
+  for (int round = 0; round < 2000; ++round) {
+    const std::vector<Constraint> variants = random.VariantSet();
+    const BruteForceReport expected = BruteForceCheck(variants, all);
+    const std::set<std::pair<size_t, size_t>>& expected_pairs = expected.pairs;
+    const bool expected_gap = expected.gap;
+    ConstraintLimits limits;
+    limits.max_reported_overlaps = 100;
+    const VariantSetReport report = MustCheck(variants, limits);
+    const std::vector<std::pair<size_t, size_t>> pairs = Pairs(report);
+    const std::set<std::pair<size_t, size_t>> found_pairs(pairs.begin(), pairs.end());
+    EXPECT_EQ(found_pairs, expected_pairs) << "round " << round;
+    EXPECT_EQ(pairs.size(), expected_pairs.size()) << "round " << round;
+    EXPECT_TRUE(std::is_sorted(pairs.begin(), pairs.end())) << "round " << round;
+    EXPECT_EQ(report.gap.has_value(), expected_gap) << "round " << round;
+    ExpectWitnessesHold(variants, report);
+
+    // And coverage queries over the same constraints.
+    std::vector<const Constraint*> all_true, all_false;
+    for (size_t i = 0; i < variants.size(); ++i) {
+      (random.Uniform(3) == 0 ? all_true : all_false).push_back(&variants[i]);
+    }
+    ExpectFindAgreesWithBruteForce(all_true, all_false, all, round);
+  }
 }
 
 }  // namespace
