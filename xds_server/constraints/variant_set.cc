@@ -539,10 +539,11 @@ bool Search::AllPossiblePairsFound() const {
   if (possible * (possible - 1) / 2 > static_cast<int64_t>(overlaps_->size())) return false;
   for (int32_t i = 0; i < possible_size_; ++i) {
     for (int32_t j = i + 1; j < possible_size_; ++j) {
-      const auto [a, b] = std::minmax(possible_[i], possible_[j]);
-      const bool found = std::any_of(overlaps_->begin(), overlaps_->end(), [&](const auto& o) {
-        return o.a == static_cast<size_t>(a) && o.b == static_cast<size_t>(b);
-      });
+      // Plain variables: clang 14 cannot capture structured bindings.
+      const size_t a = static_cast<size_t>(std::min(possible_[i], possible_[j]));
+      const size_t b = static_cast<size_t>(std::max(possible_[i], possible_[j]));
+      const bool found = std::any_of(overlaps_->begin(), overlaps_->end(),
+                                     [&](const auto& o) { return o.a == a && o.b == b; });
       if (!found) return false;
     }
   }
