@@ -420,8 +420,15 @@ bool KubeSource::BuildAndPublish() {
                "{} served resources",
                absl::FormatDuration(elapsed), builder_.object_count(), result.validated_objects,
                result.reference_checks, builder_.rejected_count(), result.snapshot->size());
+  if (result.deferred_objects > 0) {
+    spdlog::warn("snapshot build spent its search budget ({} steps; limit build_search_steps): {} "
+                 "changed objects wait for the next build",
+                 result.search_steps, result.deferred_objects);
+  }
   {
     absl::MutexLock lock(&mu_);
+    // What the search budget left waits for the next build, which follows.
+    if (result.deferred_objects > 0) dirty_ = true;
     stats_.builds++;
     stats_.validated_objects += result.validated_objects;
     stats_.rejected_objects = builder_.rejected_count();

@@ -224,7 +224,8 @@ void ManifestDirSource::ProcessDirty() {
       held_files_.erase(path);
     }
   }
-  BuildAndPublish();
+  while (BuildAndPublish()) {
+  }
 }
 
 void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point now,
@@ -352,8 +353,8 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
   }
 }
 
-void ManifestDirSource::BuildAndPublish() {
-  if (published_ && !builder_.has_pending()) return;
+bool ManifestDirSource::BuildAndPublish() {
+  if (published_ && !builder_.has_pending()) return false;
   const auto start = Clock::now();
   xds::IncrementalBuilder::Result result = builder_.Build();
   const auto elapsed =
@@ -376,6 +377,11 @@ void ManifestDirSource::BuildAndPublish() {
                "rejected, {} served resources",
                elapsed.count(), builder_.object_count(), result.validated_objects,
                result.reference_checks, builder_.rejected_count(), result.snapshot->size());
+  if (result.deferred_objects > 0) {
+    spdlog::warn("snapshot build spent its search budget ({} steps; limit build_search_steps): {} "
+                 "changed objects wait for the next build, which follows",
+                 result.search_steps, result.deferred_objects);
+  }
   const bool publish = !published_ || result.snapshot_changed;
   {
     absl::MutexLock lock(&mu_);
@@ -392,6 +398,7 @@ void ManifestDirSource::BuildAndPublish() {
   // A large batch (the first read of a big directory) parses much more than
   // it keeps: hand the freed heap back to the system.
   if (result.validated_objects >= 1000) malloc_trim(0);
+  return result.deferred_objects > 0;
 }
 
 std::vector<std::string> ManifestDirSource::authorities() const {

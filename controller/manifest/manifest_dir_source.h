@@ -119,7 +119,9 @@ class ManifestDirSource {
                    std::optional<ManifestFile> pre_read = std::nullopt);
   void Define(const xds::ObjectRef& ref, const std::string& path, FileObject* object);
   void Undefine(const xds::ObjectRef& ref, const std::string& path);
-  void BuildAndPublish();
+  // Builds and publishes the pending changes; returns whether some wait for
+  // another build (the build's search budget ran out before their checks).
+  bool BuildAndPublish();
 
   const Options options_;
   xds::SnapshotStore& store_;

@@ -65,6 +65,11 @@ struct ConstraintLimits {
   // its references together). The builder points `object_budget` at a
   // counter set to this for each object it checks.
   int64_t object_search_steps = 1 << 22;
+  // Work budget of the own checks (variant sets) of all the objects one
+  // snapshot build validates. Each object gets at most what is left of it;
+  // an object whose checks it cannot finish is not rejected but deferred to
+  // the next build (the snapshot builder's job, not CheckVariantSet's).
+  int64_t build_search_steps = 1 << 25;
   // When set, every search draws its steps from this counter and fails with
   // ResourceExhausted once it is spent. Not owned; one thread at a time.
   int64_t* object_budget = nullptr;

@@ -31,6 +31,9 @@ BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
   for (const AuthorityObject& object : authorities) builder.Upsert(object);
   for (const ResourceObject& object : resources) builder.Upsert(object);
   IncrementalBuilder::Result built = builder.Build();
+  // A whole set is decided in full: objects the first build's search budget
+  // left for later are checked by the builds that follow.
+  while (built.deferred_objects > 0) built = builder.Build();
   BuildResult result;
   std::vector<std::shared_ptr<const ServedResource>> served;
   for (const ResourceType* type : AllResourceTypes()) {

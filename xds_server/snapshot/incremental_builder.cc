@@ -1,6 +1,8 @@
 #include "xds_server/snapshot/incremental_builder.h"
 
 #include <algorithm>
+#include <atomic>
+#include <iterator>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -192,7 +194,7 @@ class IncrementalBuilder::State {
     auto [it, inserted] = last_good.try_emplace(ref);
     if (inserted) {
       if (std::optional<ResourceObject> object = last_good_lookup(ref)) {
-        it->second = internal::ValidateResourceObject(*object, options_).resource;
+        it->second = internal::ValidateResourceObject(*object, options_, &variant_sets_).resource;
       }
     }
     return it->second;
@@ -222,6 +224,8 @@ class IncrementalBuilder::State {
   std::shared_ptr<const ObjectStatus> MakeStatus(const Entry& entry) const;
 
   const BuildOptions& options_;
+  // Outcomes held by entries' own validations, by variant-set content.
+  mutable internal::VariantSetCache variant_sets_;
   absl::flat_hash_map<NameKey, std::shared_ptr<const ServedResource>> overlay_;
   std::set<ObjectRef> touched_;
   std::set<NameKey> changed_names_;
@@ -302,12 +306,16 @@ std::vector<internal::OwnValidation> IncrementalBuilder::State::ValidateAll(
   objects.reserve(pending.size());
   for (const auto& [ref, entry] : pending) objects.push_back(&entry.first);
   std::vector<internal::OwnValidation> out(objects.size());
+  // Never less than one object's budget, so that every build finishes at
+  // least the first object it checks.
+  std::atomic<int64_t> budget(
+      std::max(options_.limits.build_search_steps, options_.limits.object_search_steps));
   constexpr size_t kPerThread = 256;  // Below this, a thread costs more than it saves.
   const size_t threads = std::min<size_t>(
       {std::max(1u, std::thread::hardware_concurrency()), 8, (objects.size() + kPerThread - 1) / kPerThread});
   auto work = [&](size_t first) {
     for (size_t i = first; i < objects.size(); i += threads) {
-      out[i] = internal::ValidateResourceObject(*objects[i], options_);
+      out[i] = internal::ValidateResourceObject(*objects[i], options_, &variant_sets_, &budget);
     }
   };
   std::vector<std::thread> helpers;
@@ -560,7 +568,15 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   // (a first build) over the cores.
   std::vector<internal::OwnValidation> validated = ValidateAll(pending_resources);
   size_t next_validated = 0;
+  std::set<ObjectRef> deferred;
   for (auto& [ref, pending] : pending_resources) {
+    internal::OwnValidation& own = validated[next_validated++];
+    result_->search_steps += own.search_steps;
+    if (own.deferred) {
+      // Its turn comes in the next build; until then nothing changes for it.
+      deferred.insert(ref);
+      continue;
+    }
     auto [it, inserted] = entries.try_emplace(ref);
     Entry& entry = it->second;
     const ResourceObject& object = pending.first;
@@ -570,13 +586,17 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     entry.digest = std::move(pending.second);
     if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
     Touch(entry);
-    entry.own = std::move(validated[next_validated++]);
+    entry.own = std::move(own);
     ++result_->validated_objects;
+    if (entry.own.variant_set_searched) ++result_->variant_set_searches;
     Readmit(entry);
     entry.new_problems.clear();
     entry.fallback_problem.reset();
   }
-  pending_resources.clear();
+  for (auto it = pending_resources.begin(); it != pending_resources.end();) {
+    it = deferred.count(it->first) > 0 ? std::next(it) : pending_resources.erase(it);
+  }
+  result.deferred_objects = static_cast<int64_t>(deferred.size());
   for (const auto& [ref, metadata] : pending_metadata) {
     auto it = entries.find(ref);
     if (it == entries.end()) continue;

@@ -66,6 +66,17 @@ class IncrementalBuilder {
     std::vector<ObjectRef> removed_statuses;
     int64_t validated_objects = 0;   // Objects whose spec was validated anew.
     int64_t reference_checks = 0;    // Objects whose references were re-checked.
+    // Variant sets decided by a search in this build; a set whose outcome is
+    // held (the same constraints in any object, accepted or rejected) is
+    // not searched again.
+    int64_t variant_set_searches = 0;
+    // Search steps the validated objects' own checks spent.
+    int64_t search_steps = 0;
+    // Changed objects left pending because this build's search budget
+    // (ConstraintLimits::build_search_steps) ran out before their checks
+    // finished. They keep their earlier state until a later Build() checks
+    // them; has_pending() stays true.
+    int64_t deferred_objects = 0;
   };
 
   // Lets objects seen for the first time at the next Build() fall back to

@@ -101,6 +101,144 @@ TEST(IncrementalBuilderTest, InvalidEditKeepsServingAndReferrersStayAccepted) {
   EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", "s1-route"})->accepted);
 }
 
+// An endpoint object with `n` variants {env: v0} ... {env: v<n-1>}; when
+// `repeat` >= 0, variant `repeat` repeats the value of variant 0 (an overlap).
+ResourceObject EnvPartition(const std::string& name, int n, int repeat, int port) {
+  std::vector<std::pair<std::string, std::string>> variants;
+  for (int i = 0; i < n; ++i) {
+    variants.emplace_back("{env: v" + std::to_string(i == repeat ? 0 : i) + "}", Endpoints(port));
+  }
+  return Object(name, "endpoint", name, variants);
+}
+
+// An endpoint object whose 2^bits variants are every combination of
+// {k<i>: a} and {k<i>: {not: a}} over keys <prefix>0 ...: a gap-free
+// partition that only the general search decides.
+ResourceObject NegatedGrid(const std::string& name, const std::string& prefix, int bits) {
+  std::vector<std::pair<std::string, std::string>> variants;
+  for (int v = 0; v < (1 << bits); ++v) {
+    std::string match = "{";
+    for (int k = 0; k < bits; ++k) {
+      match += (k > 0 ? ", " : "") + prefix + std::to_string(k);
+      match += (v >> k) & 1 ? ": {not: a}" : ": a";
+    }
+    variants.emplace_back(match + "}", Endpoints(1));
+  }
+  return Object(name, "endpoint", name, variants);
+}
+
+TEST(IncrementalBuilderTest, AcceptsExactPartitionsUpToTheVariantLimit) {
+  IncrementalBuilder builder{BuildOptions{}};
+  builder.Upsert(EnvPartition("p768", 768, -1, 1));
+  builder.Upsert(EnvPartition("p1024", 1024, -1, 1));
+  builder.Upsert(EnvPartition("p1025", 1025, -1, 1));
+  builder.Build();
+  EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", "p768"})->accepted);
+  EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", "p1024"})->accepted);
+  auto over = builder.StatusOf({kXdsResourceKind, "demo", "p1025"});
+  EXPECT_FALSE(over->accepted);
+  ASSERT_FALSE(over->findings.empty());
+  EXPECT_EQ(over->findings[0].reason, "TooComplex");
+  EXPECT_THAT(over->findings[0].message, HasSubstr("1025 variants; the limit is 1024"));
+}
+
+TEST(IncrementalBuilderTest, RejectedVariantSetsAreNotSearchedAgain) {
+  IncrementalBuilder builder{BuildOptions{}};
+  std::vector<ResourceObject> world = World(20);
+  for (int i = 0; i < 3; ++i) {
+    world.push_back(EnvPartition("rejected-" + std::to_string(i), 1024, 1000 + i, 1));
+  }
+  IncrementalBuilder::Result first = BuildAll(builder, world);
+  EXPECT_EQ(first.validated_objects, 103);
+  // The routes share one set, the clusters and endpoints another.
+  EXPECT_EQ(first.variant_set_searches, 2 + 3);
+  for (int i = 0; i < 3; ++i) {
+    auto status = builder.StatusOf({kXdsResourceKind, "demo", "rejected-" + std::to_string(i)});
+    EXPECT_FALSE(status->accepted);
+    ASSERT_FALSE(status->findings.empty());
+    EXPECT_EQ(status->findings[0].reason, "OverlappingVariants");
+    EXPECT_THAT(status->findings[0].message,
+                HasSubstr("variants \"v0\" and \"v" + std::to_string(1000 + i) + "\" overlap"));
+  }
+  // Edits elsewhere do not touch the rejected objects.
+  for (int edit = 0; edit < 10; ++edit) {
+    builder.Upsert(Object("s7-a-eps", "endpoint", "s7-a", {{"", Endpoints(2000 + edit)}}));
+    IncrementalBuilder::Result result = builder.Build();
+    EXPECT_EQ(result.validated_objects, 1);
+    EXPECT_EQ(result.variant_set_searches, 0);
+  }
+  // Nor does an edit of a rejected object that keeps its constraints: the
+  // outcome for those is known.
+  builder.Upsert(EnvPartition("rejected-1", 1024, 1001, 7));
+  IncrementalBuilder::Result resource_edit = builder.Build();
+  EXPECT_EQ(resource_edit.validated_objects, 1);
+  EXPECT_EQ(resource_edit.variant_set_searches, 0);
+  EXPECT_EQ(resource_edit.search_steps, 0);
+  auto status = builder.StatusOf({kXdsResourceKind, "demo", "rejected-1"});
+  EXPECT_FALSE(status->accepted);
+  EXPECT_THAT(status->findings[0].message, HasSubstr("\"v1001\" overlap"));
+}
+
+TEST(IncrementalBuilderTest, ObjectOverItsSearchBudgetIsRejectedAndTheRestServes) {
+  BuildOptions options;
+  options.limits.object_search_steps = 100;
+  IncrementalBuilder builder{options};
+  std::vector<ResourceObject> world = World(5);
+  world.push_back(NegatedGrid("hostile", "k", 4));
+  IncrementalBuilder::Result result = BuildAll(builder, world);
+  auto hostile = builder.StatusOf({kXdsResourceKind, "demo", "hostile"});
+  EXPECT_FALSE(hostile->accepted);
+  ASSERT_FALSE(hostile->findings.empty());
+  EXPECT_EQ(hostile->findings[0].reason, "TooComplex");
+  EXPECT_EQ(hostile->findings[0].field, "spec.variants");
+  EXPECT_THAT(hostile->findings[0].message,
+              HasSubstr("budget of 100 search steps (limit object_search_steps)"));
+  EXPECT_EQ(builder.rejected_count(), 1);
+  EXPECT_EQ(result.snapshot->size(), 25u);
+  EXPECT_EQ(result.deferred_objects, 0);
+}
+
+TEST(IncrementalBuilderTest, BuildSearchBudgetDefersExpensiveObjectsToTheNextBuild) {
+  // What one expensive object's checks cost.
+  int64_t cost = 0;
+  {
+    IncrementalBuilder alone{BuildOptions{}};
+    alone.Upsert(NegatedGrid("g", "k", 7));
+    cost = alone.Build().search_steps;
+  }
+  ASSERT_GT(cost, 4096);  // More than an object gets once the build's budget is spent.
+  BuildOptions options;
+  options.limits.object_search_steps = cost;
+  options.limits.build_search_steps = cost;  // One such object per build.
+  IncrementalBuilder builder{options};
+  std::vector<ResourceObject> world = World(5);
+  // Different keys, so that no two share an outcome.
+  for (const char* prefix : {"a", "b", "c"}) {
+    world.push_back(NegatedGrid(std::string("grid-") + prefix, prefix, 7));
+  }
+  IncrementalBuilder::Result first = BuildAll(builder, world);
+  EXPECT_EQ(first.deferred_objects, 2);
+  EXPECT_TRUE(builder.has_pending());
+  EXPECT_EQ(first.validated_objects, 26);
+  // The cheap objects are all served; a deferred object has no status yet.
+  EXPECT_EQ(first.snapshot->size(), 26u);
+  EXPECT_NE(builder.StatusOf({kXdsResourceKind, "demo", "grid-a"}), nullptr);
+  EXPECT_EQ(builder.StatusOf({kXdsResourceKind, "demo", "grid-b"}), nullptr);
+  EXPECT_EQ(builder.rejected_count(), 0);
+
+  IncrementalBuilder::Result second = builder.Build();
+  EXPECT_EQ(second.validated_objects, 1);
+  EXPECT_EQ(second.deferred_objects, 1);
+  IncrementalBuilder::Result third = builder.Build();
+  EXPECT_EQ(third.validated_objects, 1);
+  EXPECT_EQ(third.deferred_objects, 0);
+  EXPECT_FALSE(builder.has_pending());
+  for (const char* name : {"grid-a", "grid-b", "grid-c"}) {
+    EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", name})->accepted) << name;
+  }
+  EXPECT_EQ(builder.rejected_count(), 0);
+}
+
 TEST(IncrementalBuilderTest, DeletionCascadesAndRestoringItHeals) {
   IncrementalBuilder builder{BuildOptions{}};
   std::vector<ResourceObject> world = World(3);

@@ -2,6 +2,8 @@
 // docs/performance.md: 2,000 services of six objects each (a listener, a
 // four-variant route over env x version, two EDS clusters, two endpoint
 // sets), 12,000 objects.
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -131,6 +133,71 @@ void BM_IncrementalEndpointEdit(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_IncrementalEndpointEdit)->Arg(20)->Arg(2000)->Unit(benchmark::kMicrosecond);
+
+// An endpoint object with 1,024 variants that is rejected: `overlap`, the
+// partition {env: v0} ... {env: v1023} with one value repeated (found by
+// hashing); otherwise {env: vN, version: {not: vN}}, which only the general
+// search decides and which runs out of its search budget.
+// Object `n` uses keys env<n> and version<n>, so that no two share an outcome.
+ResourceObject RejectedPartition(int n, bool overlap) {
+  const std::string env = "env" + std::to_string(n), version = "version" + std::to_string(n);
+  std::vector<std::pair<std::string, std::string>> variants;
+  for (int i = 0; i < 1024; ++i) {
+    const std::string v = "v" + std::to_string(overlap && i == 1000 ? 0 : i);
+    variants.emplace_back(overlap ? "{" + env + ": " + v + "}"
+                                  : "{" + env + ": " + v + ", " + version + ": {not: " + v + "}}",
+                          Endpoints(1));
+  }
+  return Object("rejected-" + std::to_string(n), "endpoint", variants);
+}
+
+// The figure: three rejected 1,024-variant objects among all others,
+// then one endpoint edit per iteration. The rejected objects' variant sets
+// are decided once (the first build, outside the timing) and never again.
+void BM_EditAfterThreeRejectedPartitions(benchmark::State& state) {
+  const int services = static_cast<int>(state.range(0));
+  const bool overlap = state.range(1) != 0;
+  IncrementalBuilder builder{BuildOptions{}};
+  for (const ResourceObject& object : World(services)) builder.Upsert(object);
+  for (int n = 0; n < 3; ++n) builder.Upsert(RejectedPartition(n, overlap));
+  IncrementalBuilder::Result first = builder.Build();
+  if (builder.rejected_count() != 3) state.SkipWithError("expected three rejected objects");
+  const std::string s = "svc" + std::to_string(services / 2);
+  ResourceObject revisions[2] = {Object(s + "-a", "endpoint", {{"", Endpoints(1)}}),
+                                 Object(s + "-a", "endpoint", {{"", Endpoints(2)}})};
+  for (ResourceObject& r : revisions) r.ref.name += "-endpoints";
+  int64_t i = 0;
+  int64_t searches = 0;
+  for (auto _ : state) {
+    builder.Upsert(revisions[i++ % 2]);
+    IncrementalBuilder::Result result = builder.Build();
+    searches += result.variant_set_searches;
+    if (!result.snapshot_changed) state.SkipWithError("no change");
+  }
+  state.counters["first_build_search_steps"] = static_cast<double>(first.search_steps);
+  state.counters["searches_per_edit"] =
+      static_cast<double>(searches) / static_cast<double>(std::max<int64_t>(i, 1));
+}
+BENCHMARK(BM_EditAfterThreeRejectedPartitions)
+    ->Args({20, 1})
+    ->Args({20, 0})
+    ->Args({2000, 0})
+    ->Unit(benchmark::kMicrosecond);
+
+// The first build of three such objects alone: what deciding them costs once.
+void BM_BuildThreeRejectedPartitions(benchmark::State& state) {
+  const bool overlap = state.range(0) != 0;
+  std::vector<ResourceObject> objects;
+  for (int n = 0; n < 3; ++n) objects.push_back(RejectedPartition(n, overlap));
+  for (auto _ : state) {
+    IncrementalBuilder builder{BuildOptions{}};
+    for (const ResourceObject& object : objects) builder.Upsert(object);
+    IncrementalBuilder::Result result = builder.Build();
+    if (builder.rejected_count() != 3) state.SkipWithError("expected three rejected objects");
+    state.counters["search_steps"] = static_cast<double>(result.search_steps);
+  }
+}
+BENCHMARK(BM_BuildThreeRejectedPartitions)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace facet::xds

@@ -315,6 +315,29 @@ class ObjectValidatorImpl {
     return variant;
   }
 
+  // Returns the variant-set outcome for `constraints`, from `cache_` when
+  // it holds one.
+  std::shared_ptr<const VariantSetOutcome> DecideVariantSet(
+      const std::vector<Constraint>& constraints) {
+    std::string key;
+    if (cache_ != nullptr) {
+      for (const Constraint& c : constraints) {
+        const std::string bytes = DeterministicBytes(c.proto());
+        absl::StrAppend(&key, bytes.size(), ":", bytes);
+      }
+      if (std::shared_ptr<const VariantSetOutcome> held = cache_->Find(key)) return held;
+    }
+    variant_set_searched_ = true;
+    auto outcome = std::make_shared<const VariantSetOutcome>(
+        CheckVariantSet(constraints, options_.limits));
+    if (budget_cut_ && outcome->status().code() == absl::StatusCode::kResourceExhausted) {
+      deferred_ = true;  // Not this object's fault: not an outcome to keep.
+      return outcome;
+    }
+    if (cache_ != nullptr) cache_->Insert(key, outcome);
+    return outcome;
+  }
+
   void CheckVariantSetRules(const ResourceSpec& spec, const std::vector<Constraint>& constraints,
                             std::vector<Finding>* findings) {
     std::vector<const Constraint*> pointers;
@@ -326,7 +349,8 @@ class ObjectValidatorImpl {
                             options_.limits.max_keys_per_resource, " per resource"));
       return;
     }
-    absl::StatusOr<VariantSetReport> report = CheckVariantSet(constraints, options_.limits);
+    variant_set_ = DecideVariantSet(constraints);
+    const VariantSetOutcome& report = *variant_set_;
     if (!report.ok()) {
       AddError(findings, "TooComplex", "spec.variants", report.status().message());
       return;
@@ -406,6 +430,12 @@ class ObjectValidatorImpl {
   }
 
   const BuildOptions& options_;
+  VariantSetCache* cache_ = nullptr;
+  // Whether the build's budget left this object less than its own.
+  bool budget_cut_ = false;
+  bool deferred_ = false;
+  std::shared_ptr<const VariantSetOutcome> variant_set_;
+  bool variant_set_searched_ = false;
   absl::flat_hash_map<std::string, ObjectRef> authority_owner_;
   std::map<std::string, std::set<std::string>> admitted_;  // Filled by CheckAuthority.
 
@@ -442,10 +472,46 @@ BuildOptions WithObjectBudget(const BuildOptions& options, int64_t* budget) {
 
 }  // namespace
 
-OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOptions& options) {
+std::shared_ptr<const VariantSetOutcome> VariantSetCache::Find(const std::string& key) const {
+  absl::MutexLock lock(&mu_);
+  auto it = outcomes_.find(key);
+  return it == outcomes_.end() ? nullptr : it->second.lock();
+}
+
+void VariantSetCache::Insert(const std::string& key,
+                             const std::shared_ptr<const VariantSetOutcome>& outcome) {
+  absl::MutexLock lock(&mu_);
+  outcomes_[key] = outcome;
+  if (outcomes_.size() < sweep_at_) return;
+  for (auto it = outcomes_.begin(); it != outcomes_.end();) {
+    if (it->second.expired()) {
+      outcomes_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
+  sweep_at_ = std::max<size_t>(64, 2 * outcomes_.size());
+}
+
+size_t VariantSetCache::size() const {
+  absl::MutexLock lock(&mu_);
+  return outcomes_.size();
+}
+
+OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOptions& options,
+                                     VariantSetCache* cache, std::atomic<int64_t>* build_budget) {
   int64_t budget = 0;
   const BuildOptions budgeted = WithObjectBudget(options, &budget);
+  if (build_budget != nullptr) {
+    // Once the build's budget is spent, an object still gets enough for
+    // small variant sets, so that only expensive ones wait for a later build.
+    constexpr int64_t kLeastObjectSteps = 4096;
+    budget = std::min(budget, std::max<int64_t>(build_budget->load(), kLeastObjectSteps));
+  }
+  const int64_t granted = budget;
   ObjectValidatorImpl validator(budgeted);
+  validator.cache_ = cache;
+  validator.budget_cut_ = granted < options.limits.object_search_steps;
   OwnValidation out;
   std::shared_ptr<ServedResource> resource;
   size_t admission_at = 0;
@@ -454,6 +520,16 @@ OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOp
   out.served_name = std::move(status.served_name);
   out.admission_at = std::min(admission_at, out.findings.size());
   if (resource != nullptr) out.resource = std::move(resource);
+  out.variant_set = std::move(validator.variant_set_);
+  out.variant_set_searched = validator.variant_set_searched_;
+  out.search_steps = std::max<int64_t>(granted - budget, 0);
+  if (build_budget != nullptr) *build_budget -= out.search_steps;
+  if (validator.deferred_) {
+    OwnValidation deferred;
+    deferred.deferred = true;
+    deferred.search_steps = out.search_steps;
+    return deferred;
+  }
   return out;
 }
 
