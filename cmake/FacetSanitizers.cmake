@@ -1,0 +1,59 @@
+# Sanitizer and fuzzing builds (FACET_SANITIZE, FACET_FUZZ; see
+# docs/development.md and scripts/test-sanitizers.sh).
+include_guard(GLOBAL)
+
+if(FACET_SANITIZE)
+  add_compile_options(-fsanitize=${FACET_SANITIZE} -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=${FACET_SANITIZE})
+endif()
+
+if(FACET_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "FACET_FUZZ=ON needs clang (libFuzzer): -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  # Coverage feedback for the fuzzers from Facet's own code (every Facet target
+  # links facet_warnings); generated and third-party code is left out.
+  target_compile_options(facet_warnings INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+
+# Adds `library` to every executable declared in `dir` and below.
+function(facet_link_into_executables dir library)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target ${targets})
+    get_target_property(type ${target} TYPE)
+    if(type STREQUAL "EXECUTABLE")
+      set_property(TARGET ${target} APPEND PROPERTY LINK_LIBRARIES ${library})
+    endif()
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(subdir ${subdirs})
+    facet_link_into_executables(${subdir} ${library})
+  endforeach()
+endfunction()
+
+# Call after every target is declared.
+function(facet_sanitizers_finish)
+  if(NOT FACET_SANITIZE)
+    return()
+  endif()
+  # The generated Envoy API code is protobuf's generated code, which Facet
+  # treats like libprotobuf itself (a Debian library, not instrumented either):
+  # compiled without sanitizers it is the same objects in every sanitizer build,
+  # so ccache compiles it once for the ASan and the TSan build.
+  get_target_property(options facet_envoy_api COMPILE_OPTIONS)
+  list(REMOVE_ITEM options -fsanitize=${FACET_SANITIZE} -fno-sanitize-recover=all)
+  set_target_properties(facet_envoy_api PROPERTIES COMPILE_OPTIONS "${options}")
+
+  # Under TSan, every executable gets the absl::Mutex annotations of
+  # test/sanitizers/tsan_absl_mutex.cc, exported (-rdynamic) so that calls from
+  # the shared libraries reach them too.
+  if(NOT FACET_SANITIZE MATCHES "thread")
+    return()
+  endif()
+  add_library(facet_tsan_absl_mutex OBJECT
+              ${PROJECT_SOURCE_DIR}/test/sanitizers/tsan_absl_mutex.cc)
+  target_link_libraries(facet_tsan_absl_mutex PRIVATE absl::synchronization)
+  target_link_options(facet_tsan_absl_mutex INTERFACE -rdynamic)
+  facet_link_into_executables(${PROJECT_SOURCE_DIR} "facet_tsan_absl_mutex;${CMAKE_DL_LIBS}")
+endfunction()
