@@ -162,7 +162,13 @@ class Core final : public AdsService::StreamCore {
     }
     Record(&outcome, nullptr);
     TryWrite();
-    reactor_->StartRead(&request_);
+    Reactor* reactor;
+    {
+      absl::MutexLock lock(&mu_);
+      reactor = reactor_;
+    }
+    // gRPC calls OnDone, which clears reactor_, only after this reaction.
+    reactor->StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) {
