@@ -577,7 +577,7 @@ TEST_F(AdsWireTest, NackRecordsStayBoundedAndTheRestAreCountedAsDropped) {
 // stream is cancelled after the write-stall timeout and counted, and the
 // server keeps serving everyone else.
 TEST_F(AdsWireTest, StreamWhoseWriteStallsIsCancelledAndCounted) {
-  Publish(kTwoVariants, {}, BigClusters(4, 1 << 20));
+  Publish(kTwoVariants, {}, BigClusters(8, 512 << 10));
   xds::AdsService::Options options;
   options.write_stall_timeout = absl::Milliseconds(500);
   StartServer(std::move(options));
