@@ -1,6 +1,7 @@
 #include "xds_server/json/yaml_reader.h"
 
-#include <sstream>
+#include <istream>
+#include <streambuf>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -42,6 +43,8 @@ class BoundedBuilder : public YAML::EventHandler {
     anchors_.clear();
     anchor_names_.clear();
     root_.reset(YAML::Node(YAML::NodeType::Null));
+    scratch_.reset(YAML::Node(YAML::NodeType::Sequence));
+    scratch_size_ = 0;
     position_ = YamlPosition();
     item_positions_.clear();
   }
@@ -61,19 +64,17 @@ class BoundedBuilder : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     if (failed() || !Count(mark, 1, value.size())) return;
-    YAML::Node node(value);
+    YAML::Node node = NewScalar(value);
     node.SetTag(tag);
     if (!stack_.empty() && stack_.back().is_map && !stack_.back().has_key) {
       Open& map = stack_.back();
-      auto [it, inserted] = map.keys.try_emplace(value, mark);
-      if (!inserted) {
-        Fail(mark, absl::StrCat("duplicate key \"", value, "\" in a map (first at ",
-                                Where(it->second),
+      // Keys are viewed in their nodes, which the document keeps unchanged.
+      if (const YAML::Mark* first = map.AddKey(node.Scalar(), mark); first != nullptr) {
+        Fail(mark, absl::StrCat("duplicate key \"", value, "\" in a map (first at ", Where(*first),
                                 "); a key may appear once, as the Kubernetes API requires"));
         return;
       }
       map.key.reset(node);
-      map.key_name = value;
       map.has_key = true;
     } else {
       Place(mark, node);
@@ -96,14 +97,14 @@ class BoundedBuilder : public YAML::EventHandler {
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value /*style*/) override {
-    StartContainer(mark, tag, anchor, /*is_map=*/false);
+                       YAML::EmitterStyle::value style) override {
+    StartContainer(mark, tag, anchor, style, /*is_map=*/false);
   }
   void OnSequenceEnd() override { EndContainer(); }
 
   void OnMapStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value /*style*/) override {
-    StartContainer(mark, tag, anchor, /*is_map=*/true);
+                  YAML::EmitterStyle::value style) override {
+    StartContainer(mark, tag, anchor, style, /*is_map=*/true);
   }
   void OnMapEnd() override { EndContainer(); }
 
@@ -115,11 +116,30 @@ class BoundedBuilder : public YAML::EventHandler {
     // The counters when this node opened (itself not counted).
     size_t nodes_before = 0;
     size_t bytes_before = 0;
-    // Maps: the key waiting for its value, and every key seen.
+    // Maps: the key waiting for its value, and every key seen (in a list
+    // while the map is small, then in a hash map).
     bool has_key = false;
     YAML::Node key;
-    std::string key_name;
-    absl::flat_hash_map<std::string, YAML::Mark> keys;
+    std::vector<std::pair<absl::string_view, YAML::Mark>> few_keys;
+    absl::flat_hash_map<absl::string_view, YAML::Mark> many_keys;
+
+    // Records `key`; returns where it was first seen if it was already.
+    const YAML::Mark* AddKey(absl::string_view key, const YAML::Mark& mark) {
+      constexpr size_t kFew = 16;
+      if (many_keys.empty()) {
+        for (const auto& [seen, at] : few_keys) {
+          if (seen == key) return &at;
+        }
+        if (few_keys.size() < kFew) {
+          few_keys.emplace_back(key, mark);
+          return nullptr;
+        }
+        many_keys.insert(few_keys.begin(), few_keys.end());
+        few_keys.clear();
+      }
+      auto [it, inserted] = many_keys.try_emplace(key, mark);
+      return inserted ? nullptr : &it->second;
+    }
     // The `items` list of a document's root map: record item positions.
     bool items = false;
   };
@@ -176,9 +196,19 @@ class BoundedBuilder : public YAML::EventHandler {
     return true;
   }
 
+  // Returns a new scalar node, created in the document's pool (so attaching
+  // it merges nothing).
+  YAML::Node NewScalar(const std::string& value) {
+    YAML::Node node = scratch_[scratch_size_++];
+    node = value;
+    return node;
+  }
+
   // Attaches `node` to the open container (or makes it the root).
   void Place(const YAML::Mark& mark, const YAML::Node& node) {
     if (stack_.empty()) {
+      scratch_.push_back(node);  // Brings the root into the document's pool.
+      ++scratch_size_;
       root_.reset(node);
       position_ = PositionOf(mark);
       return;
@@ -201,7 +231,7 @@ class BoundedBuilder : public YAML::EventHandler {
   }
 
   void StartContainer(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                      bool is_map) {
+                      YAML::EmitterStyle::value style, bool is_map) {
     if (failed() || !AcceptValue(mark, is_map ? "a map" : "a list")) return;
     if (stack_.size() >= static_cast<size_t>(limits_.max_depth)) {
       Fail(mark, absl::StrCat("lists and maps nested more than ", limits_.max_depth,
@@ -214,9 +244,11 @@ class BoundedBuilder : public YAML::EventHandler {
     if (!Count(mark, 1, 0)) return;
     open.node.reset(YAML::Node(is_map ? YAML::NodeType::Map : YAML::NodeType::Sequence));
     open.node.SetTag(tag);
+    open.node.SetStyle(style);
     open.is_map = is_map;
     open.anchor = anchor;
-    open.items = !is_map && stack_.size() == 1 && stack_[0].is_map && stack_[0].key_name == "items";
+    open.items = !is_map && stack_.size() == 1 && stack_[0].is_map && stack_[0].has_key &&
+                 stack_[0].key.Scalar() == "items";
     Place(mark, open.node);
     if (anchor != YAML::NullAnchor) {
       anchor_names_[anchor] = std::move(pending_anchor_name_);
@@ -246,6 +278,10 @@ class BoundedBuilder : public YAML::EventHandler {
   // The document being read. yaml-cpp's Node::operator= writes through to
   // the node already held, so nodes held here are only ever reset().
   YAML::Node root_;
+  // A list outside the document whose pool the document's nodes share:
+  // scratch_[scratch_size_] creates a node there.
+  YAML::Node scratch_;
+  size_t scratch_size_ = 0;
   YamlPosition position_;
   std::vector<YamlPosition> item_positions_;
   std::vector<Open> stack_;
@@ -254,11 +290,21 @@ class BoundedBuilder : public YAML::EventHandler {
   std::string pending_anchor_name_;
 };
 
+// An input buffer over text that outlives it (no copy).
+class ViewBuffer : public std::streambuf {
+ public:
+  explicit ViewBuffer(absl::string_view text) {
+    char* begin = const_cast<char*>(text.data());
+    setg(begin, begin, begin + text.size());
+  }
+};
+
 }  // namespace
 
 YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits) {
   YamlDocuments out;
-  std::istringstream in{std::string(text)};
+  ViewBuffer buffer(text);
+  std::istream in(&buffer);
   BoundedBuilder builder(limits);
   try {
     YAML::Parser parser(in);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/json/hostile_yaml.h"
 #include "xds_server/json/yaml_json.h"
 
 namespace facet::json {
@@ -12,19 +13,6 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-// The "billion laughs": nine levels of nine aliases each, 9^9 (387 million)
-// strings once expanded, in under 900 bytes.
-std::string AliasBomb() {
-  std::string text = "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n";
-  const std::string names = "abcdefghi";
-  for (size_t i = 1; i < names.size(); ++i) {
-    absl::StrAppend(&text, names.substr(i, 1), ": &", names.substr(i, 1), " [");
-    for (int j = 0; j < 9; ++j) absl::StrAppend(&text, j > 0 ? "," : "", "*", names.substr(i - 1, 1));
-    absl::StrAppend(&text, "]\n");
-  }
-  return text;
-}
 
 YamlReadError ErrorOf(const std::string& text, const YamlLimits& limits = {}) {
   YamlDocuments read = ReadYamlDocuments(text, limits);
