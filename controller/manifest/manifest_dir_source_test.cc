@@ -166,6 +166,27 @@ TEST_F(ManifestDirSourceTest, InvalidEditsKeepTheLastGoodVersion) {
   EXPECT_TRUE(a_rejected_but_serving);
 }
 
+TEST_F(ManifestDirSourceTest, FilesOverAnInputBoundKeepTheirLastGoodObjects) {
+  Write("a.yaml", Endpoints("a", 1));
+  Write("b.yaml", Endpoints("b", 5));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store);
+  // A duplicate key, and a file of more YAML nodes than a file may hold.
+  std::string duplicate = Endpoints("a", 2);
+  duplicate.replace(duplicate.find("namespace: demo"), 15, "namespace: demo, name: a");
+  Write("a.yaml", duplicate);
+  std::string big = Endpoints("b", 6) + "---\n";
+  for (int i = 0; i < 300'000; ++i) big.append("- 1\n");
+  Write("b.yaml", big);
+  Write("c.yaml", Endpoints("c", 7));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
+    return PortOf(s, "c") == 7 && PortOf(s, "a") == 1 && PortOf(s, "b") == 5;
+  }));
+  EXPECT_EQ(PortOf(*store.Current(), "a"), 1u);
+  EXPECT_EQ(PortOf(*store.Current(), "b"), 5u);
+}
+
 TEST_F(ManifestDirSourceTest, UnlistableDirectoryKeepsServing) {
   Write("a.yaml", Endpoints("a", 1));
   xds::SnapshotStore store;

@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <system_error>
 #include <thread>
 #include <variant>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/manifest/object_parser.h"
 #include "xds_server/json/yaml_json.h"
+#include "xds_server/json/yaml_reader.h"
 
 namespace facet::controller {
 namespace {
@@ -81,42 +81,71 @@ bool IsManifestFileName(absl::string_view name) {
 
 ManifestFile ReadManifestFile(const std::string& path, bool fingerprints) {
   ManifestFile file;
+  auto unreadable = [&](std::string message) {
+    file.unreadable = true;
+    file.problems.push_back({ManifestProblem::Kind::kUnreadable, path, std::move(message)});
+    return std::move(file);
+  };
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    file.unreadable = true;
-    file.problems.push_back({ManifestProblem::Kind::kUnreadable, path, "cannot be read"});
-    return file;
-  }
+  if (!in) return unreadable("cannot be read");
   file.opened = true;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(buffer.str());
-  } catch (const YAML::Exception& e) {
+  auto too_large = [&](absl::string_view size) {
+    return unreadable(absl::StrCat("is ", size, "; the limit for a manifest file is ",
+                                   kMaxManifestFileBytes, " bytes: split it"));
+  };
+  std::error_code error;
+  const uintmax_t size = fs::file_size(path, error);
+  if (!error && size > kMaxManifestFileBytes) return too_large(absl::StrCat(size, " bytes"));
+  // The size may change while reading (or be unknown): read at most one
+  // byte more than the limit.
+  std::string text;
+  if (!error) text.reserve(size);
+  char chunk[64 * 1024];
+  while (text.size() <= kMaxManifestFileBytes &&
+         in.read(chunk, std::min(sizeof(chunk), kMaxManifestFileBytes + 1 - text.size()))
+                 .gcount() > 0) {
+    text.append(chunk, in.gcount());
+  }
+  if (text.size() > kMaxManifestFileBytes) return too_large("larger than that");
+  if (in.bad()) return unreadable("cannot be read");
+  ManifestFile parsed = ParseManifestText(text, path, fingerprints);
+  parsed.opened = true;
+  return parsed;
+}
+
+ManifestFile ParseManifestText(absl::string_view text, const std::string& path,
+                               bool fingerprints) {
+  ManifestFile file;
+  file.opened = true;
+  json::YamlDocuments read = json::ReadYamlDocuments(text);
+  if (read.error.has_value()) {
+    const json::YamlPosition& at = read.error->position;
     file.unreadable = true;
-    file.problems.push_back({ManifestProblem::Kind::kUnreadable,
-                             absl::StrCat(path, ":", e.mark.line + 1),
-                             absl::StrCat("not valid YAML: ", e.msg)});
+    file.problems.push_back(
+        {ManifestProblem::Kind::kUnreadable,
+         at.line > 0 ? absl::StrCat(path, ":", at.line, ":", at.column) : path,
+         read.error->message});
     return file;
   }
   std::map<xds::ObjectRef, std::string> seen;
-  for (const YAML::Node& document : documents) {
-    if (!document.IsDefined() || document.IsNull()) continue;  // Empty document.
-    const YAML::Node kind = json::Child(document, "kind");
-    const YAML::Node items = json::Child(document, "items");
-    if (document.IsMap() && kind.IsScalar() && kind.Scalar() == "List" && items.IsSequence()) {
+  for (const json::YamlDocument& document : read.documents) {
+    const YAML::Node& node = document.node;
+    if (!node.IsDefined() || node.IsNull()) continue;  // Empty document.
+    const YAML::Node kind = json::Child(node, "kind");
+    const YAML::Node items = json::Child(node, "items");
+    if (node.IsMap() && kind.IsScalar() && kind.Scalar() == "List" && items.IsSequence()) {
+      // Each item has its own position; aliases may repeat an item, which
+      // then counts once per appearance.
+      size_t i = 0;
       for (const YAML::Node& item : items) {
-        // Every node of a document shares one yaml-cpp memory pool, and
-        // yaml-cpp merges whole pools when a node is assigned into another
-        // tree (as decoding does), which made a long List quadratic. A clone
-        // gives each item its own pool, so an item costs its own size.
-        AddDocument(YAML::Clone(item), absl::StrCat(path, ":", item.Mark().line + 1),
-                    fingerprints, &file, &seen);
+        const int line = i < document.item_positions.size() ? document.item_positions[i].line
+                                                            : document.position.line;
+        ++i;
+        AddDocument(item, absl::StrCat(path, ":", line), fingerprints, &file, &seen);
       }
       continue;
     }
-    AddDocument(document, absl::StrCat(path, ":", document.Mark().line + 1), fingerprints, &file,
+    AddDocument(node, absl::StrCat(path, ":", document.position.line), fingerprints, &file,
                 &seen);
   }
   return file;

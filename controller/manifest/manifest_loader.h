@@ -3,6 +3,7 @@
 #ifndef FACET_CONTROLLER_MANIFEST_MANIFEST_LOADER_H_
 #define FACET_CONTROLLER_MANIFEST_MANIFEST_LOADER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -22,7 +23,7 @@ struct ManifestProblem {
     kWarning,     // A document Facet ignores (another kind of object).
   };
   Kind kind;
-  std::string location;  // "path" or "path:line".
+  std::string location;  // "path", "path:line" or "path:line:column".
   std::string message;
 };
 
@@ -62,9 +63,22 @@ struct ManifestFile {
   std::vector<ManifestProblem> problems;
 };
 
-// Reads one manifest file (multi-document YAML, `kind: List`, JSON). With
-// `fingerprints`, sets each object's fingerprint. Stateless; thread-safe.
+// Largest manifest file Facet reads, in bytes. A larger file is refused
+// (unreadable) before it is read.
+inline constexpr size_t kMaxManifestFileBytes = 8 * 1024 * 1024;
+
+// Reads one manifest file (multi-document YAML, `kind: List`, JSON) of at
+// most kMaxManifestFileBytes, as ParseManifestText does. With `fingerprints`,
+// sets each object's fingerprint. Stateless; thread-safe.
 ManifestFile ReadManifestFile(const std::string& path, bool fingerprints);
+
+// Parses the text of one manifest file read from `path` (which only names it
+// in locations and problems). The YAML is read within json::YamlLimits
+// (nodes, bytes, depth; aliases counted expanded; duplicate keys rejected);
+// any problem there makes the whole text unreadable, with a problem located
+// at "path:line:column". Stateless; thread-safe.
+ManifestFile ParseManifestText(absl::string_view text, const std::string& path,
+                               bool fingerprints);
 
 // Reads each file as ReadManifestFile does, spreading many files over the
 // cores; results in the order of `paths`. Thread-safe.

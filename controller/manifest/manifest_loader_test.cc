@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/json/hostile_yaml.h"
 #include "xds_server/json/yaml_json.h"
 
 namespace facet::controller {
@@ -142,6 +143,94 @@ TEST_F(ManifestLoaderTest, ReadsABigDocument) {
   ASSERT_EQ(endpoints.size(), 20000u);
   EXPECT_EQ(YAML::Dump(endpoints[19999]),
             "endpoint: {address: {socket_address: {address: 10.0.78.31, port_value: 20999}}}");
+}
+
+TEST_F(ManifestLoaderTest, RefusesAFileOverTheSizeLimitBeforeReadingIt) {
+  // A 200 MB string in a valid manifest.
+  const std::string path = (dir_ / "huge.yaml").string();
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: huge}\n"
+           "spec: {type: endpoint, name: \"";
+    const std::string chunk(1 << 20, 'x');
+    for (int i = 0; i < 200; ++i) out << chunk;
+    out << "\", variants: [{resource: {}}]}\n";
+  }
+  const uintmax_t size = fs::file_size(path);
+  ManifestFile file = ReadManifestFile(path, /*fingerprints=*/false);
+  EXPECT_TRUE(file.unreadable);
+  EXPECT_THAT(file.objects, IsEmpty());
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].kind, ManifestProblem::Kind::kUnreadable);
+  EXPECT_EQ(file.problems[0].location, path);
+  // The size comes from the file system, not from reading it.
+  EXPECT_EQ(file.problems[0].message,
+            absl::StrCat("is ", size, " bytes; the limit for a manifest file is 8388608 bytes: "
+                         "split it"));
+}
+
+TEST_F(ManifestLoaderTest, ReadsAFileAtTheSizeLimit) {
+  std::string text = ResourceNamed("edge");
+  text.append(kMaxManifestFileBytes - text.size(), '\n');
+  ManifestFile file = ReadManifestFile(Write("edge.yaml", text), /*fingerprints=*/false);
+  EXPECT_THAT(file.problems, IsEmpty());
+  EXPECT_EQ(file.objects.size(), 1u);
+  text.push_back('\n');
+  file = ReadManifestFile(Write("edge.yaml", text), /*fingerprints=*/false);
+  EXPECT_TRUE(file.unreadable);
+  EXPECT_EQ(file.objects.size(), 0u);
+}
+
+TEST_F(ManifestLoaderTest, AliasBombIsUnreadableWithItsPosition) {
+  const std::string text =
+      "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: bomb}\nspec:\n" +
+      json::AliasBomb("  ");
+  ASSERT_LT(text.size(), 900u);
+  const std::string path = Write("bomb.yaml", text);
+  ManifestFile file = ReadManifestFile(path, /*fingerprints=*/true);
+  EXPECT_TRUE(file.unreadable);
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_THAT(file.problems[0].location, ::testing::StartsWith(path + ":"));
+  EXPECT_THAT(file.problems[0].message, HasSubstr("more than 250000 YAML nodes"));
+}
+
+TEST_F(ManifestLoaderTest, DuplicateKeyIsUnreadableNamingBothPositions) {
+  const std::string path = Write("dup.yaml", ResourceNamed("x") + "---\n" +
+                                                 "apiVersion: facet.dev/v1alpha1\n"
+                                                 "kind: XdsAuthority\n"
+                                                 "metadata: {name: y, name: z}\n");
+  ManifestFile file = ReadManifestFile(path, /*fingerprints=*/false);
+  EXPECT_TRUE(file.unreadable);
+  EXPECT_THAT(file.objects, IsEmpty());
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].location, path + ":8:21");
+  EXPECT_THAT(file.problems[0].message, HasSubstr("duplicate key \"name\" in a map (first at 8:12)"));
+}
+
+TEST_F(ManifestLoaderTest, InvalidYamlIsLocatedByLineAndColumn) {
+  const std::string path = Write("bad.yaml", "a: 1\nb: [1, 2\n");
+  ManifestFile file = ReadManifestFile(path, /*fingerprints=*/false);
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_THAT(file.problems[0].location, ::testing::MatchesRegex(".*bad\\.yaml:[0-9]+:[0-9]+"));
+}
+
+TEST_F(ManifestLoaderTest, ParsesManifestTextFromMemory) {
+  ManifestFile file = ParseManifestText(ResourceNamed("a") + "---\n" + ResourceNamed("b"),
+                                        "mem.yaml", /*fingerprints=*/true);
+  EXPECT_THAT(file.problems, IsEmpty());
+  ASSERT_EQ(file.objects.size(), 2u);
+  EXPECT_EQ(file.objects[1].ref().name, "b");
+  EXPECT_NE(file.objects[1].fingerprint, 0u);
+}
+
+TEST_F(ManifestLoaderTest, BoundsAListOfAMillionElements) {
+  std::string text = "apiVersion: v1\nkind: List\nitems:\n";
+  for (int i = 0; i < 1'000'000; ++i) text.append("- 1\n");
+  ManifestFile file = ReadManifestFile(Write("million.yaml", text), /*fingerprints=*/false);
+  EXPECT_TRUE(file.unreadable);
+  EXPECT_THAT(file.objects, IsEmpty());
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_THAT(file.problems[0].message, HasSubstr("more than 250000 YAML nodes"));
 }
 
 TEST_F(ManifestLoaderTest, FingerprintsFollowContentAndLocationNotFormatting) {
