@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
+#include "xds_server/common/did_you_mean.h"
 #include "xds_server/json/yaml_json.h"
 
 namespace facet::json {
@@ -84,7 +85,8 @@ class Checker {
           return Error(field_path, absl::StrCat("@type is only allowed in google.protobuf.Any, not in ",
                                                 full_name));
         }
-        return Error(field_path, absl::StrCat("unknown field \"", key, "\" in ", full_name));
+        return Error(field_path, absl::StrCat("unknown field \"", key, "\" in ", full_name,
+                                              DidYouMean(key, FieldNames(descriptor))));
       }
       if (IsNullNode(entry.second) && field->message_type() != nullptr &&
           field->message_type()->full_name() == "google.protobuf.Value") {
@@ -110,6 +112,16 @@ class Checker {
 
   static bool IsWrapper(const Descriptor& descriptor) {
     return descriptor.file()->name() == "google/protobuf/wrappers.proto";
+  }
+
+  // Returns every field's proto and JSON name, for suggestions.
+  static std::vector<std::string> FieldNames(const Descriptor& descriptor) {
+    std::vector<std::string> names;
+    for (int i = 0; i < descriptor.field_count(); ++i) {
+      names.push_back(descriptor.field(i)->name());
+      names.push_back(descriptor.field(i)->json_name());
+    }
+    return names;
   }
 
   static const FieldDescriptor* FindField(const Descriptor& descriptor, const std::string& key) {

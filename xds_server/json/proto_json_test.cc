@@ -187,5 +187,22 @@ TEST_F(ProtoJsonTest, BoundsTheJsonSizeOfAMessage) {
                                  "for one message")));
 }
 
+TEST_F(ProtoJsonTest, UnknownFieldSuggestsTheNearestNameInTheSameStyle) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, domians: [a]}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("virtual_hosts[0].domians: unknown field \"domians\" in "
+                                 "envoy.config.route.v3.VirtualHost; did you mean \"domains\"?")));
+  EXPECT_THAT(ParseRoute("virtualHosts: [{name: vh, requireTLS: ALL}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("did you mean \"requireTls\"?")));
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, require_tsl: ALL}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("did you mean \"require_tls\"?")));
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, completely_unrelated: 1}]", &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::Not(HasSubstr("did you mean"))));
+}
+
 }  // namespace
 }  // namespace facet::json
