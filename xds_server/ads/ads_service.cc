@@ -4,10 +4,11 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "grpc/grpc_security_constants.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/ads/csds_service.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -39,12 +40,6 @@ bool DebugLogging() { return spdlog::should_log(spdlog::level::debug); }
 
 }  // namespace
 
-std::string SafeForLog(absl::string_view text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return absl::CHexEscape(text);
-  return absl::StrCat(absl::CHexEscape(text.substr(0, max_bytes)), "...(", text.size(),
-                      " bytes)");
-}
-
 // What a snapshot change asks of one stream.
 struct AdsService::Wake {
   bool all = false;
@@ -53,10 +48,11 @@ struct AdsService::Wake {
   std::vector<std::pair<const std::string*, const std::string*>> names;  // (type URL, name)
 };
 
-class AdsService::StreamCore {
+class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
-  StreamCore(AdsService* service, uint64_t id, std::string peer)
-      : service_(service), id_(id), peer_(std::move(peer)) {}
+  // `peer` is escaped for logs here.
+  StreamCore(AdsService* service, uint64_t id, absl::string_view peer)
+      : service_(service), id_(id), peer_(SafeForLog(peer)) {}
   virtual ~StreamCore() = default;
 
   virtual void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
@@ -71,6 +67,14 @@ class AdsService::StreamCore {
   virtual std::vector<DemandChange> EndDemand() = 0;
   // Cancels the stream if a write has been in flight since before `limit`.
   virtual void CancelIfStalled(absl::Time limit) = 0;
+  // Writes the stream's next response, if one is due, now that the response
+  // memory budget allows it.
+  virtual void Resume() = 0;
+  // Describes the stream's client into `out` when it matches `query`, within
+  // `*budget` (StreamState::DescribeClient). Returns false when it does not
+  // match; sets `*fits` to false when it matches but does not fit.
+  virtual bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
+                        bool* fits) const = 0;
 
   uint64_t id() const { return id_; }
   // Called once, by Register, before the stream is shared.
@@ -87,6 +91,9 @@ class AdsService::StreamCore {
     if (push != nullptr) service_->RecordPush(*this, *push);
   }
   void CountStall() { service_->closed_write_stall_++; }
+  bool AdmitResponse() { return service_->AdmitResponse(*this); }
+  void AddResponseBytes(int64_t bytes) { service_->AddResponseBytes(bytes); }
+  void ReleaseResponseBytes(int64_t bytes) { service_->ReleaseResponseBytes(bytes); }
 
  private:
   AdsService* const service_;
@@ -95,6 +102,20 @@ class AdsService::StreamCore {
 };
 
 namespace {
+
+// Returns the identity of a peer whose certificate gRPC verified: its SPIFFE
+// ID (set by gRPC only for exactly one URI SAN that is one) and DNS SANs.
+// Empty without a verified client certificate.
+ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
+  ClientIdentity identity;
+  if (!auth.IsPeerAuthenticated()) return identity;
+  std::vector<grpc::string_ref> spiffe = auth.FindPropertyValues(GRPC_PEER_SPIFFE_ID_PROPERTY_NAME);
+  if (spiffe.size() == 1) identity.spiffe_id.assign(spiffe[0].data(), spiffe[0].size());
+  for (const grpc::string_ref& dns : auth.FindPropertyValues(GRPC_PEER_DNS_PROPERTY_NAME)) {
+    identity.dns_names.emplace_back(dns.data(), dns.size());
+  }
+  return identity;
+}
 
 template <typename Request, typename Response>
 class Core final : public AdsService::StreamCore {
@@ -110,9 +131,25 @@ class Core final : public AdsService::StreamCore {
         reactor_(reactor),
         context_(context) {
     if (demand_observer_ != nullptr) state_.RecordDemand();
+    if (std::shared_ptr<const grpc::AuthContext> auth = context->auth_context()) {
+      state_.SetIdentity(IdentityOf(*auth));
+    }
   }
 
   Request* request() { return &request_; }
+
+  bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
+                bool* fits) const override {
+    absl::MutexLock lock(&mu_);
+    if (query.filter_node_id &&
+        (!state_.has_node() || state_.node().id() != query.node_id)) {
+      return false;
+    }
+    out->stream_id = id();
+    out->peer = peer();
+    *fits = state_.DescribeClient(out, budget);
+    return true;
+  }
 
   // Starts from the snapshot Register returned, unless a snapshot published
   // since has already reached this stream (it never goes back).
@@ -156,7 +193,7 @@ class Core final : public AdsService::StreamCore {
                                         ? grpc::StatusCode::RESOURCE_EXHAUSTED
                                         : grpc::StatusCode::INVALID_ARGUMENT;
       spdlog::warn("stream {} node \"{}\" ({}): closing: {}", id(), node_id(), peer(),
-                   std::string(status.message()));
+                   SafeForLog(status.message(), kMaxLoggedStatusBytes));
       RequestFinish(grpc::Status(code, std::string(status.message())));
       return;
     }
@@ -172,12 +209,23 @@ class Core final : public AdsService::StreamCore {
   }
 
   void OnWriteDone(bool ok) {
+    int64_t written = 0;
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
       write_started_ = absl::InfiniteFuture();
       response_ = Response();  // Frees the response's bytes.
+      written = std::exchange(response_bytes_, 0);
       if (!ok) finish_requested_ = true;
+    }
+    ReleaseResponseBytes(written);
+    TryWrite();
+  }
+
+  void Resume() override {
+    {
+      absl::MutexLock lock(&mu_);
+      waiting_for_budget_ = false;
     }
     TryWrite();
   }
@@ -306,9 +354,16 @@ class Core final : public AdsService::StreamCore {
       if (finish_requested_) {
         finished_ = true;
         action = Action::kFinish;
+      } else if (waiting_for_budget_) {
+        return;  // Resume() comes once the budget allows.
+      } else if (!AdmitResponse()) {
+        waiting_for_budget_ = true;
+        return;
       } else if (state_.NextResponse(&response_, &record)) {
         writing_ = true;
         write_started_ = absl::Now();
+        response_bytes_ = static_cast<int64_t>(response_.ByteSizeLong());
+        AddResponseBytes(response_bytes_);
         action = Action::kWrite;
       }
     }
@@ -332,6 +387,8 @@ class Core final : public AdsService::StreamCore {
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
   std::string node_id_ ABSL_GUARDED_BY(mu_);  // Escaped and truncated for logs.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t response_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Of the write in flight.
+  bool waiting_for_budget_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time write_started_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stall_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
@@ -364,7 +421,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
     core_ = std::move(core);
     core_->Start(std::move(serving), sequence);
     spdlog::info("stream {} open: {} from {}", core_->id(),
-                 protocol == Protocol::kSotw ? "SotW" : "delta", context->peer());
+                 protocol == Protocol::kSotw ? "SotW" : "delta", core_->peer());
     this->StartRead(core_->request());
   }
 
@@ -392,7 +449,8 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
 
 AdsService::AdsService(SnapshotStore& store, Options options)
     : options_(std::move(options)),
-      current_(std::make_shared<ServingSnapshot>(store.Current())) {
+      current_(std::make_shared<ServingSnapshot>(store.Current())),
+      client_status_(std::make_unique<ClientStatusService>(*this)) {
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
     OnSnapshot(std::move(snapshot));
   });
@@ -502,6 +560,10 @@ std::shared_ptr<const ServingSnapshot> AdsService::UpdateWatches(
 }
 
 void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only) {
+  // Snapshots only ever change the served types: a type URL a client made
+  // up is not indexed (it would stay in the index after the stream).
+  const ResourceType* type = FindResourceType(change.type_url);
+  if (type == nullptr || type->type_url() != change.type_url) return;
   auto index = index_.find(change.type_url);
   if (index == index_.end()) {
     if (remove_only || !change.watched) return;
@@ -524,6 +586,43 @@ void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, b
   if (watchers == type_index.by_name.end()) return;
   watchers->second.erase(core);
   if (watchers->second.empty()) type_index.by_name.erase(watchers);
+}
+
+bool AdsService::AdmitResponse(StreamCore& core) {
+  if (options_.response_memory_budget_bytes <= 0) return true;
+  absl::MutexLock lock(&budget_mu_);
+  if (response_bytes_ < options_.response_memory_budget_bytes) return true;
+  waiting_for_budget_.push_back(core.shared_from_this());
+  responses_deferred_++;
+  return false;
+}
+
+void AdsService::AddResponseBytes(int64_t bytes) {
+  absl::MutexLock lock(&budget_mu_);
+  response_bytes_ += bytes;
+  response_bytes_peak_ = std::max(response_bytes_peak_, response_bytes_);
+}
+
+void AdsService::ReleaseResponseBytes(int64_t bytes) {
+  {
+    absl::MutexLock lock(&budget_mu_);
+    response_bytes_ -= bytes;
+  }
+  // One stream at a time, each admitted (or not) before the next is looked
+  // at: O(1) per resumed stream.
+  while (true) {
+    std::shared_ptr<StreamCore> next;
+    {
+      absl::MutexLock lock(&budget_mu_);
+      if (waiting_for_budget_.empty() ||
+          response_bytes_ >= options_.response_memory_budget_bytes) {
+        return;
+      }
+      next = std::move(waiting_for_budget_.front());
+      waiting_for_budget_.pop_front();
+    }
+    next->Resume();  // No lock held: it may write.
+  }
 }
 
 void AdsService::Unregister(StreamCore* core, const std::vector<WatchChange>& watches) {
@@ -556,6 +655,9 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
     case RequestOutcome::Limit::kTypes:
       closed_types_limit_++;
       return;
+    case RequestOutcome::Limit::kBytes:
+      closed_bytes_limit_++;
+      return;
     case RequestOutcome::Limit::kNone:
       break;
   }
@@ -568,14 +670,19 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
       }
       break;
     case RequestOutcome::Kind::kNack: {
+      // Cut at a character boundary and escaped once, then shared by every
+      // record of this NACK (and valid UTF-8 for /status and object status).
       const size_t max_detail = static_cast<size_t>(std::max(options_.max_error_detail_bytes, 0));
-      if (outcome.error_detail.size() > max_detail) {
-        nack_details_truncated_++;
-        outcome.error_detail.resize(max_detail);
-      }
-      spdlog::warn("stream {} node \"{}\": NACK {} nonce {} [{}]: {}", core.id(), core.node_id(),
+      const size_t kept = Utf8PrefixLength(outcome.error_detail, max_detail);
+      if (kept < outcome.error_detail.size()) nack_details_truncated_++;
+      auto detail = std::make_shared<const std::string>(
+          EscapeText(absl::string_view(outcome.error_detail).substr(0, kept)));
+      spdlog::warn("stream {} node \"{}\": NACK {} nonce {} [{}]: {}{}", core.id(), core.node_id(),
                    ShortType(outcome.type_url), SafeForLog(outcome.nonce),
-                   DescribeItems(outcome.nacked), SafeForLog(outcome.error_detail, max_detail));
+                   DescribeItems(outcome.nacked), *detail,
+                   kept < outcome.error_detail.size()
+                       ? absl::StrCat("...(", outcome.error_detail.size(), " bytes)")
+                       : std::string());
       const std::string node_id = core.node_id();
       absl::MutexLock lock(&mu_);
       for (const PushedItem& item : outcome.nacked) {
@@ -587,16 +694,16 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
             nack_records_dropped_++;
             continue;
           }
-          it = nacks_.emplace(std::move(key), NackRecord()).first;
+          it = nacks_.emplace(std::move(key), StoredNack()).first;
         }
-        NackRecord& record = it->second;
+        NackRecord& record = it->second.record;
         record.type_url = outcome.type_url;
         record.name = item.name;
         record.version = item.version;
         record.label = item.label;
         record.node_id = node_id;
-        record.error_detail = outcome.error_detail;
         record.count++;
+        it->second.detail = detail;
       }
       // Counted once recorded: stats().nacks covers what nacks() shows.
       nacks_count_++;
@@ -631,7 +738,19 @@ AdsStats AdsService::stats() const {
   {
     absl::MutexLock lock(&mu_);
     stats.streams_open = static_cast<int64_t>(streams_.size());
+    absl::flat_hash_set<const std::string*> details;
+    for (const auto& [key, stored] : nacks_) {
+      if (details.insert(stored.detail.get()).second) {
+        stats.nack_detail_bytes += static_cast<int64_t>(stored.detail->size());
+      }
+    }
   }
+  {
+    absl::MutexLock lock(&budget_mu_);
+    stats.response_bytes_in_flight = response_bytes_;
+    stats.response_bytes_in_flight_peak = response_bytes_peak_;
+  }
+  stats.responses_deferred = responses_deferred_;
   stats.streams_total = streams_total_;
   stats.pushes = pushes_;
   stats.acks = acks_;
@@ -639,6 +758,7 @@ AdsStats AdsService::stats() const {
   stats.snapshots = snapshots_;
   stats.streams_closed_names_limit = closed_names_limit_;
   stats.streams_closed_types_limit = closed_types_limit_;
+  stats.streams_closed_bytes_limit = closed_bytes_limit_;
   stats.streams_closed_write_stall = closed_write_stall_;
   stats.nack_records_dropped = nack_records_dropped_;
   stats.nack_details_truncated = nack_details_truncated_;
@@ -648,7 +768,11 @@ AdsStats AdsService::stats() const {
 std::vector<NackRecord> AdsService::nacks() const {
   absl::MutexLock lock(&mu_);
   std::vector<NackRecord> out;
-  for (const auto& [key, record] : nacks_) out.push_back(record);
+  out.reserve(nacks_.size());
+  for (const auto& [key, stored] : nacks_) {
+    out.push_back(stored.record);
+    out.back().error_detail = *stored.detail;
+  }
   return out;
 }
 
@@ -664,6 +788,33 @@ std::map<std::string, int> AdsService::StreamsPerAuthority() const {
     for (const std::string& authority : authorities) counts[authority]++;
   }
   return counts;
+}
+
+grpc::Service& AdsService::client_status_service() { return *client_status_; }
+
+std::shared_ptr<const Snapshot> AdsService::CurrentSnapshot() const {
+  absl::MutexLock lock(&mu_);
+  return current_->shared();
+}
+
+ClientStatusReport AdsService::ClientStatuses(const ClientStatusQuery& query) const {
+  std::vector<std::shared_ptr<StreamCore>> cores = Cores();
+  std::sort(cores.begin(), cores.end(),
+            [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  ClientStatusReport report;
+  size_t budget = query.max_bytes;
+  for (const auto& core : cores) {
+    ClientStatus client;
+    bool fits = true;
+    if (!core->Describe(query, &client, &budget, &fits)) continue;
+    if (!fits) {
+      ++report.omitted_clients;
+      continue;
+    }
+    report.omitted_resources += client.omitted_resources;
+    report.clients.push_back(std::move(client));
+  }
+  return report;
 }
 
 std::map<std::tuple<std::string, std::string, std::string>, int> AdsService::ClientsPerVariant()

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -20,10 +21,12 @@
 #include "absl/time/time.h"
 #include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
+#include "xds_server/ads/client_status.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/ads/stream_state.h"
+#include "xds_server/common/log_text.h"
 
 namespace facet::xds {
 
@@ -39,9 +42,18 @@ struct AdsStats {
   // kept (map full) and NACK error details truncated.
   int64_t streams_closed_names_limit = 0;
   int64_t streams_closed_types_limit = 0;
+  int64_t streams_closed_bytes_limit = 0;
   int64_t streams_closed_write_stall = 0;
   int64_t nack_records_dropped = 0;
   int64_t nack_details_truncated = 0;
+  // Bytes of NACK error details kept (each detail once, however many records
+  // share it).
+  int64_t nack_detail_bytes = 0;
+  // The response memory budget: bytes of responses being written now, the
+  // most there ever were, and responses that waited for the budget.
+  int64_t response_bytes_in_flight = 0;
+  int64_t response_bytes_in_flight_peak = 0;
+  int64_t responses_deferred = 0;
 };
 
 // The last NACK clients sent for one resource variant.
@@ -55,10 +67,6 @@ struct NackRecord {
   int64_t count = 0;
 };
 
-// Returns `text` C-escaped and cut to `max_bytes` (with its full size noted):
-// what client-supplied strings look like in logs.
-std::string SafeForLog(absl::string_view text, size_t max_bytes = 128);
-
 // Told what streams subscribe to: a partial source (the relay) fetches what
 // its streams ask for.
 class DemandObserver {
@@ -70,6 +78,8 @@ class DemandObserver {
   virtual void OnDemand(const std::vector<DemandChange>& changes) = 0;
 };
 
+class ClientStatusService;
+
 class AdsService final
     : public envoy::service::discovery::v3::AggregatedDiscoveryService::CallbackService {
  public:
@@ -77,9 +87,9 @@ class AdsService final
     std::shared_ptr<const ParameterMapping> mapping = std::make_shared<ParameterMapping>();
     // Largest request accepted on a stream, in bytes (also set on the server).
     int max_request_bytes = 4 << 20;
-    // Names subscribed per stream (cumulative across delta requests) and
-    // distinct type URLs per stream; a request beyond either ends its stream
-    // with RESOURCE_EXHAUSTED.
+    // Names subscribed per stream (cumulative across delta requests), their
+    // bytes, and distinct type URLs per stream; a request beyond any ends its
+    // stream with RESOURCE_EXHAUSTED.
     StreamState::Limits stream_limits;
     // NACK records kept (one per type, name and variant version): later ones
     // are counted, not kept.
@@ -89,6 +99,11 @@ class AdsService final
     // A stream whose write has not completed for this long is cancelled.
     // Zero disables the check.
     absl::Duration write_stall_timeout = absl::Minutes(2);
+    // Bytes of responses being written at once, over every stream: while
+    // this many are in flight (clients that read slowly or not at all),
+    // further responses wait until writes complete or stalled streams are
+    // cancelled. One response is always allowed. Zero: unlimited.
+    int64_t response_memory_budget_bytes = int64_t{256} << 20;
     // Told every subscription started and ended, when set. Not owned; must
     // outlive the service.
     DemandObserver* demand_observer = nullptr;
@@ -118,6 +133,15 @@ class AdsService final
   std::map<std::string, int> StreamsPerAuthority() const;
   // Returns how many streams hold each variant, keyed by (type URL, name, version).
   std::map<std::tuple<std::string, std::string, std::string>, int> ClientsPerVariant() const;
+  // Returns what each open stream's client holds (CSDS), by stream id,
+  // within query.max_bytes. Takes each stream's lock once, briefly: O(open
+  // streams + names they hold).
+  ClientStatusReport ClientStatuses(const ClientStatusQuery& query) const;
+  // Returns the snapshot streams are served from now.
+  std::shared_ptr<const Snapshot> CurrentSnapshot() const;
+  // Returns the CSDS service (ClientStatusService) reporting on this
+  // service's streams: register it on the same gRPC server.
+  grpc::Service& client_status_service();
 
   class StreamCore;  // Per-stream state shared by a reactor and the service.
   struct Wake;       // What a snapshot change asks of one stream.
@@ -145,6 +169,14 @@ class AdsService final
   void ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
+  // The response memory budget. AdmitResponse returns whether `core` may
+  // build a response now; when not, `core` is queued and resumed once the
+  // budget allows. Called with the core's lock held.
+  bool AdmitResponse(StreamCore& core);
+  void AddResponseBytes(int64_t bytes);
+  // Returns a written response's bytes to the budget and resumes waiting
+  // streams while it lasts. Called with no lock held.
+  void ReleaseResponseBytes(int64_t bytes);
   void RecordPush(const StreamCore& core, const PushRecord& record);
   std::vector<std::shared_ptr<StreamCore>> Cores() const;
   // Runs on stall_thread_: every period, cancels the streams whose write
@@ -157,7 +189,12 @@ class AdsService final
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<const StreamCore*, std::shared_ptr<StreamCore>> streams_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, TypeIndex> index_ ABSL_GUARDED_BY(mu_);
-  std::map<std::tuple<std::string, std::string, std::string>, NackRecord> nacks_
+  // A NACK record; its error detail is shared by every record of one NACK.
+  struct StoredNack {
+    NackRecord record;  // error_detail unset.
+    std::shared_ptr<const std::string> detail;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, StoredNack> nacks_
       ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
@@ -168,14 +205,22 @@ class AdsService final
   std::atomic<int64_t> snapshots_{0};
   std::atomic<int64_t> closed_names_limit_{0};
   std::atomic<int64_t> closed_types_limit_{0};
+  std::atomic<int64_t> closed_bytes_limit_{0};
   std::atomic<int64_t> closed_write_stall_{0};
   std::atomic<int64_t> nack_records_dropped_{0};
   std::atomic<int64_t> nack_details_truncated_{0};
+  std::atomic<int64_t> responses_deferred_{0};
+  // Taken after a stream's own lock, never with mu_.
+  mutable absl::Mutex budget_mu_;
+  int64_t response_bytes_ ABSL_GUARDED_BY(budget_mu_) = 0;
+  int64_t response_bytes_peak_ ABSL_GUARDED_BY(budget_mu_) = 0;
+  std::deque<std::shared_ptr<StreamCore>> waiting_for_budget_ ABSL_GUARDED_BY(budget_mu_);
   // The write-stall check: one thread, started last by the constructor and
   // joined first by the destructor, so it never sees a half-built service.
   absl::Mutex stall_mu_;
   bool stopping_ ABSL_GUARDED_BY(stall_mu_) = false;
   std::thread stall_thread_;
+  std::unique_ptr<ClientStatusService> client_status_;
   // Declared last: destroyed first, so no snapshot arrives mid-destruction.
   SnapshotStore::WatchHandle watch_;
 };

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -19,6 +20,8 @@ using ::envoy::service::discovery::v3::Resource;
 
 constexpr char kResourceTypeUrl[] = "type.googleapis.com/envoy.service.discovery.v3.Resource";
 constexpr char kWildcard[] = "*";
+// Bytes a client's status adds besides its node and parameters.
+constexpr size_t kStatusOverheadBytes = 64;
 
 // Listener and Cluster responses in SotW carry the complete set: a resource
 // missing from one is deleted by the client.
@@ -31,6 +34,34 @@ int RankOf(const ResourceType* type) { return type == nullptr ? -1 : type->push_
 std::string CanonicalName(const std::string& name) {
   absl::StatusOr<std::string> normalized = NormalizeResourceName(name);
   return normalized.ok() ? *normalized : name;
+}
+
+// What a subscription counts against Limits::max_bytes: its name and a
+// locator's parameters.
+template <typename ParameterMap>
+int64_t SubscriptionBytes(size_t name_size, bool locator, const ParameterMap& params) {
+  int64_t bytes = static_cast<int64_t>(name_size);
+  if (!locator) return bytes;
+  for (const auto& [key, value] : params) bytes += static_cast<int64_t>(key.size() + value.size());
+  return bytes;
+}
+
+// Refuses a type URL or resource name no served resource can have: they
+// would otherwise be kept (and logged) at any size.
+absl::Status CheckTypeUrl(const std::string& type_url, absl::string_view request) {
+  if (type_url.empty()) return absl::InvalidArgumentError(absl::StrCat(request, " has no type_url"));
+  if (type_url.size() <= StreamState::kMaxTypeUrlBytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(request, " type_url ", SafeForLog(type_url, 64), " has ", type_url.size(),
+                   " bytes; the limit is ", StreamState::kMaxTypeUrlBytes, " bytes"));
+}
+
+absl::Status CheckName(const std::string& name, const std::string& type_url,
+                       absl::string_view field) {
+  if (name.size() <= kMaxResourceNameLength) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " of a request for ", SafeForLog(type_url), ": the name ", SafeForLog(name, 64),
+      " has ", name.size(), " bytes; the limit is ", kMaxResourceNameLength, " bytes"));
 }
 
 std::string FormKey(bool locator, const std::string& rest) {
@@ -86,8 +117,9 @@ StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
   if (it != types_.end()) return &it->second;
   if (static_cast<int>(types_.size()) >= limits_.max_types) {
     outcome->limit = RequestOutcome::Limit::kTypes;
-    *status = absl::ResourceExhaustedError(
-        absl::StrCat("stream subscribes to more than ", limits_.max_types, " type URLs"));
+    *status = absl::ResourceExhaustedError(absl::StrCat(
+        "request for ", SafeForLog(type_url), " would subscribe the stream to more than ",
+        limits_.max_types, " type URLs"));
     return nullptr;
   }
   it = types_.try_emplace(type_url).first;
@@ -100,13 +132,22 @@ StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
   return &state;
 }
 
-absl::Status StreamState::CheckNameLimit(int64_t added, const std::string& type_url,
-                                         RequestOutcome* outcome) {
-  if (subscribed_names_ + added <= limits_.max_names) return absl::OkStatus();
-  outcome->limit = RequestOutcome::Limit::kNames;
-  return absl::ResourceExhaustedError(absl::StrCat("request for ", type_url,
-                                                   " would subscribe the stream to more than ",
-                                                   limits_.max_names, " names"));
+absl::Status StreamState::CheckNameLimit(int64_t added, int64_t added_bytes,
+                                         const std::string& type_url, RequestOutcome* outcome) {
+  if (subscribed_names_ + added > limits_.max_names) {
+    outcome->limit = RequestOutcome::Limit::kNames;
+    return absl::ResourceExhaustedError(absl::StrCat("request for ", SafeForLog(type_url),
+                                                     " would subscribe the stream to more than ",
+                                                     limits_.max_names, " names"));
+  }
+  if (subscribed_bytes_ + added_bytes > limits_.max_bytes) {
+    outcome->limit = RequestOutcome::Limit::kBytes;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("request for ", SafeForLog(type_url),
+                     " would take the stream's subscribed names and locator parameters beyond ",
+                     limits_.max_bytes, " bytes"));
+  }
+  return absl::OkStatus();
 }
 
 StreamState::NameState& StreamState::Track(TypeState& state, const std::string& name) {
@@ -120,7 +161,10 @@ void StreamState::Untrack(TypeState& state, const std::string& name) {
   auto it = state.names.find(name);
   if (it == state.names.end()) return;
   subscribed_names_ -= static_cast<int64_t>(it->second.subscriptions.size());
-  for (const auto& [key, sub] : it->second.subscriptions) NoteDemand(state, name, sub, false);
+  for (const auto& [key, sub] : it->second.subscriptions) {
+    subscribed_bytes_ -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
+    NoteDemand(state, name, sub, false);
+  }
   SetHeld(state, name, it->second, {});
   state.names.erase(it);
   state.unacked_prior.erase(name);
@@ -151,6 +195,7 @@ void StreamState::AddSubscription(const TypeState& state, const std::string& nam
   it->second.answered = false;
   if (inserted) {
     ++subscribed_names_;
+    subscribed_bytes_ += SubscriptionBytes(name.size(), locator, it->second.params->params);
     NoteDemand(state, name, it->second, true);
   }
 }
@@ -159,6 +204,12 @@ void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string
                                        NameState& ns, std::map<std::string, Subscription> next) {
   subscribed_names_ +=
       static_cast<int64_t>(next.size()) - static_cast<int64_t>(ns.subscriptions.size());
+  for (const auto& [key, sub] : ns.subscriptions) {
+    subscribed_bytes_ -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
+  }
+  for (const auto& [key, sub] : next) {
+    subscribed_bytes_ += SubscriptionBytes(name.size(), sub.locator, sub.params->params);
+  }
   if (record_demand_) {
     for (const auto& [key, sub] : ns.subscriptions) {
       if (next.count(key) == 0) NoteDemand(state, name, sub, false);
@@ -192,10 +243,21 @@ std::vector<DemandChange> StreamState::Demands() const {
   return out;
 }
 
+const ServedResource* StreamState::Lookup(const TypeState& state, const std::string& name) const {
+  if (state.type == nullptr) return nullptr;
+  const ServedResource* resource = snapshot_->snapshot().Find(*state.type, name);
+  // A resource this client may not read is, for it, one that does not exist.
+  if (resource != nullptr && snapshot_->snapshot().access() != nullptr &&
+      !snapshot_->snapshot().access()->MayRead(name, identity_)) {
+    return nullptr;
+  }
+  return resource;
+}
+
 bool StreamState::HasUnknown(const TypeState& state, const NameState& ns,
                              const std::string& name) const {
   if (state.type == nullptr || !snapshot_->snapshot().partial()) return false;
-  const ServedResource* resource = snapshot_->snapshot().Find(*state.type, name);
+  const ServedResource* resource = Lookup(state, name);
   for (const auto& [key, sub] : ns.subscriptions) {
     if (snapshot_->Unknown(resource, *sub.params)) return true;
   }
@@ -252,6 +314,8 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
       }
       if (!same) suspects.push_back(name);
     }
+    NoteNack(state, suspects, outcome->error_detail);
+    state.answered = state.last_sent;
     if (suspects.size() == 1) {
       auto it = state.names.find(suspects[0]);
       if (it != state.names.end()) {
@@ -268,17 +332,26 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
   } else {
     outcome->kind = RequestOutcome::Kind::kAck;
     state.unacked_prior.clear();
+    state.answered = state.last_sent;
   }
 }
 
 absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutcome* outcome) {
-  if (request.type_url().empty()) {
-    return absl::InvalidArgumentError("DiscoveryRequest has no type_url");
-  }
+  if (absl::Status s = CheckTypeUrl(request.type_url(), "DiscoveryRequest"); !s.ok()) return s;
   if (request.resource_names_size() + request.resource_locators_size() > kMaxNamesPerRequest) {
-    return absl::InvalidArgumentError(absl::StrCat("DiscoveryRequest for ", request.type_url(),
+    return absl::InvalidArgumentError(absl::StrCat("DiscoveryRequest for ",
+                                                   SafeForLog(request.type_url()),
                                                    " names more than ", kMaxNamesPerRequest,
                                                    " resources"));
+  }
+  for (const std::string& name : request.resource_names()) {
+    if (absl::Status s = CheckName(name, request.type_url(), "resource_names"); !s.ok()) return s;
+  }
+  for (const auto& locator : request.resource_locators()) {
+    if (absl::Status s = CheckName(locator.name(), request.type_url(), "resource_locators");
+        !s.ok()) {
+      return s;
+    }
   }
   if (request.has_node() && !has_node_) SetNode(request.node());
   absl::Status status;
@@ -332,13 +405,31 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     state.legacy_wildcard = false;
   }
   int64_t added = 0;
+  int64_t added_bytes = 0;
   for (const auto& [name, subs] : next) {
     auto it = state.names.find(name);
     added += static_cast<int64_t>(subs.size()) -
              (it == state.names.end() ? 0 : static_cast<int64_t>(it->second.subscriptions.size()));
+    for (const auto& [key, sub] : subs) {
+      added_bytes += SubscriptionBytes(name.size(), sub.locator, sub.params->params);
+    }
+    if (it == state.names.end()) continue;
+    for (const auto& [key, sub] : it->second.subscriptions) {
+      added_bytes -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
+    }
   }
-  if (added > 0) {
-    if (absl::Status limit = CheckNameLimit(added, state.type_url, outcome); !limit.ok()) {
+  // Names the request no longer lists lose their subscriptions: the request
+  // is checked against what the stream will hold, not the sum of both.
+  for (const auto& [name, ns] : state.names) {
+    if (ns.subscriptions.empty() || next.count(name) > 0) continue;
+    added -= static_cast<int64_t>(ns.subscriptions.size());
+    for (const auto& [key, sub] : ns.subscriptions) {
+      added_bytes -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
+    }
+  }
+  if (added > 0 || added_bytes > 0) {
+    if (absl::Status limit = CheckNameLimit(added, added_bytes, state.type_url, outcome);
+        !limit.ok()) {
       return limit;
     }
   }
@@ -400,8 +491,8 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
 
 absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
                                     RequestOutcome* outcome) {
-  if (request.type_url().empty()) {
-    return absl::InvalidArgumentError("DeltaDiscoveryRequest has no type_url");
+  if (absl::Status s = CheckTypeUrl(request.type_url(), "DeltaDiscoveryRequest"); !s.ok()) {
+    return s;
   }
   if (request.resource_names_subscribe_size() + request.resource_locators_subscribe_size() >
           kMaxNamesPerRequest ||
@@ -409,8 +500,34 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
           kMaxNamesPerRequest ||
       request.initial_resource_versions_size() > kMaxNamesPerRequest) {
     return absl::InvalidArgumentError(absl::StrCat("DeltaDiscoveryRequest for ",
-                                                   request.type_url(), " names more than ",
-                                                   kMaxNamesPerRequest, " resources"));
+                                                   SafeForLog(request.type_url()),
+                                                   " names more than ", kMaxNamesPerRequest,
+                                                   " resources"));
+  }
+  // What the subscriptions would add (duplicates and names already
+  // subscribed counted too: an upper bound, checked before anything changes).
+  int64_t added_bytes = 0;
+  for (const std::string& name : request.resource_names_subscribe()) {
+    if (absl::Status s = CheckName(name, request.type_url(), "resource_names_subscribe");
+        !s.ok()) {
+      return s;
+    }
+    added_bytes += static_cast<int64_t>(name.size());
+  }
+  for (const auto& locator : request.resource_locators_subscribe()) {
+    if (absl::Status s =
+            CheckName(locator.name(), request.type_url(), "resource_locators_subscribe");
+        !s.ok()) {
+      return s;
+    }
+    added_bytes +=
+        SubscriptionBytes(locator.name().size(), /*locator=*/true, locator.dynamic_parameters());
+  }
+  for (const auto& [name, version] : request.initial_resource_versions()) {
+    if (absl::Status s = CheckName(name, request.type_url(), "initial_resource_versions");
+        !s.ok()) {
+      return s;
+    }
   }
   if (request.has_node() && !has_node_) SetNode(request.node());
   absl::Status status;
@@ -421,7 +538,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
                    request.has_error_detail() ? request.error_detail().message() : "", outcome);
   if (absl::Status limit = CheckNameLimit(request.resource_names_subscribe_size() +
                                               request.resource_locators_subscribe_size(),
-                                          state.type_url, outcome);
+                                          added_bytes, state.type_url, outcome);
       !limit.ok()) {
     return limit;
   }
@@ -434,7 +551,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
       NameState& ns = Track(state, canonical);
       state.dirty.insert(canonical);
       const ServedResource* resource =
-          state.type == nullptr ? nullptr : snapshot_->snapshot().Find(*state.type, canonical);
+          Lookup(state, canonical);
       std::shared_ptr<const Variant> match;
       if (resource != nullptr) {
         for (const auto& variant : resource->variants) {
@@ -480,8 +597,11 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
       state.dirty.insert(name);
     }
   };
+  bool wildcard_unsubscribed = false;
   for (const std::string& name : request.resource_names_unsubscribe()) {
     if (name == kWildcard) {
+      // Once per request: each pass looks at every name.
+      if (std::exchange(wildcard_unsubscribed, true)) continue;
       SetWildcard(state, false);
       // Names held only through the wildcard are forgotten with it.
       std::vector<std::string> idle;
@@ -502,6 +622,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
         NoteDemand(state, canonical, sub->second, false);
         sub = ns.subscriptions.erase(sub);
         --subscribed_names_;
+        subscribed_bytes_ -= static_cast<int64_t>(canonical.size());
       }
     }
     HeldMap held = ns.held;
@@ -518,6 +639,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
     auto sub = it->second.subscriptions.find(FormKey(true, params.canonical));
     if (sub != it->second.subscriptions.end()) {
       NoteDemand(state, name, sub->second, false);
+      subscribed_bytes_ -= SubscriptionBytes(name.size(), /*locator=*/true, params.params);
       it->second.subscriptions.erase(sub);
       --subscribed_names_;
     }
@@ -573,7 +695,7 @@ StreamState::HeldMap StreamState::Desired(const TypeState& state, const NameStat
                                           const std::string& name) const {
   HeldMap desired;
   if (state.type == nullptr) return desired;
-  const ServedResource* resource = snapshot_->snapshot().Find(*state.type, name);
+  const ServedResource* resource = Lookup(state, name);
   if (resource == nullptr) return desired;
   bool plain = false;
   for (const auto& [key, subscription] : ns.subscriptions) {
@@ -634,7 +756,7 @@ StreamState::Pending StreamState::Classify(TypeState& state, const std::string& 
     if (sub.answered) continue;
     if (protocol_ == Protocol::kDelta && !desired.empty()) {
       const ServedResource* resource =
-          state.type == nullptr ? nullptr : snapshot_->snapshot().Find(*state.type, name);
+          Lookup(state, name);
       if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) {
         sub.answered = true;
         continue;
@@ -820,6 +942,7 @@ bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) 
     state->response_due = false;
     state->last_nonce = response->nonce();
     state->last_items = record->items;
+    NoteSent(*state, nonce_counter_, names, full_state);
     return true;
   }
 }
@@ -879,7 +1002,7 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
       ns.stale_claim = false;
       // "Does not exist" for each subscription that selects nothing.
       const ServedResource* resource =
-          state->type == nullptr ? nullptr : snapshot_->snapshot().Find(*state->type, name);
+          Lookup(*state, name);
       for (auto& [key, sub] : ns.subscriptions) {
         if (sub.answered || snapshot_->Unknown(resource, *sub.params)) continue;
         sub.answered = true;
@@ -899,13 +1022,16 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
     for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
     response->set_type_url(state->type_url);
-    response->set_system_version_info(snapshot_->snapshot().version());
+    // What this stream holds of the type, as SotW's version_info: the
+    // snapshot's version would also reflect resources the client may not read.
+    response->set_system_version_info(DigestVersion(state->held_digest));
     response->set_nonce(NextNonce());
     record->type_url = state->type_url;
     record->version_info = response->system_version_info();
     record->nonce = response->nonce();
     state->last_nonce = response->nonce();
     state->last_items = record->items;
+    NoteSent(*state, nonce_counter_, names, /*full_state=*/false);
     return true;
   }
 }
@@ -918,6 +1044,94 @@ std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Hold
     }
   }
   return out;
+}
+
+void StreamState::NoteNack(TypeState& state, const std::vector<std::string>& suspects,
+                           const std::string& error) {
+  auto detail = std::make_shared<const std::string>(
+      error.substr(0, Utf8PrefixLength(error, kMaxStatusDetailBytes)));
+  std::map<std::string, std::string> carried;  // name -> version
+  for (const PushedItem& item : state.last_items) {
+    if (!item.removal) carried[item.name] = item.version;
+  }
+  auto mark = [&](const std::string& name) {
+    auto it = state.names.find(name);
+    auto version = carried.find(name);
+    if (it == state.names.end() || version == carried.end()) return;
+    it->second.nacked_in = state.last_sent;
+    it->second.nacked_version = version->second;
+    it->second.nack_detail = detail;
+  };
+  if (suspects.empty()) {
+    for (const auto& [name, version] : carried) mark(name);
+  } else {
+    for (const std::string& name : suspects) mark(name);
+  }
+}
+
+void StreamState::NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
+                           bool full_state) {
+  state.last_sent = number;
+  if (full_state) {
+    for (auto& [name, ns] : state.names) ns.sent_in = number;
+    return;
+  }
+  for (const std::string& name : names) {
+    auto it = state.names.find(name);
+    if (it != state.names.end()) it->second.sent_in = number;
+  }
+}
+
+bool StreamState::DescribeClient(ClientStatus* out, size_t* budget) const {
+  size_t node_cost = node_.ByteSizeLong() + kStatusOverheadBytes;
+  for (const auto& [key, value] : node_params_->params) node_cost += key.size() + value.size();
+  if (node_cost > *budget) return false;
+  *budget -= node_cost;
+  out->delta = protocol_ == Protocol::kDelta;
+  if (has_node_) out->node = node_;
+  out->parameters = node_params_->params;
+  auto add = [&](ResourceStatus status) {
+    const size_t cost = EstimatedBytes(status);
+    if (cost > *budget) {
+      ++out->omitted_resources;
+      return;
+    }
+    *budget -= cost;
+    out->resources.push_back(std::move(status));
+  };
+  for (const auto& [url, state] : types_) {
+    for (const auto& [name, ns] : state.names) {
+      if (ns.held.empty()) {
+        if (ns.subscriptions.empty()) continue;  // Wildcard-covered, nothing held.
+        bool answered = !HasUnknown(state, ns, name);
+        for (const auto& [key, sub] : ns.subscriptions) answered = answered && sub.answered;
+        ResourceStatus status;
+        status.type_url = url;
+        status.name = name;
+        status.state =
+            answered ? ResourceStatus::State::kDoesNotExist : ResourceStatus::State::kRequested;
+        add(std::move(status));
+        continue;
+      }
+      for (const auto& [key, held] : ns.held) {
+        ResourceStatus status;
+        status.type_url = url;
+        status.name = name;
+        status.version = held.variant->version;
+        if (ns.nacked_in != 0 && ns.nacked_in >= ns.sent_in) {
+          status.state = ResourceStatus::State::kNacked;
+          status.nacked_version = ns.nacked_version;
+          status.error_detail = ns.nack_detail;
+        } else if (ns.sent_in <= state.answered) {
+          status.state = ResourceStatus::State::kAcked;
+        } else {
+          status.state = ResourceStatus::State::kRequested;
+        }
+        add(std::move(status));
+      }
+    }
+  }
+  return true;
 }
 
 }  // namespace facet::xds

@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "xds_server/ads/client_status.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
 
@@ -49,7 +50,7 @@ struct PushRecord {
 struct RequestOutcome {
   enum class Kind { kInitial, kAck, kNack, kStale, kSubscriptionOnly };
   // The per-stream bound a rejected request exceeded.
-  enum class Limit { kNone, kNames, kTypes };
+  enum class Limit { kNone, kNames, kTypes, kBytes };
   Kind kind = Kind::kInitial;
   Limit limit = Limit::kNone;
   std::string type_url;
@@ -86,6 +87,9 @@ class StreamState {
     int max_names = 100000;
     // Distinct type URLs subscribed to.
     int max_types = 16;
+    // Bytes of subscribed names and locator parameters (keys and values),
+    // cumulative across delta requests.
+    int64_t max_bytes = int64_t{64} << 20;
   };
 
   StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping)
@@ -93,8 +97,9 @@ class StreamState {
   StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping, Limits limits);
 
   // Applies a request. Returns InvalidArgument for requests that break the
-  // protocol badly enough to end the stream (no type URL; oversized name
-  // lists) and ResourceExhausted when the request would exceed a Limits bound
+  // protocol badly enough to end the stream (no type URL, or one longer than
+  // kMaxTypeUrlBytes; oversized name lists; a name longer than
+  // kMaxResourceNameLength) and ResourceExhausted when the request would exceed a Limits bound
   // (outcome->limit says which); unknown types and malformed names are
   // answered as "does not exist".
   absl::Status OnRequest(const envoy::service::discovery::v3::DiscoveryRequest& request,
@@ -136,15 +141,37 @@ class StreamState {
   bool NextResponse(envoy::service::discovery::v3::DeltaDiscoveryResponse* response,
                     PushRecord* record);
 
+  // Sets who the client is, from the certificate it presented (empty: no
+  // identity). Resources of authorities it may not read (see
+  // ClientAccess::MayRead) are, for this stream, resources that do not exist.
+  // Call before the first request.
+  void SetIdentity(ClientIdentity identity) { identity_ = std::move(identity); }
+  const ClientIdentity& identity() const { return identity_; }
+
   const envoy::config::core::v3::Node& node() const { return node_; }
   bool has_node() const { return has_node_; }
   // Returns (type URL, name, variant version) of everything the client holds.
   std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const;
   // Returns the names currently subscribed (over every type).
   int64_t subscribed_names() const { return subscribed_names_; }
+  // Returns the bytes Limits::max_bytes counts now.
+  int64_t subscribed_bytes() const { return subscribed_bytes_; }
+  // Sets out's node and parameters and appends the status of every resource
+  // subscribed or held to `out->resources`, while `*budget` lasts: the node
+  // costs its encoded size, each resource EstimatedBytes, and resources that
+  // no longer fit are counted in out->omitted_resources. Returns false, with
+  // nothing charged, when the node alone does not fit. O(names held or
+  // subscribed).
+  bool DescribeClient(ClientStatus* out, size_t* budget) const;
+
+  // Bytes of a NACK's error detail kept for DescribeClient (cut at a UTF-8
+  // character boundary).
+  static constexpr size_t kMaxStatusDetailBytes = 1024;
 
   // Upper bound on names or locators in one request.
   static constexpr int kMaxNamesPerRequest = 10000;
+  // Longest type URL accepted (the served ones have under 100 bytes).
+  static constexpr size_t kMaxTypeUrlBytes = 512;
 
  private:
   struct Subscription {
@@ -170,6 +197,13 @@ class StreamState {
     // Keys of variants the client rejected (full-state SotW): not offered
     // again until the snapshot changes them.
     std::set<std::string> rejected;
+    // For DescribeClient: the number of the last response that carried the
+    // name, and of the last NACKed one that did (0: none), with the
+    // rejected version and the client's detail.
+    uint64_t sent_in = 0;
+    uint64_t nacked_in = 0;
+    std::string nacked_version;
+    std::shared_ptr<const std::string> nack_detail;
   };
   struct TypeState {
     std::string type_url;
@@ -199,9 +233,16 @@ class StreamState {
     bool last_had_locators = true;
     std::string last_nonce;
     std::vector<PushedItem> last_items;
+    // The number of the last response sent, and of the last one the client
+    // answered (ACK or NACK): names sent in it or before are no longer in flight.
+    uint64_t last_sent = 0;
+    uint64_t answered = 0;
   };
   enum class Pending { kNone, kUpsert, kRemoval, kUnanswered };
 
+  // Returns the resource of `state`'s type named `name` (normalised), or null
+  // when there is none or this client may not read it.
+  const ServedResource* Lookup(const TypeState& state, const std::string& name) const;
   TypeState* StateFor(const std::string& type_url, RequestOutcome* outcome, absl::Status* status);
   void SetNode(const envoy::config::core::v3::Node& node);
   NameState& Track(TypeState& state, const std::string& name);
@@ -226,6 +267,14 @@ class StreamState {
   void Refresh(TypeState& state);
   void ProcessAckOrNack(TypeState& state, const std::string& nonce, const std::string& error,
                         RequestOutcome* outcome);
+  // Records, for DescribeClient, a NACK of the last response of `state`:
+  // the `suspects` (or, when none, every resource it carried) are NACKED.
+  static void NoteNack(TypeState& state, const std::vector<std::string>& suspects,
+                       const std::string& error);
+  // Records, for DescribeClient, that the response `state` just sent carried
+  // `names`.
+  static void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
+                       bool full_state);
   TypeState* PickNext(bool* removal_phase);
   // Returns (and clears) the names the next response of `state` settles.
   static std::set<std::string> TakeDue(TypeState& state, bool removal_phase);
@@ -233,7 +282,8 @@ class StreamState {
   void DropIdleName(TypeState& state, const std::string& name);
   void ResumeFromClientVersions();
   bool wraps_plain_resources() const;
-  absl::Status CheckNameLimit(int64_t added, const std::string& type_url, RequestOutcome* outcome);
+  absl::Status CheckNameLimit(int64_t added, int64_t added_bytes, const std::string& type_url,
+                              RequestOutcome* outcome);
 
   Protocol protocol_;
   std::shared_ptr<const ParameterMapping> mapping_;
@@ -243,11 +293,13 @@ class StreamState {
   bool has_node_ = false;
   bool wrap_plain_ = false;
   std::shared_ptr<const Parameters> node_params_;
+  ClientIdentity identity_;
   std::map<std::string, TypeState> types_;
   std::vector<WatchChange> watch_changes_;
   bool record_demand_ = false;
   std::vector<DemandChange> demand_changes_;
   int64_t subscribed_names_ = 0;
+  int64_t subscribed_bytes_ = 0;
   uint64_t nonce_counter_ = 0;
 };
 

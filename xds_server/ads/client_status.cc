@@ -1,0 +1,168 @@
+#include "xds_server/ads/client_status.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace facet::xds {
+namespace {
+
+using ::envoy::service::status::v3::ClientConfig;
+using ::envoy::service::status::v3::ClientStatusRequest;
+using ::google::protobuf::Struct;
+using ::google::protobuf::Value;
+
+// Bytes a resource status adds besides its strings (field tags, enums,
+// the GenericXdsConfig framing).
+constexpr size_t kResourceOverheadBytes = 32;
+
+envoy::admin::v3::ClientResourceStatus ToProto(ResourceStatus::State state) {
+  switch (state) {
+    case ResourceStatus::State::kRequested:
+      return envoy::admin::v3::REQUESTED;
+    case ResourceStatus::State::kAcked:
+      return envoy::admin::v3::ACKED;
+    case ResourceStatus::State::kNacked:
+      return envoy::admin::v3::NACKED;
+    case ResourceStatus::State::kDoesNotExist:
+      return envoy::admin::v3::DOES_NOT_EXIST;
+  }
+  return envoy::admin::v3::UNKNOWN;
+}
+
+// The control plane's view (ConfigStatus) of a resource status.
+envoy::service::status::v3::ConfigStatus ConfigStatusOf(const ResourceStatus& status) {
+  switch (status.state) {
+    case ResourceStatus::State::kAcked:
+      return envoy::service::status::v3::SYNCED;
+    case ResourceStatus::State::kNacked:
+      return envoy::service::status::v3::ERROR;
+    case ResourceStatus::State::kRequested:
+      // Sent and awaiting the client's answer, or not sent yet.
+      return status.version.empty() ? envoy::service::status::v3::NOT_SENT
+                                    : envoy::service::status::v3::STALE;
+    case ResourceStatus::State::kDoesNotExist:
+      break;
+  }
+  return envoy::service::status::v3::UNKNOWN;
+}
+
+Value StringValue(std::string text) {
+  Value value;
+  value.set_string_value(std::move(text));
+  return value;
+}
+
+Value NumberValue(int64_t number) {
+  Value value;
+  value.set_number_value(static_cast<double>(number));
+  return value;
+}
+
+}  // namespace
+
+absl::string_view StateName(ResourceStatus::State state) {
+  switch (state) {
+    case ResourceStatus::State::kRequested:
+      return "REQUESTED";
+    case ResourceStatus::State::kAcked:
+      return "ACKED";
+    case ResourceStatus::State::kNacked:
+      return "NACKED";
+    case ResourceStatus::State::kDoesNotExist:
+      return "DOES_NOT_EXIST";
+  }
+  return "UNKNOWN";
+}
+
+size_t EstimatedBytes(const ResourceStatus& resource) {
+  size_t bytes = kResourceOverheadBytes + resource.type_url.size() + resource.name.size() +
+                 resource.version.size() + resource.nacked_version.size();
+  if (resource.error_detail != nullptr) bytes += resource.error_detail->size();
+  return bytes;
+}
+
+absl::StatusOr<ClientStatusQuery> QueryFromRequest(const ClientStatusRequest& request,
+                                                   size_t max_bytes) {
+  ClientStatusQuery query;
+  query.max_bytes = max_bytes;
+  if (request.node_matchers_size() == 0) return query;
+  if (request.node_matchers_size() > 1) {
+    return absl::UnimplementedError(
+        absl::StrCat("ClientStatusRequest.node_matchers: ", request.node_matchers_size(),
+                     " matchers given; Facet supports one (node_id with an exact match)"));
+  }
+  const auto& matcher = request.node_matchers(0);
+  if (matcher.node_metadatas_size() > 0) {
+    return absl::UnimplementedError(
+        "ClientStatusRequest.node_matchers[0].node_metadatas: not supported; match on node_id "
+        "with an exact match");
+  }
+  if (!matcher.has_node_id() ||
+      matcher.node_id().match_pattern_case() != envoy::type::matcher::v3::StringMatcher::kExact ||
+      matcher.node_id().ignore_case()) {
+    return absl::UnimplementedError(
+        "ClientStatusRequest.node_matchers[0].node_id: only an exact, case-sensitive match "
+        "(node_id.exact) is supported");
+  }
+  query.filter_node_id = true;
+  query.node_id = matcher.node_id().exact();
+  return query;
+}
+
+ClientConfig ToClientConfig(const ClientStatus& client) {
+  ClientConfig config;
+  *config.mutable_node() = client.node;
+  Struct& parameters =
+      *(*config.mutable_node()->mutable_metadata()->mutable_fields())[kDerivedParametersKey]
+           .mutable_struct_value();
+  for (const auto& [key, value] : client.parameters) {
+    (*parameters.mutable_fields())[key] = StringValue(value);
+  }
+  for (const ResourceStatus& resource : client.resources) {
+    ClientConfig::GenericXdsConfig& generic = *config.add_generic_xds_configs();
+    generic.set_type_url(resource.type_url);
+    generic.set_name(resource.name);
+    generic.set_version_info(resource.version);
+    generic.set_client_status(ToProto(resource.state));
+    generic.set_config_status(ConfigStatusOf(resource));
+    if (resource.state == ResourceStatus::State::kNacked) {
+      auto& error = *generic.mutable_error_state();
+      error.set_version_info(resource.nacked_version);
+      if (resource.error_detail != nullptr) error.set_details(*resource.error_detail);
+    }
+  }
+  return config;
+}
+
+std::string ReportToJson(const ClientStatusReport& report) {
+  google::protobuf::util::JsonPrintOptions print;
+  print.preserve_proto_field_names = true;
+  Struct root;
+  auto& fields = *root.mutable_fields();
+  auto& clients = *fields["clients"].mutable_list_value();
+  for (const ClientStatus& client : report.clients) {
+    Value entry;
+    auto& e = *entry.mutable_struct_value()->mutable_fields();
+    e["stream_id"] = NumberValue(static_cast<int64_t>(client.stream_id));
+    e["peer"] = StringValue(client.peer);
+    e["protocol"] = StringValue(client.delta ? "delta" : "SotW");
+    // The CSDS message in its proto3 JSON form, nested as a value.
+    std::string config_json;
+    (void)google::protobuf::util::MessageToJsonString(ToClientConfig(client), &config_json,
+                                                      print);
+    (void)google::protobuf::util::JsonStringToMessage(config_json, &e["client_config"]);
+    e["omitted_resources"] = NumberValue(client.omitted_resources);
+    *clients.add_values() = std::move(entry);
+  }
+  fields["omitted_clients"] = NumberValue(report.omitted_clients);
+  fields["omitted_resources"] = NumberValue(report.omitted_resources);
+  print.add_whitespace = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(root, &out, print);
+  return out;
+}
+
+}  // namespace facet::xds

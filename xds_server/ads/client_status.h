@@ -1,0 +1,99 @@
+// What each connected client holds, as the server sees it: the data behind
+// CSDS (envoy.service.status.v3) and the admin port's /clients.
+#ifndef FACET_XDS_SERVER_ADS_CLIENT_STATUS_H_
+#define FACET_XDS_SERVER_ADS_CLIENT_STATUS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "envoy/config/core/v3/base.pb.h"
+#include "envoy/service/status/v3/csds.pb.h"
+#include "xds_server/constraints/constraints.h"
+
+namespace facet::xds {
+
+// The node metadata key under which a ClientConfig's node carries the
+// parameters Facet derived from it (a Struct of key -> string value).
+inline constexpr char kDerivedParametersKey[] = "facet.dev/parameters";
+
+// One resource variant a client holds or asked for.
+struct ResourceStatus {
+  enum class State {
+    kRequested,     // Subscribed and not answered yet, or sent and not ACKed yet.
+    kAcked,         // Sent (or claimed by the client on reconnect) and ACKed.
+    kNacked,        // The last response carrying it was NACKed.
+    kDoesNotExist,  // Answered: nothing is served for the client's parameters.
+  };
+  std::string type_url;
+  std::string name;
+  // The version of the variant the client holds; empty when it holds none.
+  std::string version;
+  State state = State::kRequested;
+  // For kNacked: the rejected variant's version and the client's error
+  // detail (shared by every resource of the NACKed response).
+  std::string nacked_version;
+  std::shared_ptr<const std::string> error_detail;
+};
+
+// One connected client (one ADS stream).
+struct ClientStatus {
+  uint64_t stream_id = 0;
+  std::string peer;
+  bool delta = false;
+  envoy::config::core::v3::Node node;  // Empty until the first request names one.
+  ParameterSet parameters;             // Derived from the node (plain-name subscriptions).
+  std::vector<ResourceStatus> resources;
+  // Resources left out because the response reached its byte bound.
+  int64_t omitted_resources = 0;
+};
+
+// Which clients to report and how much.
+struct ClientStatusQuery {
+  // Only the client(s) whose node id is exactly this; every client when unset.
+  bool filter_node_id = false;
+  std::string node_id;
+  // Stop adding clients and resources once the estimated size of the
+  // report reaches this many bytes.
+  size_t max_bytes = 4 << 20;
+};
+
+// What the server reports for a query.
+struct ClientStatusReport {
+  std::vector<ClientStatus> clients;  // By stream id.
+  // Clients left out because the report reached its byte bound.
+  int64_t omitted_clients = 0;
+  int64_t omitted_resources = 0;  // Over every client.
+};
+
+// Returns the bytes a resource status adds to a report (an estimate of its
+// encoded size, used for the byte bound).
+size_t EstimatedBytes(const ResourceStatus& resource);
+
+// Reads a CSDS request into a query. Supports node_matchers with one
+// matcher whose node_id is an exact StringMatcher; anything else is
+// Unimplemented with a message naming the field.
+absl::StatusOr<ClientStatusQuery> QueryFromRequest(
+    const envoy::service::status::v3::ClientStatusRequest& request, size_t max_bytes);
+
+// Returns the CSDS form of a client: its node (with kDerivedParametersKey
+// added to the metadata) and one GenericXdsConfig per resource.
+envoy::service::status::v3::ClientConfig ToClientConfig(const ClientStatus& client);
+
+// Returns the report as JSON for the admin port's /clients: {"clients":
+// [{"stream_id", "peer", "protocol", "client_config": the ToClientConfig
+// message in proto3 JSON, "omitted_resources"}], "omitted_clients",
+// "omitted_resources"}.
+std::string ReportToJson(const ClientStatusReport& report);
+
+// Returns the CSDS name of a state: "ACKED", "NACKED", "REQUESTED",
+// "DOES_NOT_EXIST".
+absl::string_view StateName(ResourceStatus::State state);
+
+}  // namespace facet::xds
+
+#endif  // FACET_XDS_SERVER_ADS_CLIENT_STATUS_H_

@@ -1,0 +1,335 @@
+#include "xds_server/ads/client_status.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "xds_server/ads/stream_state.h"
+#include "xds_server/common/status_matchers.h"
+#include "xds_server/snapshot/builder.h"
+#include "xds_server/snapshot/test_objects.h"
+
+namespace facet::xds {
+namespace {
+
+using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
+using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
+using ::envoy::service::discovery::v3::DiscoveryRequest;
+using ::envoy::service::discovery::v3::DiscoveryResponse;
+using ::envoy::service::status::v3::ClientStatusRequest;
+using ::facet::testing::IsOk;
+using ::facet::testing::StatusIs;
+using ::facet::xds::testing::MakeObject;
+using ::testing::ElementsAre;
+using ::testing::Field;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using State = ResourceStatus::State;
+
+const std::string kEds = ClusterLoadAssignmentType().type_url();
+const std::string kCds = ClusterType().type_url();
+
+std::string Endpoints(int port) {
+  return "{endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: "
+         "127.0.0.1, port_value: " +
+         std::to_string(port) + "}}}}]}]}";
+}
+std::string EdsCluster() { return "{type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}"; }
+
+// Endpoints "e" (env=prod: port `prod_port`, otherwise port `other_port`)
+// and "f", and EDS clusters "e" (`cluster_e`) and "f" over them.
+std::shared_ptr<const ServingSnapshot> Serve(int prod_port = 1, int other_port = 2,
+                                             const std::string& cluster_e = EdsCluster()) {
+  std::vector<ResourceObject> objects = {
+      MakeObject("demo", "e-endpoints", "endpoint", "e",
+                 {{"{env: prod}", Endpoints(prod_port)}, {"{env: {not: prod}}", Endpoints(other_port)}}),
+      MakeObject("demo", "f-endpoints", "endpoint", "f", {{"", Endpoints(3)}}),
+      MakeObject("demo", "e-cluster", "cluster", "e", {{"", cluster_e}}),
+      MakeObject("demo", "f-cluster", "cluster", "f", {{"", EdsCluster()}}),
+  };
+  BuildOptions options;
+  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  BuildResult result = BuildSnapshot(objects, {}, nullptr, options);
+  for (const auto& status : result.statuses) EXPECT_TRUE(status.accepted) << status.ref.ToString();
+  return std::make_shared<ServingSnapshot>(result.snapshot);
+}
+
+envoy::config::core::v3::Node Node() {
+  envoy::config::core::v3::Node node;
+  node.set_id("client-1");
+  (*node.mutable_metadata()->mutable_fields())["env"].set_string_value("prod");
+  return node;
+}
+
+template <typename Request>
+Request WithNode(Request request) {
+  *request.mutable_node() = Node();
+  return request;
+}
+
+DiscoveryRequest Sotw(const std::string& type, std::vector<std::string> names,
+                      const std::string& nonce = "", const std::string& error = "") {
+  DiscoveryRequest request;
+  request.set_type_url(type);
+  for (auto& name : names) request.add_resource_names(name);
+  request.set_response_nonce(nonce);
+  if (!error.empty()) request.mutable_error_detail()->set_message(error);
+  return request;
+}
+
+class ClientStatusTest : public ::testing::Test {
+ protected:
+  ClientStatusTest() : state_(Protocol::kSotw, std::make_shared<ParameterMapping>()) {
+    state_.SetSnapshot(Serve());
+  }
+
+  void Request(const DiscoveryRequest& request) {
+    RequestOutcome outcome;
+    ASSERT_THAT(state_.OnRequest(request, &outcome), IsOk());
+  }
+
+  // Sends every due response; returns the last nonce.
+  std::string Drain() {
+    std::string nonce;
+    DiscoveryResponse response;
+    PushRecord record;
+    while (state_.NextResponse(&response, &record)) nonce = response.nonce();
+    return nonce;
+  }
+
+  ClientStatus Describe(size_t budget = 1 << 20) {
+    ClientStatus status;
+    EXPECT_TRUE(state_.DescribeClient(&status, &budget));
+    return status;
+  }
+
+  StreamState state_;
+};
+
+TEST_F(ClientStatusTest, ReportsRequestedThenAckedAndDoesNotExist) {
+  Request(WithNode(Sotw(kEds, {"e", "missing"})));
+  ClientStatus before = Describe();
+  EXPECT_EQ(before.node.id(), "client-1");
+  EXPECT_THAT(before.parameters, ElementsAre(std::make_pair("env", "prod")));
+  ASSERT_EQ(before.resources.size(), 2u);
+  EXPECT_EQ(before.resources[0].name, "e");
+  EXPECT_EQ(before.resources[0].state, State::kRequested);
+  EXPECT_EQ(before.resources[0].version, "");
+  EXPECT_EQ(before.resources[1].name, "missing");
+  EXPECT_EQ(before.resources[1].state, State::kRequested);
+
+  const std::string nonce = Drain();
+  ClientStatus sent = Describe();
+  ASSERT_EQ(sent.resources.size(), 2u);
+  // Sent, not yet ACKed: still requested, with the version in flight.
+  EXPECT_EQ(sent.resources[0].state, State::kRequested);
+  EXPECT_FALSE(sent.resources[0].version.empty());
+  EXPECT_EQ(sent.resources[1].state, State::kDoesNotExist);
+
+  Request(Sotw(kEds, {"e", "missing"}, nonce));
+  ClientStatus acked = Describe();
+  ASSERT_EQ(acked.resources.size(), 2u);
+  EXPECT_EQ(acked.resources[0].state, State::kAcked);
+  EXPECT_EQ(acked.resources[0].version, sent.resources[0].version);
+  EXPECT_EQ(acked.resources[1].state, State::kDoesNotExist);
+}
+
+TEST_F(ClientStatusTest, ReportsANackWithItsDetailUntilTheResourceIsSentAgain) {
+  Request(WithNode(Sotw(kEds, {"e", "f"})));
+  std::string nonce = Drain();
+  Request(Sotw(kEds, {"e", "f"}, nonce, "endpoint e: bad address"));
+  ClientStatus nacked = Describe();
+  ASSERT_EQ(nacked.resources.size(), 2u);
+  for (const ResourceStatus& resource : nacked.resources) {
+    EXPECT_EQ(resource.state, State::kNacked) << resource.name;
+    EXPECT_EQ(resource.nacked_version, resource.version);
+    ASSERT_NE(resource.error_detail, nullptr);
+    EXPECT_EQ(*resource.error_detail, "endpoint e: bad address");
+  }
+  // A new variant of "e" goes out: in flight, then ACKed; "f" stays NACKed.
+  state_.SetSnapshot(Serve(/*prod_port=*/5));
+  nonce = Drain();
+  ASSERT_FALSE(nonce.empty());
+  ClientStatus resent = Describe();
+  ASSERT_EQ(resent.resources.size(), 2u);
+  EXPECT_EQ(resent.resources[0].state, State::kRequested);
+  EXPECT_NE(resent.resources[0].version, nacked.resources[0].version);
+  EXPECT_EQ(resent.resources[1].state, State::kNacked);
+  Request(Sotw(kEds, {"e", "f"}, nonce));
+  ClientStatus acked = Describe();
+  EXPECT_EQ(acked.resources[0].state, State::kAcked);
+  EXPECT_EQ(acked.resources[1].state, State::kNacked);
+}
+
+TEST_F(ClientStatusTest, FullStateNackMarksOnlyTheChangedResource) {
+  Request(WithNode(Sotw(kCds, {"e", "f"})));
+  std::string nonce = Drain();
+  Request(Sotw(kCds, {"e", "f"}, nonce));
+  const ClientStatus before = Describe();
+  // A new "e": the full-state response carries both, but only "e" changed
+  // since the last ACK, so only "e" is rejected; the client keeps its old "e".
+  state_.SetSnapshot(Serve(1, 2,
+                           "{type: EDS, eds_cluster_config: {eds_config: {ads: {}}}, "
+                           "connect_timeout: 3s}"));
+  nonce = Drain();
+  Request(Sotw(kCds, {"e", "f"}, nonce, "cluster e: rejected"));
+  ClientStatus status = Describe();
+  ASSERT_EQ(status.resources.size(), 2u);
+  EXPECT_EQ(status.resources[0].name, "e");
+  EXPECT_EQ(status.resources[0].state, State::kNacked);
+  EXPECT_EQ(status.resources[0].version, before.resources[0].version);
+  EXPECT_NE(status.resources[0].nacked_version, before.resources[0].version);
+  EXPECT_EQ(status.resources[1].name, "f");
+  EXPECT_EQ(status.resources[1].state, State::kAcked);
+}
+
+TEST_F(ClientStatusTest, KeepsABoundedDetailCutAtACharacterBoundary) {
+  Request(WithNode(Sotw(kEds, {"f"})));
+  const std::string nonce = Drain();
+  std::string detail(StreamState::kMaxStatusDetailBytes - 1, 'x');
+  detail += "\xC3\xA9 and more";  // A two-byte character across the bound.
+  Request(Sotw(kEds, {"f"}, nonce, detail));
+  ClientStatus status = Describe();
+  ASSERT_EQ(status.resources.size(), 1u);
+  ASSERT_NE(status.resources[0].error_detail, nullptr);
+  EXPECT_EQ(*status.resources[0].error_detail,
+            std::string(StreamState::kMaxStatusDetailBytes - 1, 'x'));
+}
+
+TEST_F(ClientStatusTest, StaysWithinTheByteBudget) {
+  Request(WithNode(Sotw(kEds, {"e", "f", "g"})));
+  Drain();
+  size_t budget = 0;
+  ClientStatus none;
+  EXPECT_FALSE(state_.DescribeClient(&none, &budget));
+  EXPECT_THAT(none.resources, IsEmpty());
+
+  ClientStatus full = Describe();
+  ASSERT_EQ(full.resources.size(), 3u);
+  // Room for the node and one resource.
+  size_t node_and_one = 1 << 20;
+  ClientStatus probe;
+  ASSERT_TRUE(state_.DescribeClient(&probe, &node_and_one));
+  const size_t used = (1 << 20) - node_and_one;
+  budget = used - EstimatedBytes(full.resources[1]) - EstimatedBytes(full.resources[2]);
+  ClientStatus partial;
+  ASSERT_TRUE(state_.DescribeClient(&partial, &budget));
+  EXPECT_EQ(partial.resources.size(), 1u);
+  EXPECT_EQ(partial.omitted_resources, 2);
+}
+
+TEST(DeltaClientStatusTest, ReportsDeltaAcksNacksAndDoesNotExist) {
+  StreamState state(Protocol::kDelta, std::make_shared<ParameterMapping>());
+  state.SetSnapshot(Serve());
+  DeltaDiscoveryRequest subscribe;
+  subscribe.set_type_url(kEds);
+  subscribe.add_resource_names_subscribe("e");
+  subscribe.add_resource_names_subscribe("missing");
+  *subscribe.mutable_node() = Node();
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(subscribe, &outcome), IsOk());
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(state.NextResponse(&response, &record));
+  size_t budget = 1 << 20;
+  ClientStatus status;
+  ASSERT_TRUE(state.DescribeClient(&status, &budget));
+  EXPECT_TRUE(status.delta);
+  ASSERT_EQ(status.resources.size(), 2u);
+  EXPECT_EQ(status.resources[0].state, State::kRequested);
+  EXPECT_EQ(status.resources[1].state, State::kDoesNotExist);
+
+  DeltaDiscoveryRequest nack;
+  nack.set_type_url(kEds);
+  nack.set_response_nonce(response.nonce());
+  nack.mutable_error_detail()->set_message("no");
+  ASSERT_THAT(state.OnRequest(nack, &outcome), IsOk());
+  status = ClientStatus();
+  ASSERT_TRUE(state.DescribeClient(&status, &budget));
+  EXPECT_EQ(status.resources[0].state, State::kNacked);
+  EXPECT_EQ(*status.resources[0].error_detail, "no");
+
+  // A changed "e" is sent and ACKed.
+  state.SetSnapshot(Serve(/*prod_port=*/5));
+  ASSERT_TRUE(state.NextResponse(&response, &record));
+  DeltaDiscoveryRequest ack;
+  ack.set_type_url(kEds);
+  ack.set_response_nonce(response.nonce());
+  ASSERT_THAT(state.OnRequest(ack, &outcome), IsOk());
+  status = ClientStatus();
+  budget = 1 << 20;
+  ASSERT_TRUE(state.DescribeClient(&status, &budget));
+  EXPECT_EQ(status.resources[0].name, "e");
+  EXPECT_EQ(status.resources[0].state, State::kAcked);
+}
+
+TEST(QueryFromRequestTest, AcceptsNoMatcherOrOneExactNodeId) {
+  ClientStatusRequest request;
+  absl::StatusOr<ClientStatusQuery> all = QueryFromRequest(request, 100);
+  ASSERT_THAT(all.status(), IsOk());
+  EXPECT_FALSE(all->filter_node_id);
+  EXPECT_EQ(all->max_bytes, 100u);
+  request.add_node_matchers()->mutable_node_id()->set_exact("client-1");
+  absl::StatusOr<ClientStatusQuery> one = QueryFromRequest(request, 100);
+  ASSERT_THAT(one.status(), IsOk());
+  EXPECT_TRUE(one->filter_node_id);
+  EXPECT_EQ(one->node_id, "client-1");
+}
+
+TEST(QueryFromRequestTest, RefusesOtherMatchersAsUnimplemented) {
+  ClientStatusRequest prefix;
+  prefix.add_node_matchers()->mutable_node_id()->set_prefix("client");
+  EXPECT_THAT(QueryFromRequest(prefix, 100).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("node_matchers[0].node_id")));
+  ClientStatusRequest metadata;
+  metadata.add_node_matchers()->add_node_metadatas();
+  EXPECT_THAT(QueryFromRequest(metadata, 100).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("node_metadatas")));
+  ClientStatusRequest two;
+  two.add_node_matchers()->mutable_node_id()->set_exact("a");
+  two.add_node_matchers()->mutable_node_id()->set_exact("b");
+  EXPECT_THAT(QueryFromRequest(two, 100).status(),
+              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("2 matchers")));
+}
+
+TEST(ToClientConfigTest, CarriesParametersAndNackState) {
+  ClientStatus client;
+  client.node = Node();
+  client.parameters = {{"env", "prod"}};
+  ResourceStatus acked{kEds, "e", "v1", State::kAcked, "", nullptr};
+  ResourceStatus nacked{kEds, "f", "v2", State::kNacked, "v3",
+                        std::make_shared<const std::string>("bad")};
+  ResourceStatus missing{kEds, "g", "", State::kDoesNotExist, "", nullptr};
+  client.resources = {acked, nacked, missing};
+  auto config = ToClientConfig(client);
+  EXPECT_EQ(config.node().id(), "client-1");
+  EXPECT_EQ(config.node()
+                .metadata()
+                .fields()
+                .at(kDerivedParametersKey)
+                .struct_value()
+                .fields()
+                .at("env")
+                .string_value(),
+            "prod");
+  ASSERT_EQ(config.generic_xds_configs_size(), 3);
+  EXPECT_EQ(config.generic_xds_configs(0).client_status(), envoy::admin::v3::ACKED);
+  EXPECT_EQ(config.generic_xds_configs(0).config_status(), envoy::service::status::v3::SYNCED);
+  EXPECT_EQ(config.generic_xds_configs(1).client_status(), envoy::admin::v3::NACKED);
+  EXPECT_EQ(config.generic_xds_configs(1).error_state().details(), "bad");
+  EXPECT_EQ(config.generic_xds_configs(1).error_state().version_info(), "v3");
+  EXPECT_EQ(config.generic_xds_configs(2).client_status(), envoy::admin::v3::DOES_NOT_EXIST);
+
+  ClientStatusReport report;
+  report.clients.push_back(client);
+  report.omitted_clients = 2;
+  const std::string json = ReportToJson(report);
+  EXPECT_THAT(json, HasSubstr("\"omitted_clients\": 2"));
+  EXPECT_THAT(json, HasSubstr("\"client_status\": \"NACKED\""));
+  EXPECT_THAT(json, HasSubstr("\"facet.dev/parameters\""));
+}
+
+}  // namespace
+}  // namespace facet::xds
