@@ -67,7 +67,9 @@ absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(
   AdminServer* self = server.get();
   // GET serves HEAD too.
   http.Get(".*", [self](const httplib::Request& request, httplib::Response& response) {
-    AdminResponse answer = self->Respond(request.path);
+    AdminRequest admin_request;
+    for (const auto& [name, value] : request.params) admin_request.params.emplace(name, value);
+    AdminResponse answer = self->Respond(request.path, admin_request);
     response.status = answer.code;
     response.set_content(answer.body, answer.content_type.c_str());
   });
@@ -101,7 +103,7 @@ AdminServer::~AdminServer() {
   if (thread_.joinable()) thread_.join();
 }
 
-AdminResponse AdminServer::Respond(const std::string& path) {
+AdminResponse AdminServer::Respond(const std::string& path, const AdminRequest& request) {
   auto it = routes_.find(path);
   if (it == routes_.end()) {
     std::string known;
@@ -109,7 +111,7 @@ AdminResponse AdminServer::Respond(const std::string& path) {
     return {404, "text/plain; charset=utf-8", absl::StrCat("not found; try:\n", known)};
   }
   absl::MutexLock lock(&handler_mu_);
-  return it->second();
+  return it->second(request);
 }
 
 }  // namespace facet::controller

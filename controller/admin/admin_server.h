@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -27,14 +29,44 @@ struct AdminResponse {
   std::string body;
 };
 
+// What a handler may read of a request: its query parameters, decoded, in
+// order (a name may repeat).
+struct AdminRequest {
+  std::multimap<std::string, std::string> params;
+
+  // Returns the first value of `name`, or "" when absent.
+  std::string Param(const std::string& name) const {
+    auto it = params.find(name);
+    return it == params.end() ? "" : it->second;
+  }
+};
+
+// A route's handler: a callable taking an AdminRequest, or nothing.
+class AdminHandler {
+ public:
+  template <typename F,
+            std::enable_if_t<std::is_invocable_r_v<AdminResponse, F&, const AdminRequest&>, int> = 0>
+  AdminHandler(F f) : f_(std::move(f)) {}  // NOLINT: implicit, like std::function.
+  template <typename F, std::enable_if_t<std::is_invocable_r_v<AdminResponse, F&> &&
+                                             !std::is_invocable_v<F&, const AdminRequest&>,
+                                         int> = 0>
+  AdminHandler(F f)  // NOLINT: implicit, like std::function.
+      : f_([f = std::move(f)](const AdminRequest&) mutable { return f(); }) {}
+
+  AdminResponse operator()(const AdminRequest& request) const { return f_(request); }
+
+ private:
+  std::function<AdminResponse(const AdminRequest&)> f_;
+};
+
 // Serves routes on its own threads (cpp-httplib's pool, with read and write
 // timeouts). Handlers run one at a time. Stops on destruction.
 class AdminServer {
  public:
-  using Handler = std::function<AdminResponse()>;
+  using Handler = AdminHandler;
 
   // Listens on `address` ("host:port"; port 0 picks a free one) and serves
-  // `routes` (exact paths; the query string is ignored). With `tls` enabled
+  // `routes` (exact paths; handlers read the query string from AdminRequest). With `tls` enabled
   // it serves HTTPS with those files, re-read when they change (see
   // ReloadingCertificates), and with a client CA it requires client
   // certificates. InvalidArgument for a malformed address, FailedPrecondition
@@ -52,7 +84,7 @@ class AdminServer {
 
  private:
   explicit AdminServer(std::map<std::string, Handler> routes);
-  AdminResponse Respond(const std::string& path);
+  AdminResponse Respond(const std::string& path, const AdminRequest& request);
 
   const std::map<std::string, Handler> routes_;
   absl::Mutex handler_mu_;  // Held while a handler runs.

@@ -203,9 +203,8 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
 
   std::unique_ptr<AdminServer> admin;
   if (!flags.Get("admin-address").empty()) {
-    auto started = AdminServer::Start(
-        flags.Get("admin-address"),
-        {{"/healthz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
+    std::map<std::string, AdminServer::Handler> routes = {
+        {"/healthz", [] { return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"}; }},
          {"/readyz",
           [&] {
             return source.ready()
@@ -216,8 +215,9 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
          {"/metrics", [&] {
             return AdminResponse{200, "text/plain; version=0.0.4",
                                  Metrics(source, ads, elector_ptr == nullptr || elector_ptr->is_leader())};
-          }}},
-        *admin_tls);
+          }}};
+    routes.merge(InsightRoutes(ads));  // /clients and /explain.
+    auto started = AdminServer::Start(flags.Get("admin-address"), std::move(routes), *admin_tls);
     if (!started.ok()) {
       err << "facet controller: --admin-address: " << started.status().message() << "\n";
       return 1;

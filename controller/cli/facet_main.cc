@@ -5,6 +5,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "controller/cli/controller_command.h"
+#include "controller/cli/explain_command.h"
 #include "controller/cli/relay_command.h"
 #include "controller/cli/serve_command.h"
 #include "controller/cli/serving_common.h"
@@ -18,6 +19,8 @@ constexpr char kUsage[] =
     "usage: facet COMMAND [ARGS]\n"
     "commands:\n"
     "  validate PATH...   check manifests offline (see facet validate --help)\n"
+    "  explain --target NAME [--param K=V]... (PATH... | --server ADMIN_URL)\n"
+    "                     what a client with these parameters sees (see facet explain --help)\n"
     "  serve --manifests DIR\n"
     "                     serve a directory of manifests over xDS (see facet serve --help)\n"
     "  controller         serve XdsResources from the Kubernetes API (see facet controller --help)\n"
@@ -50,6 +53,9 @@ int main(int argc, char** argv) {
   }
   if (command == "validate") {
     return facet::controller::RunValidate(args, std::cout, std::cerr);
+  }
+  if (command == "explain") {
+    return facet::controller::RunExplain(args, std::cout, std::cerr);
   }
   if (command == "controller") {
     return facet::controller::RunController(args, std::cout, std::cerr);

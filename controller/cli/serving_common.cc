@@ -18,6 +18,8 @@
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/ads/csds_service.h"
+#include "xds_server/explain/explain.h"
 
 namespace facet::controller {
 
@@ -163,12 +165,16 @@ void DefineXdsServerFlags(Flags& flags) {
                "names subscribed per stream, cumulative across delta requests");
   flags.Define("max-types-per-stream", absl::StrCat(d.ads.stream_limits.max_types),
                "distinct type URLs per stream");
+  flags.Define("max-subscription-bytes-per-stream", absl::StrCat(d.ads.stream_limits.max_bytes),
+               "bytes of names and locator parameters subscribed per stream, cumulative");
   flags.Define("max-nack-records", absl::StrCat(d.ads.max_nack_records),
                "NACK records kept; later ones are only counted");
   flags.Define("max-error-detail-bytes", absl::StrCat(d.ads.max_error_detail_bytes),
                "bytes of a NACK's error detail kept and logged");
   flags.Define("write-stall-timeout", DurationFlag(d.ads.write_stall_timeout),
                "cancel a stream whose write has not completed for this long (0: never)");
+  flags.Define("response-memory-budget-bytes", absl::StrCat(d.ads.response_memory_budget_bytes),
+               "bytes of responses being written at once; more wait (0: unlimited)");
   DefineTlsFlags(flags, "xds-tls", "the xDS port");
 }
 
@@ -213,10 +219,14 @@ absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
                     [&](int64_t v) { options.ads.stream_limits.max_names = static_cast<int>(v); }},
            IntField{"max-types-per-stream", 1, INT_MAX,
                     [&](int64_t v) { options.ads.stream_limits.max_types = static_cast<int>(v); }},
+           IntField{"max-subscription-bytes-per-stream", 1, INT64_MAX,
+                    [&](int64_t v) { options.ads.stream_limits.max_bytes = v; }},
            IntField{"max-nack-records", 0, INT_MAX,
                     [&](int64_t v) { options.ads.max_nack_records = static_cast<int>(v); }},
            IntField{"max-error-detail-bytes", 0, INT_MAX,
                     [&](int64_t v) { options.ads.max_error_detail_bytes = static_cast<int>(v); }},
+           IntField{"response-memory-budget-bytes", 0, INT64_MAX,
+                    [&](int64_t v) { options.ads.response_memory_budget_bytes = v; }},
        }) {
     absl::StatusOr<int64_t> value = ParseIntFlag(flags, f.flag, f.min, f.max);
     if (!value.ok()) return value.status();
@@ -248,7 +258,12 @@ std::string DescribeXdsServerBounds(const XdsServerOptions& o) {
       o.ads.max_request_bytes, " bytes; gRPC memory budget ",
       o.memory_budget_bytes == 0 ? std::string("unlimited")
                                  : absl::StrCat(o.memory_budget_bytes, " bytes"),
-      "; per stream: ", o.ads.stream_limits.max_names, " names, ", o.ads.stream_limits.max_types,
+      "; response memory budget ",
+      o.ads.response_memory_budget_bytes == 0
+          ? std::string("unlimited")
+          : absl::StrCat(o.ads.response_memory_budget_bytes, " bytes"),
+      "; per stream: ", o.ads.stream_limits.max_names, " names of up to ",
+      o.ads.stream_limits.max_bytes, " bytes, ", o.ads.stream_limits.max_types,
       " types, write stall ", or_never(o.ads.write_stall_timeout), "; ", o.ads.max_nack_records,
       " NACK records of up to ", o.ads.max_error_detail_bytes, " bytes");
 }
@@ -261,6 +276,7 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
   int port = 0;
   builder.AddListeningPort(address, XdsServerCredentials(options.tls), &port);
   builder.RegisterService(&ads);
+  builder.RegisterService(&ads.client_status_service());  // CSDS on the same port.
   builder.SetMaxReceiveMessageSize(options.ads.max_request_bytes);
   // gRPC sets SO_REUSEPORT by default: a second process could then share the
   // port silently. Fail instead.
@@ -338,6 +354,41 @@ void DefineServingFlags(Flags& flags) {
   DefineTlsFlags(flags, "admin-tls", "the admin port");
 }
 
+std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService& ads) {
+  std::map<std::string, AdminServer::Handler> routes;
+  routes.emplace("/clients", [&ads](const AdminRequest& request) {
+    xds::ClientStatusQuery query;
+    query.max_bytes = xds::ClientStatusService::kDefaultMaxResponseBytes;
+    if (request.params.count("node") > 0) {
+      query.filter_node_id = true;
+      query.node_id = request.Param("node");
+    }
+    return AdminResponse{200, "application/json",
+                         xds::ReportToJson(ads.ClientStatuses(query)) + "\n"};
+  });
+  routes.emplace("/explain", [&ads](const AdminRequest& request) {
+    auto bad = [](const std::string& message) {
+      return AdminResponse{400, "text/plain; charset=utf-8", message + "\n"};
+    };
+    xds::ExplainRequest explain;
+    explain.target = request.Param("target");
+    explain.authority = request.Param("authority");
+    for (const auto& [name, value] : request.params) {
+      if (name == "target" || name == "authority") continue;
+      if (name != "param") return bad(absl::StrCat("unknown query parameter \"", name, "\""));
+      const size_t equals = value.find('=');
+      if (equals == std::string::npos || equals == 0) {
+        return bad(absl::StrCat("param=\"", value, "\": expected KEY=VALUE"));
+      }
+      explain.params[value.substr(0, equals)] = value.substr(equals + 1);
+    }
+    absl::StatusOr<xds::ExplainResult> result = xds::Explain(*ads.CurrentSnapshot(), explain);
+    if (!result.ok()) return bad(std::string(result.status().message()));
+    return AdminResponse{200, "application/json", xds::ExplainToJson(*result) + "\n"};
+  });
+  return routes;
+}
+
 std::string Serving::AdminSuffix() const {
   return admin == nullptr ? ""
                           : absl::StrCat(", admin on ", admin->scheme(), "://", admin->address());
@@ -362,6 +413,7 @@ absl::StatusOr<Serving> StartServing(const Flags& flags, xds::AdsService& ads,
   routes.emplace("/readyz", [] {
     return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"};
   });
+  routes.merge(InsightRoutes(ads));
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
       AdminServer::Start(flags.Get("admin-address"), std::move(routes), admin_tls);
   if (!admin.ok()) {

@@ -123,9 +123,15 @@ struct Serving {
   std::string AdminSuffix() const;
 };
 
+// Returns the admin routes every serving command has: /clients (what each
+// connected client holds: xds::ReportToJson; ?node=ID for one node id) and
+// /explain (xds::ExplainToJson of ?target=NAME&param=K=V...&authority=A
+// against the snapshot `ads` serves; 400 for a bad query).
+std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService& ads);
+
 // Starts the ADS server for `ads` on --xds-address (StartXdsListener) and
-// the admin server on --admin-address with /healthz, /readyz and `routes`
-// (metrics, status), using TlsFilesFromFlags(flags, "admin-tls") as
+// the admin server on --admin-address with /healthz, /readyz, InsightRoutes
+// and `routes` (metrics, status), using TlsFilesFromFlags(flags, "admin-tls") as
 // `admin_tls`. Errors name the flag; nothing is left running on error.
 absl::StatusOr<Serving> StartServing(const Flags& flags, xds::AdsService& ads,
                                      const XdsServerOptions& options,

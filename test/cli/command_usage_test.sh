@@ -41,6 +41,9 @@ expect_usage_error '--grpc-keepalive-timeout: must be more than 0' \
   controller --grpc-keepalive-timeout=0
 expect_usage_error '--write-stall-timeout: "-1s" is not a duration' \
   controller --write-stall-timeout=-1s
+expect_usage_error '--target NAME is required' explain "${repo}/examples"
+expect_usage_error 'give either PATH... or --server' explain --target greeter
+expect_usage_error '--param "env": expected KEY=VALUE' explain --target greeter --param env "${repo}/examples"
 work=$(mktemp -d)
 trap 'rm -rf "${work}"' EXIT
 echo '{"xds_servers": [{"server_uri": "127.0.0.1:1", "channel_creds": [{"type": "insecure"}]}]}' \

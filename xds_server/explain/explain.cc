@@ -1,0 +1,483 @@
+#include "xds_server/explain/explain.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/listener/v3/listener.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
+#include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "xds_server/names/names.h"
+
+namespace facet::xds {
+namespace {
+
+using ::envoy::config::cluster::v3::Cluster;
+using ::envoy::config::endpoint::v3::ClusterLoadAssignment;
+using ::envoy::config::listener::v3::Listener;
+using ::envoy::config::route::v3::RouteConfiguration;
+using ::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
+using ::google::protobuf::Struct;
+using ::google::protobuf::Value;
+using Status = ExplainNode::Status;
+
+constexpr char kListenerTemplatePrefix[] = "/envoy.config.listener.v3.Listener/";
+// Deepest graph followed (aggregate clusters may nest; gRPC stops at 16).
+constexpr int kMaxDepth = 32;
+
+struct StatusName {
+  Status status;
+  const char* name;
+};
+constexpr StatusName kStatusNames[] = {
+    {Status::kSelected, "selected"},        {Status::kMissing, "does_not_exist"},
+    {Status::kNoVariant, "no_variant"},     {Status::kNotCached, "not_cached"},
+    {Status::kInvalidName, "invalid_name"}, {Status::kShownAbove, "shown_above"},
+};
+
+const char* NameOf(Status status) {
+  for (const StatusName& entry : kStatusNames) {
+    if (entry.status == status) return entry.name;
+  }
+  return "selected";
+}
+
+// How well a virtual host domain pattern matches `host` (gRPC's order):
+// 4 exact, 3 suffix wildcard ("*.example.com"), 2 prefix wildcard
+// ("greeter.*"), 1 "*", 0 no match.
+int DomainMatch(absl::string_view pattern, absl::string_view host) {
+  const std::string p = absl::AsciiStrToLower(pattern);
+  const std::string h = absl::AsciiStrToLower(host);
+  if (p == "*") return 1;
+  if (p == h) return 4;
+  if (absl::StartsWith(p, "*") && absl::EndsWith(h, p.substr(1))) return 3;
+  if (absl::EndsWith(p, "*") && absl::StartsWith(h, p.substr(0, p.size() - 1))) return 2;
+  return 0;
+}
+
+class Walker {
+ public:
+  Walker(const Snapshot& snapshot, const ExplainRequest& request, std::string host,
+         std::vector<std::string>* problems)
+      : snapshot_(snapshot),
+        params_(request.params),
+        rejected_(request.rejected),
+        host_(std::move(host)),
+        problems_(problems) {}
+
+  ExplainNode Visit(const ResourceType& type, const std::string& written, const std::string& field,
+                    int depth) {
+    ExplainNode node;
+    node.type = std::string(type.alias());
+    node.field = field;
+    node.name = written;
+    absl::StatusOr<std::string> name = NormalizeResourceName(written);
+    if (!name.ok()) {
+      return Broken(std::move(node), Status::kInvalidName,
+                    absl::StrCat("not a valid resource name: ", name.status().message()));
+    }
+    node.name = *name;
+    if (depth > kMaxDepth) {
+      return Broken(std::move(node), Status::kShownAbove,
+                    absl::StrCat("more than ", kMaxDepth, " levels of references"));
+    }
+    if (!expanded_.insert({&type, node.name}).second) {
+      node.status = Status::kShownAbove;
+      return node;
+    }
+    const ServedResource* resource = snapshot_.Find(type, node.name);
+    if (resource == nullptr) {
+      if (snapshot_.partial()) {
+        return Broken(std::move(node), Status::kNotCached,
+                      "not cached: the relay has not fetched it from upstream (yet)");
+      }
+      auto rejected = rejected_.find({node.type, node.name});
+      return Broken(std::move(node), Status::kMissing,
+                    rejected != rejected_.end()
+                        ? absl::StrCat("does not exist: the object declaring it is rejected: ",
+                                       rejected->second)
+                        : absl::StrCat("does not exist: no object serves ", node.type, " ",
+                                       QuoteName(node.name)));
+    }
+    node.object = resource->owner.ToString();
+    const Variant* variant = resource->Select(params_);
+    if (variant == nullptr) {
+      if (snapshot_.partial() && resource->resolution != nullptr &&
+          !resource->resolution->Knows(params_)) {
+        return Broken(std::move(node), Status::kNotCached,
+                      "not cached for these parameters: the relay has not asked upstream (yet)");
+      }
+      std::vector<std::string> variants;
+      for (const auto& v : resource->variants) {
+        variants.push_back(absl::StrCat(v->label, " {", v->constraints.ToString(), "}"));
+      }
+      return Broken(std::move(node), Status::kNoVariant,
+                    absl::StrCat("does not exist for these parameters: no variant of ",
+                                 node.object, " matches (variants: ",
+                                 absl::StrJoin(variants, ", "), ")"));
+    }
+    node.variant = variant->label;
+    node.version = variant->version;
+    node.constraints = variant->constraints.unconstrained() ? "" : variant->constraints.ToString();
+    std::unique_ptr<google::protobuf::Message> message = type.New();
+    (void)message->ParseFromString(variant->serialized);
+    // The references the client follows: every one, or those of the chosen
+    // virtual host.
+    std::optional<std::string> only_prefix;
+    if (&type == &ListenerType()) {
+      only_prefix = DescribeListener(static_cast<const Listener&>(*message), &node);
+    } else if (&type == &RouteConfigurationType()) {
+      only_prefix = ChooseVirtualHost(static_cast<const RouteConfiguration&>(*message), "", &node);
+    } else if (&type == &ClusterType()) {
+      DescribeCluster(static_cast<const Cluster&>(*message), &node);
+    } else if (&type == &ClusterLoadAssignmentType()) {
+      DescribeEndpoints(static_cast<const ClusterLoadAssignment&>(*message), &node);
+    }
+    if (!node.problem.empty()) Report(node);
+    for (const ResourceReference& reference : variant->references) {
+      if (only_prefix.has_value() && !absl::StartsWith(reference.field, *only_prefix)) continue;
+      node.children.push_back(Visit(*reference.target, reference.name, reference.field, depth + 1));
+    }
+    return node;
+  }
+
+ private:
+  static std::string QuoteName(const std::string& name) { return absl::StrCat("\"", name, "\""); }
+
+  ExplainNode Broken(ExplainNode node, Status status, std::string problem) {
+    node.status = status;
+    node.problem = std::move(problem);
+    Report(node);
+    return node;
+  }
+
+  void Report(const ExplainNode& node) {
+    problems_->push_back(absl::StrCat(node.type, " ", QuoteName(node.name),
+                                      node.field.empty() ? "" : absl::StrCat(" (", node.field, ")"),
+                                      ": ", node.problem));
+  }
+
+  // Returns the reference prefix to follow, if only part of the listener is.
+  std::optional<std::string> DescribeListener(const Listener& listener, ExplainNode* node) {
+    HttpConnectionManager hcm;
+    if (!listener.api_listener().api_listener().UnpackTo(&hcm)) {
+      node->problem = "not an API listener with an HttpConnectionManager: gRPC clients NACK it";
+      return std::nullopt;
+    }
+    if (hcm.has_rds()) {
+      node->details.push_back(
+          absl::StrCat("routes from RouteConfiguration ", QuoteName(hcm.rds().route_config_name())));
+      return std::nullopt;
+    }
+    if (hcm.has_route_config()) {
+      node->details.push_back("routes inline (route_config)");
+      return ChooseVirtualHost(hcm.route_config(), "api_listener.api_listener.route_config.", node);
+    }
+    return std::nullopt;
+  }
+
+  // Picks the virtual host gRPC picks for the target; returns the prefix of
+  // its references, or nullopt when every virtual host is shown.
+  std::optional<std::string> ChooseVirtualHost(const RouteConfiguration& route,
+                                               const std::string& prefix, ExplainNode* node) {
+    if (host_.empty()) {
+      node->details.push_back(
+          "virtual host not chosen (the target is an xdstp:// name): every route is shown");
+      return std::nullopt;
+    }
+    int best = -1;
+    int best_rank = 0;
+    size_t best_length = 0;
+    for (int v = 0; v < route.virtual_hosts_size(); ++v) {
+      for (const std::string& domain : route.virtual_hosts(v).domains()) {
+        const int rank = DomainMatch(domain, host_);
+        if (rank > best_rank || (rank == best_rank && rank > 0 && domain.size() > best_length)) {
+          best = v;
+          best_rank = rank;
+          best_length = domain.size();
+        }
+      }
+    }
+    if (best < 0) {
+      std::vector<std::string> domains;
+      for (const auto& vhost : route.virtual_hosts()) {
+        domains.push_back(absl::StrCat("[", absl::StrJoin(vhost.domains(), ", "), "]"));
+      }
+      node->problem = absl::StrCat("no virtual host matches ", QuoteName(host_), " (domains: ",
+                                   domains.empty() ? "none" : absl::StrJoin(domains, ", "),
+                                   "): RPCs fail with UNAVAILABLE");
+      return absl::StrCat(prefix, "virtual_hosts[-1].");  // Follow nothing.
+    }
+    const auto& vhost = route.virtual_hosts(best);
+    node->details.push_back(absl::StrCat("virtual host ", QuoteName(vhost.name()), " (",
+                                         prefix, "virtual_hosts[", best, "], domains ",
+                                         absl::StrJoin(vhost.domains(), ", "), ") matches ",
+                                         QuoteName(host_)));
+    return absl::StrCat(prefix, "virtual_hosts[", best, "].");
+  }
+
+  static void DescribeCluster(const Cluster& cluster, ExplainNode* node) {
+    if (cluster.has_cluster_type()) {
+      node->details.push_back("aggregate cluster");
+    } else if (cluster.type() == Cluster::EDS) {
+      node->details.push_back("EDS cluster");
+    } else if (cluster.type() == Cluster::LOGICAL_DNS) {
+      node->details.push_back("LOGICAL_DNS cluster");
+      DescribeEndpoints(cluster.load_assignment(), node);
+    } else {
+      node->details.push_back(
+          absl::StrCat(Cluster::DiscoveryType_Name(cluster.type()), " cluster"));
+    }
+  }
+
+  static void DescribeEndpoints(const ClusterLoadAssignment& assignment, ExplainNode* node) {
+    size_t count = 0;
+    for (const auto& locality : assignment.endpoints()) {
+      for (const auto& lb : locality.lb_endpoints()) {
+        ++count;
+        const auto& socket = lb.endpoint().address().socket_address();
+        std::string line = absl::StrCat("endpoint ", socket.address(), ":", socket.port_value());
+        if (locality.priority() != 0) absl::StrAppend(&line, " priority ", locality.priority());
+        if (lb.has_load_balancing_weight()) {
+          absl::StrAppend(&line, " weight ", lb.load_balancing_weight().value());
+        }
+        if (lb.health_status() != envoy::config::core::v3::UNKNOWN) {
+          absl::StrAppend(&line, " ", envoy::config::core::v3::HealthStatus_Name(lb.health_status()));
+        }
+        node->details.push_back(std::move(line));
+      }
+    }
+    if (count == 0 && node->type == "endpoint") {
+      node->problem = "no endpoints: RPCs routed here fail with UNAVAILABLE";
+    }
+  }
+
+  const Snapshot& snapshot_;
+  const ParameterSet& params_;
+  const std::map<std::pair<std::string, std::string>, std::string>& rejected_;
+  const std::string host_;
+  std::vector<std::string>* problems_;
+  std::set<std::pair<const ResourceType*, std::string>> expanded_;
+};
+
+Value StringValue(const std::string& text) {
+  Value value;
+  value.set_string_value(text);
+  return value;
+}
+
+Value BoolValue(bool b) {
+  Value value;
+  value.set_bool_value(b);
+  return value;
+}
+
+Value StringList(const std::vector<std::string>& items) {
+  Value value;
+  auto* list = value.mutable_list_value();
+  for (const std::string& item : items) *list->add_values() = StringValue(item);
+  return value;
+}
+
+Value NodeToValue(const ExplainNode& node) {
+  Value value;
+  auto& f = *value.mutable_struct_value()->mutable_fields();
+  f["type"] = StringValue(node.type);
+  f["name"] = StringValue(node.name);
+  f["field"] = StringValue(node.field);
+  f["status"] = StringValue(NameOf(node.status));
+  f["object"] = StringValue(node.object);
+  f["variant"] = StringValue(node.variant);
+  f["version"] = StringValue(node.version);
+  f["constraints"] = StringValue(node.constraints);
+  f["details"] = StringList(node.details);
+  f["problem"] = StringValue(node.problem);
+  auto* children = f["children"].mutable_list_value();
+  for (const ExplainNode& child : node.children) *children->add_values() = NodeToValue(child);
+  return value;
+}
+
+std::string GetString(const Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? "" : it->second.string_value();
+}
+
+std::vector<std::string> GetStrings(const Struct& s, const std::string& key) {
+  std::vector<std::string> out;
+  auto it = s.fields().find(key);
+  if (it == s.fields().end()) return out;
+  for (const Value& v : it->second.list_value().values()) out.push_back(v.string_value());
+  return out;
+}
+
+absl::StatusOr<ExplainNode> NodeFromStruct(const Struct& s, int depth) {
+  if (depth > kMaxDepth + 1) return absl::InvalidArgumentError("explain JSON nests too deeply");
+  ExplainNode node;
+  node.type = GetString(s, "type");
+  node.name = GetString(s, "name");
+  node.field = GetString(s, "field");
+  const std::string status = GetString(s, "status");
+  bool known = false;
+  for (const StatusName& entry : kStatusNames) {
+    if (status == entry.name) {
+      node.status = entry.status;
+      known = true;
+    }
+  }
+  if (!known) return absl::InvalidArgumentError(absl::StrCat("unknown node status \"", status, "\""));
+  node.object = GetString(s, "object");
+  node.variant = GetString(s, "variant");
+  node.version = GetString(s, "version");
+  node.constraints = GetString(s, "constraints");
+  node.details = GetStrings(s, "details");
+  node.problem = GetString(s, "problem");
+  auto children = s.fields().find("children");
+  if (children != s.fields().end()) {
+    for (const Value& child : children->second.list_value().values()) {
+      absl::StatusOr<ExplainNode> parsed = NodeFromStruct(child.struct_value(), depth + 1);
+      if (!parsed.ok()) return parsed.status();
+      node.children.push_back(*std::move(parsed));
+    }
+  }
+  return node;
+}
+
+void NodeToText(const ExplainNode& node, int indent, std::string* out) {
+  const std::string pad(static_cast<size_t>(indent) * 2, ' ');
+  absl::StrAppend(out, pad, node.type, " \"", node.name, "\"");
+  if (!node.field.empty()) absl::StrAppend(out, " (", node.field, ")");
+  switch (node.status) {
+    case Status::kSelected:
+      absl::StrAppend(out, ": variant \"", node.variant, "\" ",
+                      node.constraints.empty() ? "(unconstrained)"
+                                               : absl::StrCat("{", node.constraints, "}"),
+                      " of ", node.object, ", version ", node.version, "\n");
+      break;
+    case Status::kShownAbove:
+      absl::StrAppend(out, node.problem.empty() ? ": shown above\n"
+                                                : absl::StrCat(": BROKEN: ", node.problem, "\n"));
+      return;
+    default:
+      absl::StrAppend(out, ": BROKEN: ", node.problem, "\n");
+      return;
+  }
+  for (const std::string& detail : node.details) absl::StrAppend(out, pad, "  - ", detail, "\n");
+  if (!node.problem.empty()) absl::StrAppend(out, pad, "  BROKEN: ", node.problem, "\n");
+  for (const ExplainNode& child : node.children) NodeToText(child, indent + 1, out);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ListenerNameFor(const ExplainRequest& request) {
+  if (request.target.empty()) return absl::InvalidArgumentError("--target: must not be empty");
+  std::string name = request.target;
+  if (IsXdstpName(request.target)) {
+    if (!request.authority.empty()) {
+      return absl::InvalidArgumentError(
+          "--authority: not with an xdstp:// --target (the name carries its authority)");
+    }
+  } else if (!request.authority.empty()) {
+    name = absl::StrCat("xdstp://", request.authority, kListenerTemplatePrefix, request.target);
+  }
+  absl::StatusOr<std::string> normalized = NormalizeResourceName(name);
+  if (!normalized.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--target: \"", name, "\" is not a valid listener name: ", normalized.status().message()));
+  }
+  return *normalized;
+}
+
+absl::StatusOr<ExplainResult> Explain(const Snapshot& snapshot, const ExplainRequest& request) {
+  absl::StatusOr<std::string> listener = ListenerNameFor(request);
+  if (!listener.ok()) return listener.status();
+  ExplainResult result;
+  result.target = request.target;
+  result.authority = request.authority;
+  result.listener_name = *listener;
+  result.params = request.params;
+  result.partial = snapshot.partial();
+  // gRPC matches virtual hosts against the target's name (xds:///NAME).
+  Walker walker(snapshot, request, IsXdstpName(request.target) ? "" : request.target,
+                &result.problems);
+  result.root = walker.Visit(ListenerType(), *listener, "", 0);
+  return result;
+}
+
+std::string ExplainToJson(const ExplainResult& result) {
+  Struct root;
+  auto& f = *root.mutable_fields();
+  f["target"] = StringValue(result.target);
+  f["authority"] = StringValue(result.authority);
+  f["listener_name"] = StringValue(result.listener_name);
+  auto& params = *f["parameters"].mutable_struct_value()->mutable_fields();
+  for (const auto& [key, value] : result.params) params[key] = StringValue(value);
+  f["partial"] = BoolValue(result.partial);
+  f["complete"] = BoolValue(result.complete());
+  f["problems"] = StringList(result.problems);
+  f["graph"] = NodeToValue(result.root);
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(root, &out, options);
+  return out;
+}
+
+absl::StatusOr<ExplainResult> ExplainFromJson(absl::string_view json) {
+  Struct root;
+  auto parsed = google::protobuf::util::JsonStringToMessage(std::string(json), &root);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not the JSON of an explanation: ", parsed.message().as_string()));
+  }
+  ExplainResult result;
+  result.target = GetString(root, "target");
+  result.authority = GetString(root, "authority");
+  result.listener_name = GetString(root, "listener_name");
+  auto params = root.fields().find("parameters");
+  if (params != root.fields().end()) {
+    for (const auto& [key, value] : params->second.struct_value().fields()) {
+      result.params[key] = value.string_value();
+    }
+  }
+  auto partial = root.fields().find("partial");
+  result.partial = partial != root.fields().end() && partial->second.bool_value();
+  result.problems = GetStrings(root, "problems");
+  auto graph = root.fields().find("graph");
+  if (graph == root.fields().end() || !graph->second.has_struct_value()) {
+    return absl::InvalidArgumentError("not the JSON of an explanation: no \"graph\"");
+  }
+  absl::StatusOr<ExplainNode> node = NodeFromStruct(graph->second.struct_value(), 0);
+  if (!node.ok()) return node.status();
+  result.root = *std::move(node);
+  return result;
+}
+
+std::string ExplainToText(const ExplainResult& result) {
+  std::string out = absl::StrCat(
+      "target \"", result.target, "\"",
+      result.authority.empty() ? "" : absl::StrCat(" (authority ", result.authority, ")"),
+      " with parameters {", ParameterSetToString(result.params), "} -> listener \"",
+      result.listener_name, "\"", result.partial ? " (from a relay's cache)" : "", "\n");
+  NodeToText(result.root, 0, &out);
+  if (result.complete()) {
+    absl::StrAppend(&out, "graph complete\n");
+  } else {
+    absl::StrAppend(&out, "graph broken (", result.problems.size(), " problem",
+                    result.problems.size() == 1 ? "" : "s", "):\n");
+    for (const std::string& problem : result.problems) absl::StrAppend(&out, "  ", problem, "\n");
+  }
+  return out;
+}
+
+}  // namespace facet::xds

@@ -1,0 +1,220 @@
+#include "xds_server/explain/explain.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "xds_server/common/status_matchers.h"
+#include "xds_server/snapshot/builder.h"
+#include "xds_server/snapshot/test_objects.h"
+
+namespace facet::xds {
+namespace {
+
+using ::facet::testing::IsOk;
+using ::facet::testing::StatusIs;
+using ::facet::xds::testing::MakeObject;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using Status = ExplainNode::Status;
+
+std::string Listener(const std::string& route) {
+  return R"({api_listener: {api_listener: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, rds: {route_config_name: )" +
+         route +
+         R"(, config_source: {ads: {}}}, http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}})";
+}
+std::string Route(const std::string& domain, const std::string& cluster) {
+  return R"({virtual_hosts: [{name: other, domains: [other], routes: [{match: {prefix: ""}, route: {cluster: unused}}]}, {name: main, domains: [")" +
+         domain + R"("], routes: [{match: {prefix: ""}, route: {cluster: )" + cluster + "}}]}]}";
+}
+std::string Cluster() { return "{type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}"; }
+std::string Endpoints(int port) {
+  return "{endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: "
+         "127.0.0.1, port_value: " +
+         std::to_string(port) + "}}}}]}]}";
+}
+
+// greeter -> route greeter (env=prod: cluster prod; otherwise: cluster
+// `other_cluster`) -> clusters -> endpoints; cluster "v2" exists only for
+// version=v2. "unused" is routed to by the virtual host that does not match.
+std::shared_ptr<const Snapshot> Build(const std::string& other_cluster = "test") {
+  std::vector<ResourceObject> objects = {
+      MakeObject("demo", "listener", "listener", "greeter", {{"", Listener("greeter")}}),
+      MakeObject("demo", "route", "route", "greeter",
+                 {{"{env: prod}", Route("greeter", "prod")},
+                  {"{env: {not: prod}}", Route("*", other_cluster)}}),
+      MakeObject("demo", "prod", "cluster", "prod", {{"", Cluster()}}),
+      MakeObject("demo", "test", "cluster", "test", {{"", Cluster()}}),
+      MakeObject("demo", "unused", "cluster", "unused", {{"", Cluster()}}),
+      MakeObject("demo", "prod-e", "endpoint", "prod", {{"", Endpoints(1)}}),
+      MakeObject("demo", "test-e", "endpoint", "test", {{"", Endpoints(2)}}),
+      MakeObject("demo", "unused-e", "endpoint", "unused", {{"", Endpoints(3)}}),
+  };
+  BuildOptions options;
+  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  BuildResult result = BuildSnapshot(objects, {}, nullptr, options);
+  for (const auto& status : result.statuses) {
+    EXPECT_TRUE(status.accepted) << status.ref.ToString()
+                                 << (status.findings.empty() ? "" : status.findings[0].message);
+  }
+  return result.snapshot;
+}
+
+ExplainRequest Request(const std::string& target, const std::string& authority = "",
+                       const ParameterSet& params = {}) {
+  ExplainRequest request;
+  request.target = target;
+  request.authority = authority;
+  request.params = params;
+  return request;
+}
+
+ExplainResult ExplainFor(const Snapshot& snapshot, const ParameterSet& params,
+                         const std::string& target = "greeter") {
+  absl::StatusOr<ExplainResult> result = Explain(snapshot, Request(target, "", params));
+  EXPECT_THAT(result.status(), IsOk());
+  return result.ok() ? *result : ExplainResult();
+}
+
+TEST(ExplainTest, ResolvesTheGraphDownToTheEndpoints) {
+  auto snapshot = Build();
+  ExplainResult result = ExplainFor(*snapshot, {{"env", "prod"}});
+  EXPECT_TRUE(result.complete());
+  const ExplainNode& listener = result.root;
+  EXPECT_EQ(listener.type, "listener");
+  EXPECT_EQ(listener.status, Status::kSelected);
+  EXPECT_EQ(listener.object, "demo/listener");
+  ASSERT_THAT(listener.children, SizeIs(1));
+  const ExplainNode& route = listener.children[0];
+  EXPECT_EQ(route.name, "greeter");
+  EXPECT_EQ(route.variant, "v0");
+  EXPECT_EQ(route.constraints, "env=prod");
+  EXPECT_THAT(route.details, ElementsAre(HasSubstr("virtual host \"main\"")));
+  // Only the chosen virtual host's routes are followed.
+  ASSERT_THAT(route.children, SizeIs(1));
+  const ExplainNode& cluster = route.children[0];
+  EXPECT_EQ(cluster.name, "prod");
+  EXPECT_EQ(cluster.field, "virtual_hosts[1].routes[0].route.cluster");
+  ASSERT_THAT(cluster.children, SizeIs(1));
+  EXPECT_THAT(cluster.children[0].details, ElementsAre("endpoint 127.0.0.1:1"));
+  EXPECT_THAT(ExplainToText(result), HasSubstr("graph complete"));
+}
+
+TEST(ExplainTest, OtherParametersSelectTheOtherVariant) {
+  auto snapshot = Build();
+  ExplainResult result = ExplainFor(*snapshot, {{"env", "staging"}});
+  EXPECT_TRUE(result.complete());
+  const ExplainNode& route = result.root.children[0];
+  EXPECT_EQ(route.variant, "v1");
+  // "*" matches, but the exact "other" does not, so the wildcard host wins.
+  ASSERT_THAT(route.children, SizeIs(1));
+  EXPECT_EQ(route.children[0].name, "test");
+}
+
+TEST(ExplainTest, ReportsAResourceNoVariantServesForTheParameters) {
+  std::vector<ResourceObject> objects = {
+      MakeObject("demo", "listener", "listener", "greeter",
+                 {{"{version: v1}", Listener("greeter")}, {"{version: v2}", Listener("greeter")}}),
+      MakeObject("demo", "route", "route", "greeter", {{"", Route("greeter", "prod")}}),
+      MakeObject("demo", "prod", "cluster", "prod", {{"", Cluster()}}),
+      MakeObject("demo", "unused", "cluster", "unused", {{"", Cluster()}}),
+      MakeObject("demo", "prod-e", "endpoint", "prod", {{"", Endpoints(1)}}),
+      MakeObject("demo", "unused-e", "endpoint", "unused", {{"", Endpoints(1)}}),
+  };
+  BuildOptions options;
+  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  BuildResult built = BuildSnapshot(objects, {}, nullptr, options);
+  ExplainResult result = ExplainFor(*built.snapshot, {{"version", "v3"}});
+  EXPECT_FALSE(result.complete());
+  ASSERT_THAT(result.problems, SizeIs(1));
+  EXPECT_THAT(result.problems[0], HasSubstr("listener \"greeter\""));
+  EXPECT_THAT(result.problems[0], HasSubstr("does not exist for these parameters"));
+  EXPECT_THAT(result.problems[0], HasSubstr("version=v1"));
+  EXPECT_EQ(result.root.status, Status::kNoVariant);
+  EXPECT_THAT(ExplainToText(result), HasSubstr("graph broken (1 problem)"));
+  EXPECT_TRUE(ExplainFor(*built.snapshot, {{"version", "v2"}}).complete());
+}
+
+TEST(ExplainTest, SaysWhichRejectedObjectWouldHaveServedAMissingResource) {
+  auto snapshot = Build();
+  ExplainRequest request = Request("greeter", "", {{"env", "prod"}});
+  request.rejected[{"cluster", "prod"}] = "demo/prod: spec.variants[0].resource: bad";
+  // The snapshot serves "prod"; a rejection is only mentioned for what is missing.
+  absl::StatusOr<ExplainResult> served = Explain(*snapshot, request);
+  ASSERT_THAT(served.status(), IsOk());
+  EXPECT_TRUE(served->complete());
+  request.target = "missing";
+  request.rejected[{"listener", "missing"}] = "demo/missing: spec.variants[0]: bad";
+  absl::StatusOr<ExplainResult> missing = Explain(*snapshot, request);
+  ASSERT_THAT(missing.status(), IsOk());
+  EXPECT_THAT(missing->problems,
+              ElementsAre(HasSubstr("rejected: demo/missing: spec.variants[0]: bad")));
+}
+
+TEST(ExplainTest, ReportsAMissingListenerAndAVirtualHostThatDoesNotMatch) {
+  auto snapshot = Build();
+  ExplainResult missing = ExplainFor(*snapshot, {}, "nothing");
+  EXPECT_FALSE(missing.complete());
+  EXPECT_EQ(missing.root.status, Status::kMissing);
+  EXPECT_THAT(missing.problems, ElementsAre(HasSubstr("does not exist")));
+
+  // The prod route has no virtual host for "greeter" other than "main"; ask
+  // for a listener named differently but served by the same route.
+  std::vector<ResourceObject> objects = {
+      MakeObject("demo", "listener", "listener", "elsewhere", {{"", Listener("greeter")}}),
+      MakeObject("demo", "route", "route", "greeter", {{"", Route("greeter", "prod")}}),
+      MakeObject("demo", "prod", "cluster", "prod", {{"", Cluster()}}),
+      MakeObject("demo", "unused", "cluster", "unused", {{"", Cluster()}}),
+      MakeObject("demo", "prod-e", "endpoint", "prod", {{"", Endpoints(1)}}),
+      MakeObject("demo", "unused-e", "endpoint", "unused", {{"", Endpoints(1)}}),
+  };
+  BuildOptions options;
+  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  ExplainResult result =
+      ExplainFor(*BuildSnapshot(objects, {}, nullptr, options).snapshot, {}, "elsewhere");
+  EXPECT_FALSE(result.complete());
+  EXPECT_THAT(result.problems, ElementsAre(HasSubstr("no virtual host matches \"elsewhere\"")));
+  EXPECT_THAT(result.root.children[0].children, IsEmpty());
+}
+
+TEST(ExplainTest, DerivesXdstpListenerNamesFromTheAuthority) {
+  EXPECT_EQ(*ListenerNameFor(Request("greeter", "a.example")),
+            "xdstp://a.example/envoy.config.listener.v3.Listener/greeter");
+  EXPECT_EQ(*ListenerNameFor(Request("greeter")), "greeter");
+  EXPECT_EQ(*ListenerNameFor(Request("xdstp://a.example/envoy.config.listener.v3.Listener/g")),
+            "xdstp://a.example/envoy.config.listener.v3.Listener/g");
+  EXPECT_THAT(
+      ListenerNameFor(Request("xdstp://a.example/envoy.config.listener.v3.Listener/g", "b"))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--authority")));
+  EXPECT_THAT(ListenerNameFor(Request("")).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--target")));
+}
+
+TEST(ExplainTest, NamesWhatAPartialSourceHasNotCached) {
+  ExplainResult result = ExplainFor(*Snapshot::EmptyPartial(), {});
+  EXPECT_FALSE(result.complete());
+  EXPECT_TRUE(result.partial);
+  EXPECT_EQ(result.root.status, Status::kNotCached);
+  EXPECT_THAT(result.problems, ElementsAre(HasSubstr("not cached")));
+}
+
+TEST(ExplainTest, JsonRoundTrips) {
+  auto snapshot = Build();
+  ExplainResult result = ExplainFor(*snapshot, {{"env", "prod"}});
+  const std::string json = ExplainToJson(result);
+  EXPECT_THAT(json, HasSubstr("\"complete\": true"));
+  absl::StatusOr<ExplainResult> back = ExplainFromJson(json);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(ExplainToText(*back), ExplainToText(result));
+  EXPECT_THAT(ExplainFromJson("{").status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(ExplainFromJson("{}").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("graph")));
+}
+
+}  // namespace
+}  // namespace facet::xds
