@@ -3,13 +3,17 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "re2/re2.h"
+#include "xds_server/common/did_you_mean.h"
+#include "xds_server/conditional/conditional.h"
 #include "xds_server/constraints/match_syntax.h"
 #include "xds_server/json/proto_json.h"
 #include "xds_server/json/yaml_json.h"
+#include "xds_server/snapshot/client_access.h"
 
 namespace facet::controller {
 namespace {
@@ -49,7 +53,8 @@ void CheckKnownFields(const YAML::Node& map, const std::string& path,
     for (absl::string_view k : known) found = found || k == key;
     if (!found) {
       AddError(findings, absl::StrCat(path, ".", key),
-               absl::StrCat("unknown field; expected one of ", absl::StrJoin(known, ", ")));
+               absl::StrCat("unknown field; expected one of ", absl::StrJoin(known, ", "),
+                            DidYouMean(key, std::vector<std::string>(known.begin(), known.end()))));
     }
   }
 }
@@ -57,6 +62,11 @@ void CheckKnownFields(const YAML::Node& map, const std::string& path,
 const RE2& DnsSubdomain() {
   static const RE2* const kPattern =
       new RE2(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
+  return *kPattern;
+}
+
+const RE2& DnsLabel() {
+  static const RE2* const kPattern = new RE2(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?)");
   return *kPattern;
 }
 
@@ -144,6 +154,55 @@ std::optional<xds::VariantSpec> ParseVariant(const YAML::Node& node, size_t inde
   return variant;
 }
 
+// Replaces a single unconstrained variant whose resource has conditional
+// elements ("@when") by the variants compiled from it. Conditions in a resource
+// with several variants, or with constraints, are rejected.
+void CompileConditionalElements(xds::ResourceSpec* spec, std::vector<Finding>* findings) {
+  for (size_t i = 0; i < spec->variants.size(); ++i) {
+    const xds::VariantSpec& variant = spec->variants[i];
+    if (!variant.resource.IsDefined() || variant.resource.IsNull()) continue;
+    std::optional<std::string> condition = xds::FindCondition(variant.resource);
+    if (!condition.has_value()) continue;
+    const std::string resource_path = absl::StrCat("spec.variants[", i, "].resource");
+    if (spec->variants.size() > 1 || variant.constraints.ByteSizeLong() > 0) {
+      AddError(findings, absl::StrCat(resource_path, ".", *condition),
+               absl::StrCat(
+                   "conditional elements (@when) need a resource with one variant and no match "
+                   "or constraints, but this one ",
+                   spec->variants.size() > 1
+                       ? absl::StrCat("has ", spec->variants.size(), " variants")
+                       : "constrains its variant",
+                   ": how element conditions would combine with variant constraints (their key "
+                   "sets, their exclusivity) is not designed yet; write the variants in full, "
+                   "or one unconstrained variant with conditions"));
+      continue;
+    }
+    xds::CompiledResource compiled = xds::CompileConditions(variant.resource, i, variant.label);
+    for (xds::ConditionalError& error : compiled.errors) {
+      Finding finding;
+      finding.reason = std::move(error.reason);
+      finding.field = std::move(error.field);
+      finding.message = std::move(error.message);
+      findings->push_back(std::move(finding));
+    }
+    if (!compiled.errors.empty()) return;
+    const std::string written_field = absl::StrCat("spec.variants[", i, "]");
+    std::vector<xds::VariantSpec> variants;
+    for (xds::CompiledVariant& out : compiled.variants) {
+      xds::VariantSpec compiled_variant;
+      compiled_variant.label = std::move(out.label);
+      compiled_variant.constraints = std::move(out.constraints);
+      compiled_variant.constraints_field = written_field;
+      compiled_variant.resource = std::move(out.resource);
+      compiled_variant.origin = compiled.origin;
+      compiled_variant.included = std::move(out.included);
+      variants.push_back(std::move(compiled_variant));
+    }
+    spec->variants = std::move(variants);
+    return;
+  }
+}
+
 void ParseResourceSpec(const YAML::Node& spec, xds::ResourceObject* object) {
   std::vector<Finding>& findings = object->findings;
   CheckKnownFields(spec, "spec", {"type", "name", "authority", "contextParams", "variants"},
@@ -180,14 +239,62 @@ void ParseResourceSpec(const YAML::Node& spec, xds::ResourceObject* object) {
       if (variant) out.variants.push_back(std::move(*variant));
     }
   }
+  // Variant indices match spec.variants only when every variant parsed.
+  if (findings.empty()) CompileConditionalElements(&out, &findings);
   if (findings.empty()) object->spec = std::move(out);
+}
+
+// Reads spec.allowedClients: a list of {spiffeId: ...} or {dnsName: ...}.
+// The entries' syntax is checked with the snapshot's other rules.
+void ParseAllowedClients(const YAML::Node& spec, xds::AuthorityObject* object) {
+  std::vector<Finding>& findings = object->findings;
+  YAML::Node clients = json::Child(spec, "allowedClients");
+  if (!clients.IsDefined() || clients.IsNull()) return;
+  if (!clients.IsSequence()) {
+    AddError(&findings, "spec.allowedClients",
+             absl::StrCat("expected a list of {spiffeId: ...} or {dnsName: ...}, found ",
+                          json::DescribeNode(clients)));
+    return;
+  }
+  if (clients.size() > xds::kMaxAllowedClients) {
+    AddError(&findings, "spec.allowedClients",
+             absl::StrCat("has ", clients.size(), " entries; at most ", xds::kMaxAllowedClients,
+                          " are allowed (use a \"spiffe://<trust domain>/<path>/*\" prefix)"));
+    return;
+  }
+  std::vector<xds::AllowedClient> out;
+  for (size_t i = 0; i < clients.size(); ++i) {
+    const std::string path = absl::StrCat("spec.allowedClients[", i, "]");
+    const YAML::Node& entry = clients[i];
+    if (!entry.IsMap()) {
+      AddError(&findings, path,
+               absl::StrCat("expected {spiffeId: ...} or {dnsName: ...}, found ",
+                            json::DescribeNode(entry)));
+      continue;
+    }
+    CheckKnownFields(entry, path, {"spiffeId", "dnsName"}, &findings);
+    const bool spiffe = json::Child(entry, "spiffeId").IsDefined();
+    const bool dns = json::Child(entry, "dnsName").IsDefined();
+    if (spiffe == dns) {
+      AddError(&findings, path, "set exactly one of spiffeId and dnsName");
+      continue;
+    }
+    xds::AllowedClient client;
+    client.kind = spiffe ? xds::AllowedClient::Kind::kSpiffeId : xds::AllowedClient::Kind::kDnsName;
+    const char* key = spiffe ? "spiffeId" : "dnsName";
+    const size_t errors = findings.size();
+    client.value = StringField(entry, key, absl::StrCat(path, ".", key), &findings);
+    if (findings.size() == errors) out.push_back(std::move(client));
+  }
+  object->allowed_clients = std::move(out);
 }
 
 void ParseAuthoritySpec(const YAML::Node& spec, xds::AuthorityObject* object) {
   std::vector<Finding>& findings = object->findings;
-  CheckKnownFields(spec, "spec", {"authority", "allowedNamespaces"}, &findings);
+  CheckKnownFields(spec, "spec", {"authority", "allowedNamespaces", "allowedClients"}, &findings);
   object->authority = StringField(spec, "authority", "spec.authority", &findings);
   if (object->authority.empty()) object->authority = object->ref.name;
+  ParseAllowedClients(spec, object);
   YAML::Node namespaces = json::Child(spec, "allowedNamespaces");
   if (!namespaces.IsDefined() || namespaces.IsNull()) return;
   if (!namespaces.IsSequence()) {
@@ -235,7 +342,8 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
   }
   if (!RE2::FullMatch(name, DnsSubdomain()) || name.size() > 253) {
     AddError(&findings, "metadata.name",
-             absl::StrCat("\"", name, "\" is not a valid Kubernetes name (lower-case RFC 1123 subdomain)"));
+             absl::StrCat("\"", absl::CHexEscape(name),
+                          "\" is not a valid Kubernetes name (lower-case RFC 1123 subdomain)"));
   }
   int64_t generation = 0;
   if (json::Child(metadata, "generation").IsScalar()) {
@@ -260,7 +368,14 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
   }
   xds::ResourceObject object;
   std::string ns = json::Child(metadata, "namespace").IsScalar() ? json::Child(metadata, "namespace").Scalar() : "";
-  if (ns.empty()) ns = std::string(default_namespace);
+  if (ns.empty()) {
+    ns = std::string(default_namespace);
+  } else if (ns.size() > 63 || !RE2::FullMatch(ns, DnsLabel())) {
+    AddError(&findings, "metadata.namespace",
+             absl::StrCat("\"", absl::CHexEscape(ns),
+                          "\" is not a valid Kubernetes namespace (lower-case RFC 1123 label, at "
+                          "most 63 characters)"));
+  }
   object.ref = {kind, ns, name};
   object.generation = generation;
   object.location = std::string(location);

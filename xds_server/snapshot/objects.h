@@ -6,12 +6,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "xds_server/conditional/conditional.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::xds {
@@ -47,10 +49,13 @@ struct Finding {
   std::string reason;
   std::string field;    // e.g. "spec.variants[1].match"; empty for the whole object.
   std::string message;  // What is wrong and what to do, in words.
+  // Set when the problem is another object's: a reference to an object that
+  // is rejected itself. Lets reports show that object's errors first.
+  std::optional<ObjectRef> cause = std::nullopt;
 
   friend bool operator==(const Finding& a, const Finding& b) {
-    return std::tie(a.severity, a.reason, a.field, a.message) ==
-           std::tie(b.severity, b.reason, b.field, b.message);
+    return std::tie(a.severity, a.reason, a.field, a.message, a.cause) ==
+           std::tie(b.severity, b.reason, b.field, b.message, b.cause);
   }
 };
 
@@ -72,6 +77,12 @@ struct VariantSpec {
   // Set for spec.variants[i].endpointsFrom. The Kubernetes source fills
   // `resource` from the slices; where nothing does, the variant is rejected.
   std::optional<EndpointsFrom> endpoints_from;
+  // Set on the variants compiled from the conditional elements ("@when") of
+  // one written variant: what was written (shared by all of them), and which
+  // of its conditional elements this one includes (ascending indices into
+  // origin->elements). Findings about them point at what was written.
+  std::shared_ptr<const ConditionalOrigin> origin;
+  std::vector<size_t> included;
 };
 
 struct ResourceSpec {
@@ -92,6 +103,22 @@ struct ResourceObject {
   std::vector<Finding> findings;
 };
 
+// One entry of XdsAuthority spec.allowedClients: a client identity taken
+// from a verified client certificate.
+struct AllowedClient {
+  enum class Kind {
+    kSpiffeId,  // `spiffeId`: the certificate's SPIFFE ID (its one URI SAN).
+    kDnsName,   // `dnsName`: one of the certificate's DNS SANs.
+  };
+  Kind kind = Kind::kSpiffeId;
+  // As written. A SPIFFE ID ending in "/*" admits every ID below that path.
+  std::string value;
+
+  friend bool operator==(const AllowedClient& a, const AllowedClient& b) {
+    return a.kind == b.kind && a.value == b.value;
+  }
+};
+
 // An XdsAuthority object.
 struct AuthorityObject {
   ObjectRef ref;
@@ -99,6 +126,9 @@ struct AuthorityObject {
   std::string location;
   std::string authority;
   std::vector<std::string> allowed_namespaces;  // "*" admits every namespace.
+  // Unset: every client may read the authority's resources. Set: only the
+  // clients it lists (never empty once validated).
+  std::optional<std::vector<AllowedClient>> allowed_clients;
   std::vector<Finding> findings;
 };
 

@@ -18,6 +18,7 @@
 #include "google/protobuf/message.h"
 #include "xds_server/constraints/constraints.h"
 #include "xds_server/resources/resource_type.h"
+#include "xds_server/snapshot/client_access.h"
 #include "xds_server/snapshot/objects.h"
 
 namespace facet::xds {
@@ -36,6 +37,10 @@ struct Variant {
   // same version on every replica.
   std::string version;
   std::vector<ResourceReference> references;
+  // Set when the variant was compiled from conditional elements: see
+  // VariantSpec::origin and VariantSpec::included.
+  std::shared_ptr<const ConditionalOrigin> origin;
+  std::vector<size_t> included;
 
   // Returns the variant as a serialized google.protobuf.Any of its type.
   // Encoded on first use, then shared by every stream that sends it.
@@ -115,10 +120,13 @@ class Snapshot {
   // from it, a name that is not held is not known yet (the relay's cache),
   // rather than absent.
   static std::shared_ptr<const Snapshot> EmptyPartial();
-  // Makes a snapshot of `resources` whose changes() are relative to `base`
-  // (every name counts as changed when `base` is null).
+  // Makes a snapshot of `resources`, with the read restrictions `access`,
+  // whose changes() are relative to `base` (every name counts as changed when
+  // `base` is null; the names of authorities whose restrictions differ from
+  // `base`'s count as changed).
   explicit Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
-                    const Snapshot* base = nullptr);
+                    const Snapshot* base = nullptr,
+                    std::shared_ptr<const ClientAccess> access = nullptr);
 
   // Returns `base` with `upserts` replacing (or adding) the resources of the
   // same type and name and the resources of `removals` (type, name) removed.
@@ -127,6 +135,13 @@ class Snapshot {
   static std::shared_ptr<const Snapshot> Derive(
       const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
       const std::vector<std::pair<const ResourceType*, std::string>>& removals);
+  // The same, with `access` as the new snapshot's read restrictions (null:
+  // none). The resources of every authority whose restrictions differ from
+  // `base`'s count as changed, so that streams re-examine them.
+  static std::shared_ptr<const Snapshot> Derive(
+      const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
+      const std::vector<std::pair<const ResourceType*, std::string>>& removals,
+      std::shared_ptr<const ClientAccess> access);
 
   // Returns the resource of `type` named `name` (normalised), or null.
   const ServedResource* Find(const ResourceType& type, absl::string_view name) const;
@@ -135,8 +150,9 @@ class Snapshot {
   const ResourceMap& resources(const ResourceType& type) const;
   // Returns the resource the object `owner` declares, or null.
   std::shared_ptr<const ServedResource> FindByOwner(const ObjectRef& owner) const;
-  // Returns a digest of every served variant version: equal for equal
-  // content, whatever the history, on every replica.
+  // Returns a digest of every served variant version and of the read
+  // restrictions: equal for equal content, whatever the history, on every
+  // replica.
   const std::string& version() const { return version_; }
   // Returns the version of the snapshot changes() are relative to ("" when
   // there is none).
@@ -146,6 +162,10 @@ class Snapshot {
   size_t size() const;
   // True for partial snapshots (see EmptyPartial).
   bool partial() const { return partial_; }
+  // Returns who may read the resources of restricted authorities, or null
+  // when every client may read everything.
+  const ClientAccess* access() const { return access_.get(); }
+  const std::shared_ptr<const ClientAccess>& shared_access() const { return access_; }
 
  private:
   void Insert(std::shared_ptr<const ServedResource> resource);
@@ -208,6 +228,7 @@ class Snapshot {
   std::string base_version_;
   ChangeSet changes_;
   bool partial_ = false;
+  std::shared_ptr<const ClientAccess> access_;
 };
 
 // Returns the 64-bit content digest of one served resource (its type, name

@@ -7,12 +7,15 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "re2/re2.h"
+#include "xds_server/common/did_you_mean.h"
 #include "xds_server/constraints/variant_set.h"
 #include "xds_server/names/names.h"
 
@@ -64,6 +67,32 @@ std::set<std::string> KeysOf(absl::Span<const Constraint* const> constraints) {
 
 std::string VariantField(size_t index) { return absl::StrCat("spec.variants[", index, "]"); }
 
+// Returns the object path of `inside` (a field path in the resource of variant
+// `index`; empty for the resource itself) as written: for a variant compiled
+// from conditional elements, the path in the written resource it came from.
+std::string WrittenResourceField(const std::shared_ptr<const ConditionalOrigin>& origin,
+                                 const std::vector<size_t>& included, size_t index,
+                                 absl::string_view inside) {
+  if (origin == nullptr) {
+    return absl::StrCat(VariantField(index), ".resource", inside.empty() ? "" : ".", inside);
+  }
+  const std::string written = LocateWritten(*origin, included, inside).path;
+  return absl::StrCat(VariantField(origin->written_index), ".resource", written.empty() ? "" : ".",
+                      written);
+}
+
+// Drops repeated findings: the variants compiled from one written resource
+// share most of it, and so most of its problems.
+void RemoveRepeatedFindings(std::vector<Finding>* findings) {
+  std::vector<Finding> unique;
+  for (Finding& finding : *findings) {
+    if (std::find(unique.begin(), unique.end(), finding) == unique.end()) {
+      unique.push_back(std::move(finding));
+    }
+  }
+  *findings = std::move(unique);
+}
+
 const RE2& NamespacePattern() {
   static const RE2* const kPattern = new RE2(R"([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)");
   return *kPattern;
@@ -99,6 +128,7 @@ class ObjectValidatorImpl {
                    absl::StrCat(Quote(ns), " is not a namespace name (RFC 1123 label) or \"*\""));
         }
       }
+      CheckAllowedClients(object, &status.findings);
       if (!status.has_errors()) {
         // Only a valid declaration claims the authority.
         auto [it, inserted] = authority_owner_.emplace(object.authority, object.ref);
@@ -114,9 +144,39 @@ class ObjectValidatorImpl {
       for (const std::string& ns : object.allowed_namespaces) {
         admitted_[object.authority].insert(ns);
       }
+      if (object.allowed_clients.has_value()) {
+        restricted_[object.authority] = *object.allowed_clients;
+      }
     }
     status.served_name = object.authority;
     return status;
+  }
+
+  static void CheckAllowedClients(const AuthorityObject& object, std::vector<Finding>* findings) {
+    if (!object.allowed_clients.has_value()) return;
+    const std::vector<AllowedClient>& clients = *object.allowed_clients;
+    if (clients.empty()) {
+      AddError(findings, "InvalidSpec", "spec.allowedClients",
+               "is empty: list at least one client, or leave the field out to let every client "
+               "read the authority's resources");
+    } else if (clients.size() > kMaxAllowedClients) {
+      AddError(findings, "InvalidSpec", "spec.allowedClients",
+               absl::StrCat("has ", clients.size(), " entries; at most ", kMaxAllowedClients,
+                            " are allowed (use a \"spiffe://<trust domain>/<path>/*\" prefix)"));
+      return;
+    }
+    for (size_t i = 0; i < clients.size(); ++i) {
+      const AllowedClient& client = clients[i];
+      absl::Status valid = CheckAllowedClient(client);
+      if (valid.ok()) continue;
+      const bool spiffe = client.kind == AllowedClient::Kind::kSpiffeId;
+      AddError(findings, "InvalidSpec",
+               absl::StrCat("spec.allowedClients[", i, "].", spiffe ? "spiffeId" : "dnsName"),
+               absl::StrCat(client.value.size() <= kMaxSpiffeIdBytes
+                                ? absl::StrCat(Quote(absl::CHexEscape(client.value)), " ")
+                                : "",
+                            valid.message()));
+    }
   }
 
   absl::StatusOr<std::string> ServedName(const ResourceSpec& spec, const ResourceType& type,
@@ -180,9 +240,14 @@ class ObjectValidatorImpl {
     const ResourceSpec& spec = *object.spec;
     const ResourceType* type = FindResourceType(spec.type);
     if (type == nullptr) {
+      std::vector<std::string> names;
+      for (const ResourceType* known : AllResourceTypes()) {
+        names.emplace_back(known->alias());
+        names.emplace_back(known->type_name());
+      }
       AddError(&status.findings, "InvalidSpec", "spec.type",
-               absl::StrCat("unknown type ", Quote(spec.type), "; expected one of ",
-                            DescribeResourceTypes()));
+               absl::StrCat("unknown type ", Quote(spec.type), DidYouMean(spec.type, names),
+                            "; expected one of ", DescribeResourceTypes()));
       return status;
     }
     absl::StatusOr<std::string> served_name = ServedName(spec, *type, &status.findings);
@@ -227,6 +292,9 @@ class ObjectValidatorImpl {
       constraints.push_back(variant->constraints);
       resource->variants.push_back(std::move(variant));
     }
+    if (!spec.variants.empty() && spec.variants.front().origin != nullptr) {
+      RemoveRepeatedFindings(&status.findings);
+    }
     if (!variants_ok) return status;
 
     CheckVariantSetRules(spec, constraints, &status.findings);
@@ -242,6 +310,8 @@ class ObjectValidatorImpl {
     variant->type = &type;
     variant->name = served_name;
     variant->label = spec.label;
+    variant->origin = spec.origin;
+    variant->included = spec.included;
     absl::StatusOr<Constraint> constraint = Constraint::Compile(spec.constraints, options_.limits);
     bool ok = true;
     if (!constraint.ok()) {
@@ -255,6 +325,9 @@ class ObjectValidatorImpl {
       variant->constraints = *std::move(constraint);
     }
     const std::string resource_path = absl::StrCat(VariantField(index), ".resource");
+    auto written = [&](absl::string_view inside) {
+      return WrittenResourceField(spec.origin, spec.included, index, inside);
+    };
     YAML::Node document = spec.resource;
     if (spec.endpoints_from.has_value()) {
       const std::string from_path = absl::StrCat(VariantField(index), ".endpointsFrom");
@@ -285,6 +358,11 @@ class ObjectValidatorImpl {
         field = text.substr(0, colon);
         text = text.substr(colon + 2);
       }
+      if (spec.origin != nullptr) {
+        absl::string_view inside = absl::string_view(field).substr(resource_path.size());
+        absl::ConsumePrefix(&inside, ".");
+        field = written(inside);
+      }
       AddError(findings, "InvalidResource", field, text);
       return nullptr;
     }
@@ -294,7 +372,7 @@ class ObjectValidatorImpl {
       std::string text(references.status().message());
       std::string field = resource_path;
       if (size_t colon = text.find(": "); colon != std::string::npos) {
-        field = absl::StrCat(resource_path, ".", text.substr(0, colon));
+        field = written(text.substr(0, colon));
         text = text.substr(colon + 2);
       }
       AddError(findings, "InvalidResource", field, text);
@@ -303,8 +381,7 @@ class ObjectValidatorImpl {
     std::vector<LintFinding> lint;
     type.Lint(**message, &lint);
     for (const LintFinding& finding : lint) {
-      AddWarning(findings, "ClientCompatibility", absl::StrCat(resource_path, ".", finding.field),
-                 finding.message);
+      AddWarning(findings, "ClientCompatibility", written(finding.field), finding.message);
     }
     if (!ok) return nullptr;
     variant->references = *std::move(references);
@@ -388,21 +465,48 @@ class ObjectValidatorImpl {
                         [](const Finding& f) { return f.severity == Severity::kError; });
   }
 
-  std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup) {
+  std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup,
+                                       const RejectedLookup* rejected) {
     std::vector<Finding> problems;
     for (size_t v = 0; v < resource.variants.size(); ++v) {
       const Variant& variant = *resource.variants[v];
       for (const ResourceReference& ref : variant.references) {
-        const std::string field = absl::StrCat(VariantField(v), ".resource.", ref.field);
+        // A reference in a conditional element is reported at the element's
+        // condition, which is what made the variant include it.
+        std::string field = absl::StrCat(VariantField(v), ".resource.", ref.field);
+        std::string in_element;
+        if (variant.origin != nullptr) {
+          const WrittenLocation at = LocateWritten(*variant.origin, variant.included, ref.field);
+          field = WrittenResourceField(variant.origin, variant.included, v, ref.field);
+          if (at.element >= 0) {
+            const ConditionalElement& element = variant.origin->elements[at.element];
+            field = absl::StrCat(VariantField(variant.origin->written_index), ".resource.",
+                                 element.path, ".", element.condition_field);
+            if (!at.below_element.empty()) in_element = absl::StrCat(at.below_element, ": ");
+          }
+        }
         absl::StatusOr<std::string> target_name = NormalizeResourceName(ref.name);
         if (!target_name.ok()) {
-          AddError(&problems, "DanglingReference", field, target_name.status().message());
+          AddError(&problems, "DanglingReference", field,
+                   absl::StrCat(in_element, target_name.status().message()));
           continue;
         }
         const ServedResource* found = lookup(ref.target, *target_name);
+        const ObjectRef* rejected_owner =
+            found == nullptr && rejected != nullptr ? (*rejected)(ref.target, *target_name)
+                                                    : nullptr;
+        if (rejected_owner != nullptr) {
+          // The cause is the other object's: point there, not at a typo here.
+          problems.push_back({Severity::kError, "DanglingReference", field,
+                              absl::StrCat(in_element, "references ", ref.target->alias(), " ",
+                                           Quote(*target_name), ", which is rejected (see ",
+                                           rejected_owner->ToString(), ")"),
+                              *rejected_owner});
+          continue;
+        }
         if (found == nullptr) {
           AddError(&problems, "DanglingReference", field,
-                   absl::StrCat("dangling reference: ", ref.target->alias(), " ",
+                   absl::StrCat(in_element, "dangling reference: ", ref.target->alias(), " ",
                                 Quote(*target_name), " is not served"));
           continue;
         }
@@ -418,13 +522,16 @@ class ObjectValidatorImpl {
           std::set<std::string> keys = KeysOf(targets);
           keys.insert(self->keys().begin(), self->keys().end());
           AddError(&problems, "DanglingReference", field,
-                   absl::StrCat("dangling reference: clients with parameters ",
+                   absl::StrCat(in_element, "dangling reference: clients with parameters ",
                                 DescribeParameters(**uncovered, keys), " select variant ",
                                 Quote(variant.label), ", but no variant of ", ref.target->alias(),
                                 " ", Quote(*target_name), " (", target.owner.ToString(),
                                 ") matches them"));
         }
       }
+    }
+    if (!resource.variants.empty() && resource.variants.front()->origin != nullptr) {
+      RemoveRepeatedFindings(&problems);
     }
     return problems;
   }
@@ -438,10 +545,13 @@ class ObjectValidatorImpl {
   bool variant_set_searched_ = false;
   absl::flat_hash_map<std::string, ObjectRef> authority_owner_;
   std::map<std::string, std::set<std::string>> admitted_;  // Filled by CheckAuthority.
+  ClientAccess::Restrictions restricted_;                  // Filled by CheckAuthority.
 
  public:
   // Returns what CheckAuthority() found each authority admits.
   std::map<std::string, std::set<std::string>> TakeAdmitted() { return std::move(admitted_); }
+  // Returns what CheckAuthority() found each restricted authority allows.
+  ClientAccess::Restrictions TakeRestricted() { return std::move(restricted_); }
 };
 
 }  // namespace
@@ -453,6 +563,9 @@ std::vector<ObjectStatus> CheckAuthorities(absl::Span<const AuthorityObject* con
   statuses.reserve(objects.size());
   for (const AuthorityObject* object : objects) statuses.push_back(validator.CheckAuthority(*object));
   table->admitted = validator.TakeAdmitted();
+  ClientAccess::Restrictions restricted = validator.TakeRestricted();
+  table->access =
+      restricted.empty() ? nullptr : std::make_shared<const ClientAccess>(std::move(restricted));
   table->enforce =
       options.authority_policy == BuildOptions::AuthorityPolicy::kEnforce ||
       (options.authority_policy == BuildOptions::AuthorityPolicy::kEnforceWhenDeclared &&
@@ -522,6 +635,7 @@ OwnValidation ValidateResourceObject(const ResourceObject& object, const BuildOp
   if (resource != nullptr) out.resource = std::move(resource);
   out.variant_set = std::move(validator.variant_set_);
   out.variant_set_searched = validator.variant_set_searched_;
+  if (object.spec.has_value()) out.type = FindResourceType(object.spec->type);
   out.search_steps = std::max<int64_t>(granted - budget, 0);
   if (build_budget != nullptr) *build_budget -= out.search_steps;
   if (validator.deferred_) {
@@ -570,11 +684,11 @@ void CheckAdmission(const ObjectRef& ref, absl::string_view served_name,
 }
 
 std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup,
-                                     const BuildOptions& options) {
+                                     const BuildOptions& options, const RejectedLookup* rejected) {
   int64_t budget = 0;
   const BuildOptions budgeted = WithObjectBudget(options, &budget);
   ObjectValidatorImpl validator(budgeted);
-  return validator.CheckReferences(resource, lookup);
+  return validator.CheckReferences(resource, lookup, rejected);
 }
 
 bool HasErrors(const std::vector<Finding>& findings) {
