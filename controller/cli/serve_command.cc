@@ -124,6 +124,13 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
           vf["name"] = StringValue(variant->label);
           vf["version"] = StringValue(variant->version);
           vf["constraints"] = StringValue(variant->constraints.ToString());
+          if (variant->origin != nullptr) {
+            // The conditional elements ("@when") this compiled variant includes.
+            auto* includes = vf["includes"].mutable_list_value();
+            for (size_t element : variant->included) {
+              *includes->add_values() = StringValue(variant->origin->elements[element].path);
+            }
+          }
           const auto key =
               std::make_tuple(served->type->type_url(), served->name, variant->version);
           auto count = clients.find(key);

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/manifest/manifest_loader.h"
 #include "xds_server/snapshot/builder.h"
 
@@ -14,7 +15,30 @@ constexpr char kUsage[] =
     "  rule the server applies. Prints one line per problem:\n"
     "    namespace/name: field: reason            (rejected)\n"
     "    namespace/name: field: warning: reason   (served, but worth fixing)\n"
+    "  A resource with conditional elements (@when) is followed by the variants it compiles to:\n"
+    "    namespace/name: spec.variants[0].resource: compiles to N variants\n"
+    "      label: constraints; includes: paths of the @when elements it includes\n"
     "  Exit status: 0 valid (warnings allowed), 1 something is rejected, 2 unreadable input.\n";
+
+// Prints the variants an accepted resource compiled from conditional
+// elements, so that what will be served can be reviewed.
+void PrintCompiledVariants(const xds::ObjectStatus& status, std::ostream& out) {
+  if (status.variants.empty() || status.variants.front()->origin == nullptr) return;
+  const xds::ConditionalOrigin& origin = *status.variants.front()->origin;
+  out << status.ref.ToString() << ": spec.variants[" << origin.written_index
+      << "].resource: compiles to " << status.variants.size() << " variant"
+      << (status.variants.size() == 1 ? "" : "s") << " from " << origin.conditions.size()
+      << " distinct condition" << (origin.conditions.size() == 1 ? "" : "s") << "\n";
+  for (const auto& variant : status.variants) {
+    std::vector<std::string> includes;
+    for (size_t element : variant->included) includes.push_back(origin.elements[element].path);
+    out << "  " << variant->label << ": "
+        << (variant->constraints.unconstrained() ? "(every client)"
+                                                 : variant->constraints.ToString())
+        << "; includes: "
+        << (includes.empty() ? "no conditional element" : absl::StrJoin(includes, ", ")) << "\n";
+  }
+}
 
 }  // namespace
 
@@ -67,7 +91,9 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
       xds::BuildSnapshot(manifests.resources, manifests.authorities, /*previous=*/nullptr, options);
   int accepted = 0;
   int object_errors = 0;
-  for (const xds::ObjectStatus& status : result.statuses) {
+  // An object rejected for referring to a rejected object prints after it.
+  for (const xds::ObjectStatus* object : xds::CausesFirst(result.statuses)) {
+    const xds::ObjectStatus& status = *object;
     if (status.accepted) ++accepted;
     for (const xds::Finding& finding : status.findings) {
       const bool is_warning = finding.severity == xds::Severity::kWarning;
@@ -81,6 +107,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
           << (is_warning ? "warning: " : "") << finding.message << "\n";
     }
     if (!status.accepted) rejected = true;
+    if (status.accepted) PrintCompiledVariants(status, out);
   }
   err << "facet validate: " << manifests.files.size() << " files, " << result.statuses.size()
       << " objects: " << accepted << " valid, " << result.statuses.size() - accepted

@@ -23,6 +23,10 @@ constexpr size_t kMaxNacksPerObject = 32;
 // The CRD bounds status.variants[].nacks[].detail and status.warnings[].
 constexpr size_t kMaxDetail = 4096;
 constexpr size_t kMaxWarnings = 64;
+// The conditional elements listed per compiled variant, and the length of
+// each path (the CRD bounds status.variants[].includes[]).
+constexpr size_t kMaxListedIncludes = 8;
+constexpr size_t kMaxPath = 256;
 
 YAML::Node StringNode(const std::string& value) {
   YAML::Node node(value);
@@ -165,6 +169,18 @@ YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& curr
     v["name"] = StringNode(variant->label);
     v["version"] = StringNode(variant->version);
     v["constraints"] = StringNode(variant->constraints.ToString());
+    if (variant->origin != nullptr) {
+      // The conditional elements ("@when") this compiled variant includes.
+      YAML::Node includes(YAML::NodeType::Sequence);
+      for (size_t element : variant->included) {
+        if (includes.size() >= kMaxListedIncludes) break;
+        includes.push_back(StringNode(Truncate(variant->origin->elements[element].path, kMaxPath)));
+      }
+      v["includes"] = includes;
+      if (variant->included.size() > includes.size()) {
+        v["includesOmitted"] = static_cast<int>(variant->included.size() - includes.size());
+      }
+    }
     // The variant's type URL is not in ObjectStatus; match on name + version.
     int clients = 0;
     YAML::Node nacks(YAML::NodeType::Sequence);

@@ -200,6 +200,35 @@ TEST_F(StatusWriterTest, BoundsVariantAndNackListsAndSaysWhatItLeftOut) {
   EXPECT_EQ(desired["nacksOmitted"].as<int>(), 300 - 32);  // Listed variants' and the rest's.
 }
 
+TEST_F(StatusWriterTest, CompiledVariantsListTheConditionalElementsTheyInclude) {
+  xds::CompiledResource compiled = xds::CompileConditions(
+      YAML::Load("{routes: [{'@when': {env: prod}, name: a}, {'@when': {version: v1}, name: b}]}"),
+      0, "routes");
+  ASSERT_EQ(compiled.variants.size(), 4u);
+  xds::ObjectStatus status = Accepted();
+  status.variants.clear();
+  for (const xds::CompiledVariant& compiled_variant : compiled.variants) {
+    auto variant = std::make_shared<xds::Variant>();
+    variant->label = compiled_variant.label;
+    variant->version = compiled_variant.label;
+    variant->origin = compiled.origin;
+    variant->included = compiled_variant.included;
+    status.variants.push_back(variant);
+  }
+  YAML::Node desired = DesiredStatus(status, YAML::Node(), ClientFeedback(), 0, absl::Now());
+  ASSERT_EQ(desired["variants"].size(), 4u);
+  EXPECT_EQ(desired["variants"][0]["name"].as<std::string>(), "routes/0");
+  EXPECT_TRUE(desired["variants"][0]["includes"].IsSequence());
+  EXPECT_EQ(desired["variants"][0]["includes"].size(), 0u);
+  ASSERT_EQ(desired["variants"][3]["includes"].size(), 2u);
+  EXPECT_EQ(desired["variants"][3]["includes"][0].as<std::string>(), "routes[0]");
+  EXPECT_EQ(desired["variants"][3]["includes"][1].as<std::string>(), "routes[1]");
+  EXPECT_FALSE(desired["variants"][3]["includesOmitted"]);
+  // A written variant lists nothing.
+  EXPECT_FALSE(DesiredStatus(Accepted(), YAML::Node(), ClientFeedback(), 0,
+                             absl::Now())["variants"][0]["includes"]);
+}
+
 TEST_F(StatusWriterTest, RetriesConflicts) {
   ProbingClient client(client_, /*conflict_once=*/true);
   StatusWriter writer(client, [this] { return clock_.Now(); });
