@@ -176,6 +176,43 @@ TEST_F(E2eTest, NodeClientsGetRouteVariantSelectedByNodeMetadata) {
                  {"prod", "test"});
 }
 
+// Conditional elements: one route table whose routes carry "@when"; Facet
+// compiles it into variants, and each client's node metadata selects the one
+// with the routes its parameters include.
+TEST_F(E2eTest, CppClientsRouteByCompiledConditionalElements) {
+  ASSERT_THAT(Serve({"prod", "test", "v1"}, {{"greeter-when.yaml.tmpl", "greeter.yaml"}}), IsOk());
+  const std::string prod = Bootstrap("cpp-when-prod", {{"env", "prod"}});
+  const std::string prod_v1 = Bootstrap("cpp-when-prod-v1", {{"env", "prod"}, {"version", "v1"}});
+  const std::string test = Bootstrap("cpp-when-test", {{"env", "test"}});
+  const std::string test_v1 = Bootstrap("cpp-when-test-v1", {{"env", "test"}, {"version", "v1"}});
+  const std::string unset = Bootstrap("cpp-when-no-keys", {{"zone", "zone-a"}});
+  ExpectBackends({{.bootstrap_path = prod, .count = 3},
+                  {.bootstrap_path = prod_v1, .count = 3},
+                  {.bootstrap_path = test, .count = 3},
+                  {.bootstrap_path = test_v1, .count = 3},
+                  {.bootstrap_path = unset, .count = 3}},
+                 {"prod", "prod", "test", "v1", "test"});
+  absl::StatusOr<std::string> validated = harness_->ValidateManifests();
+  ASSERT_THAT(validated, IsOk());
+  EXPECT_THAT(*validated, ::testing::HasSubstr("e2e/greeter-routes: spec.variants[0].resource: "
+                                               "compiles to 4 variants from 2 distinct conditions"));
+}
+
+// grpc-js with the same compiled route table.
+TEST_F(E2eTest, NodeClientsRouteByCompiledConditionalElements) {
+  if (std::string reason = E2eHarness::NodeClientUnavailableReason(); !reason.empty()) {
+    GTEST_SKIP() << reason;
+  }
+  ASSERT_THAT(Serve({"prod", "test", "v1"}, {{"greeter-when.yaml.tmpl", "greeter.yaml"}}), IsOk());
+  const std::string prod = Bootstrap("node-when-prod", {{"env", "prod"}});
+  const std::string test_v1 = Bootstrap("node-when-test-v1", {{"env", "test"}, {"version", "v1"}});
+  const std::string test = Bootstrap("node-when-test", {{"env", "test"}});
+  ExpectBackends({{.kind = ClientKind::kNode, .bootstrap_path = prod, .count = 3},
+                  {.kind = ClientKind::kNode, .bootstrap_path = test_v1, .count = 3},
+                  {.kind = ClientKind::kNode, .bootstrap_path = test, .count = 3}},
+                 {"prod", "v1", "test"});
+}
+
 // (d) Editing a manifest while a client calls continuously: the prod route
 // moves to a new cluster (new Cluster and ClusterLoadAssignment in the same
 // edit). The client must switch within a few seconds, never fail a call, and
