@@ -1,6 +1,9 @@
 #include "xds_server/snapshot/builder.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
+#include <vector>
 #include <tuple>
 
 #include "xds_server/snapshot/incremental_builder.h"
@@ -40,9 +43,42 @@ BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
     for (const auto& [name, resource] : built.snapshot->resources(*type)) served.push_back(resource);
   }
   // Relative to `previous`, so its changes() say what differs from it.
-  result.snapshot = std::make_shared<const Snapshot>(std::move(served), previous);
+  result.snapshot =
+      std::make_shared<const Snapshot>(std::move(served), previous, built.snapshot->shared_access());
   for (const auto& status : builder.Statuses()) result.statuses.push_back(*status);
   return result;
+}
+
+std::vector<const ObjectStatus*> CausesFirst(absl::Span<const ObjectStatus> statuses) {
+  std::map<ObjectRef, size_t> index;
+  for (size_t i = 0; i < statuses.size(); ++i) index.emplace(statuses[i].ref, i);
+  std::vector<const ObjectStatus*> out;
+  out.reserve(statuses.size());
+  std::vector<bool> placed(statuses.size(), false);
+  // Depth-first, causes before the objects they affect; an explicit stack,
+  // as reference chains may be long.
+  std::vector<std::pair<size_t, size_t>> stack;  // (status, next finding)
+  for (size_t start = 0; start < statuses.size(); ++start) {
+    if (placed[start]) continue;
+    placed[start] = true;
+    stack.emplace_back(start, 0);
+    while (!stack.empty()) {
+      auto& [current, next] = stack.back();
+      const std::vector<Finding>& findings = statuses[current].findings;
+      if (next == findings.size()) {
+        out.push_back(&statuses[current]);
+        stack.pop_back();
+        continue;
+      }
+      const Finding& finding = findings[next++];
+      if (!finding.cause) continue;
+      auto it = index.find(*finding.cause);
+      if (it == index.end() || placed[it->second]) continue;
+      placed[it->second] = true;
+      stack.emplace_back(it->second, 0);
+    }
+  }
+  return out;
 }
 
 }  // namespace facet::xds

@@ -56,11 +56,19 @@ struct BuildResult {
 // Validates every object and builds the snapshot. Never fails as a whole: an
 // object with errors is left out (or, when `previous` served an earlier
 // revision of it, that revision keeps serving) and the rest is served.
-// Deterministic: the same inputs give the same snapshot and versions.
+// Deterministic: the same inputs give the same snapshot and versions. Every
+// object is checked, however many of IncrementalBuilder's search-budgeted
+// builds that takes (only the first falls back to `previous`).
 // A pure function: thread-compatible, call it from one worker.
 BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
                           absl::Span<const AuthorityObject> authorities, const Snapshot* previous,
                           const BuildOptions& options);
+
+// Returns pointers to `statuses` in their order, except that an object with
+// a finding caused by another object (Finding::cause: a reference to a
+// rejected object) comes after that object, so that reports show the
+// primary error first. Cycles keep the order in which they are met.
+std::vector<const ObjectStatus*> CausesFirst(absl::Span<const ObjectStatus> statuses);
 
 }  // namespace facet::xds
 

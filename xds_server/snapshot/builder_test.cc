@@ -166,10 +166,11 @@ TEST(BuildSnapshotTest, RejectsOverlappingVariantsNamingBothAndAWitness) {
   EXPECT_THAT(Errors(status), ElementsAre(AllOf(HasSubstr("OverlappingVariants spec.variants[1]"),
                                                 HasSubstr("\"a\" and \"b\" overlap"),
                                                 HasSubstr("{env=test}"))));
-  // The listener now references a route that is not served.
+  // The listener now references a route that is rejected.
   EXPECT_FALSE(StatusOf(result, "greeter-listener").accepted);
   EXPECT_THAT(Errors(StatusOf(result, "greeter-listener")),
-              ElementsAre(HasSubstr("dangling reference: route \"greeter-route\" is not served")));
+              ElementsAre(HasSubstr("references route \"greeter-route\", which is rejected "
+                                    "(see demo/greeter-route)")));
   // Everything else still serves.
   EXPECT_NE(result.snapshot->Find(ClusterType(), "greeter-prod"), nullptr);
   EXPECT_EQ(result.snapshot->Find(ListenerType(), "greeter"), nullptr);
@@ -225,11 +226,59 @@ TEST(BuildSnapshotTest, RejectionCascadesToReferrersWithoutHidingTheCause) {
   BuildResult result = Build(objects);
   EXPECT_THAT(Errors(StatusOf(result, "greeter-prod")),
               ElementsAre(HasSubstr("InvalidResource spec.variants[0].resource.bogus: unknown field")));
-  EXPECT_THAT(Errors(StatusOf(result, "greeter-route")),
-              ElementsAre(HasSubstr("cluster \"greeter-prod\" is not served")));
+  // Referrers point at the rejected object, not at a typo of their own.
+  const ObjectStatus& route = StatusOf(result, "greeter-route");
+  EXPECT_THAT(Errors(route),
+              ElementsAre(HasSubstr("DanglingReference spec.variants[0].resource.virtual_hosts[0]."
+                                    "routes[0].route.cluster: references cluster \"greeter-prod\", "
+                                    "which is rejected (see demo/greeter-prod)")));
+  EXPECT_EQ(route.findings[0].cause, (ObjectRef{kXdsResourceKind, "demo", "greeter-prod"}));
   EXPECT_THAT(Errors(StatusOf(result, "greeter-listener")),
-              ElementsAre(HasSubstr("route \"greeter-route\" is not served")));
+              ElementsAre(HasSubstr("references route \"greeter-route\", which is rejected "
+                                    "(see demo/greeter-route)")));
   EXPECT_NE(result.snapshot->Find(ClusterType(), "greeter-test"), nullptr);
+
+  // Reports list the cause before what it affects.
+  std::vector<std::string> order;
+  for (const ObjectStatus* status : CausesFirst(result.statuses)) {
+    if (!status->accepted) order.push_back(status->ref.name);
+  }
+  EXPECT_THAT(order, ElementsAre("greeter-prod", "greeter-route", "greeter-listener"));
+}
+
+TEST(BuildSnapshotTest, ReferenceToAnUndeclaredNameDangles) {
+  std::vector<ResourceObject> objects = GreeterObjects();
+  objects.erase(objects.begin() + 2);  // greeter-prod
+  BuildResult result = Build(objects);
+  const ObjectStatus& route = StatusOf(result, "greeter-route");
+  EXPECT_THAT(Errors(route), ElementsAre(HasSubstr("cluster \"greeter-prod\" is not served")));
+  EXPECT_EQ(route.findings[0].cause, std::nullopt);
+}
+
+TEST(BuildSnapshotTest, CausesFirstKeepsOrderOtherwiseAndSurvivesCycles) {
+  std::vector<ObjectStatus> statuses(4);
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    statuses[i].ref = {kXdsResourceKind, "demo", std::string(1, static_cast<char>('a' + i))};
+  }
+  auto caused_by = [](size_t i) {
+    Finding finding{Severity::kError, "DanglingReference", "spec", "x"};
+    finding.cause = ObjectRef{kXdsResourceKind, "demo", std::string(1, static_cast<char>('a' + i))};
+    return finding;
+  };
+  statuses[0].findings = {caused_by(2)};  // a after c
+  statuses[2].findings = {caused_by(3)};  // c after d
+  statuses[3].findings = {caused_by(2)};  // d after c: a cycle
+  std::vector<std::string> order;
+  for (const ObjectStatus* status : CausesFirst(statuses)) order.push_back(status->ref.name);
+  EXPECT_THAT(order, ElementsAre("d", "c", "a", "b"));
+}
+
+TEST(BuildSnapshotTest, UnknownTypeSuggestsTheNearestOne) {
+  BuildResult result = Build({Object("typo", "route_", "x", {{"", RouteTo("c")}}),
+                              Object("far", "secret", "y", {{"", RouteTo("c")}})});
+  EXPECT_THAT(Errors(StatusOf(result, "typo")),
+              ElementsAre(HasSubstr("unknown type \"route_\"; did you mean \"route\"?")));
+  EXPECT_THAT(Errors(StatusOf(result, "far")), ElementsAre(Not(HasSubstr("did you mean"))));
 }
 
 TEST(BuildSnapshotTest, KeepsServingThePreviousGoodRevision) {
@@ -372,8 +421,13 @@ TEST(BuildSnapshotTest, ReferenceCyclesAndSelfReferencesTerminate) {
   };
   BuildResult result = Build({Object("a", "cluster", "a", {{"", aggregate("b", "a")}}),
                               Object("b", "cluster", "b", {{"", aggregate("a", "missing")}})});
-  EXPECT_THAT(Errors(StatusOf(result, "b")), ElementsAre(HasSubstr("\"missing\" is not served")));
-  EXPECT_THAT(Errors(StatusOf(result, "a")), ElementsAre(HasSubstr("\"b\" is not served")));
+  // Each names every reference that fails, the other's included.
+  EXPECT_THAT(Errors(StatusOf(result, "b")),
+              ElementsAre(HasSubstr("clusters[0]: references cluster \"a\", which is rejected"),
+                          HasSubstr("clusters[1]: dangling reference: cluster \"missing\" is not "
+                                    "served")));
+  EXPECT_THAT(Errors(StatusOf(result, "a")),
+              ElementsAre(HasSubstr("\"b\", which is rejected (see demo/b)")));
   EXPECT_EQ(result.snapshot->size(), 0u);
 }
 

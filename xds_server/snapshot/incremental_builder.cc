@@ -88,6 +88,12 @@ std::string SpecDigest(const ResourceObject& object) {
         AppendField(&text, variant.endpoints_from->port_name);
         AppendField(&text, absl::StrCat(variant.endpoints_from->port_number));
       }
+      if (variant.origin != nullptr) {
+        // Findings point into what was written.
+        text.push_back('C');
+        AppendYaml(&text, variant.origin->written_resource);
+        for (size_t element : variant.included) AppendField(&text, absl::StrCat(element));
+      }
     }
   }
   return ContentDigest(text);
@@ -95,7 +101,7 @@ std::string SpecDigest(const ResourceObject& object) {
 
 bool SameAuthority(const AuthorityObject& a, const AuthorityObject& b) {
   return a.authority == b.authority && a.allowed_namespaces == b.allowed_namespaces &&
-         a.findings == b.findings;
+         a.allowed_clients == b.allowed_clients && a.findings == b.findings;
 }
 
 }  // namespace
@@ -129,6 +135,7 @@ class IncrementalBuilder::State {
     std::optional<Finding> fallback_problem;  // Why the earlier revision stopped serving.
     std::optional<NameKey> claim;            // The name this object asks to serve.
     std::vector<NameKey> indexed;            // Keys under which it is in referrers_.
+    std::optional<NameKey> declares;         // Its key in `declarers`.
     std::shared_ptr<const ObjectStatus> status;
   };
 
@@ -149,6 +156,8 @@ class IncrementalBuilder::State {
   internal::AuthorityTable table;
   std::map<NameKey, std::set<ObjectRef>> claims;
   std::map<NameKey, std::set<ObjectRef>> referrers;
+  // Every object by the (type, name) its current spec declares, served or not.
+  std::map<NameKey, std::set<ObjectRef>> declarers;
   std::shared_ptr<const Snapshot> snapshot = std::make_shared<const Snapshot>();
   // A snapshot whose owners' revisions may serve as fallbacks for objects
   // seen for the first time (BuildSnapshot's `previous`).
@@ -208,6 +217,9 @@ class IncrementalBuilder::State {
     touched_.insert(entry.object.ref);
   }
   void Reindex(Entry& entry);
+  // Records what `entry` declares now; the objects referring to what it
+  // declared before or declares now are checked again.
+  void Declare(Entry& entry, std::optional<NameKey> key);
   void Unindex(Entry& entry);
   void UpdateClaim(Entry& entry, std::set<NameKey>* names);
   void SetServed(Entry& entry, std::shared_ptr<const ServedResource> resource);
@@ -240,6 +252,23 @@ void IncrementalBuilder::State::Unindex(Entry& entry) {
     if (it->second.empty()) referrers.erase(it);
   }
   entry.indexed.clear();
+}
+
+void IncrementalBuilder::State::Declare(Entry& entry, std::optional<NameKey> key) {
+  if (entry.declares == key) return;
+  if (entry.declares) {
+    changed_names_.insert(*entry.declares);
+    auto it = declarers.find(*entry.declares);
+    if (it != declarers.end()) {
+      it->second.erase(entry.object.ref);
+      if (it->second.empty()) declarers.erase(it);
+    }
+  }
+  entry.declares = std::move(key);
+  if (entry.declares) {
+    changed_names_.insert(*entry.declares);
+    declarers[*entry.declares].insert(entry.object.ref);
+  }
 }
 
 void IncrementalBuilder::State::Reindex(Entry& entry) {
@@ -351,6 +380,11 @@ void IncrementalBuilder::State::ApplyAuthorities() {
     }
   }
   if (next == table) return;
+  // Unchanged restrictions keep their object: the snapshot changes only
+  // when they do.
+  if (ClientAccess::Differences(next.access.get(), table.access.get()).empty()) {
+    next.access = table.access;
+  }
   table = std::move(next);
   // Admission changed: re-check it everywhere (a rare, cheap check).
   for (auto& [ref, entry] : entries) {
@@ -393,7 +427,9 @@ std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<Name
 // takes back whatever does not resolve.
 void IncrementalBuilder::State::Upgrade(std::set<ObjectRef> queue) {
   std::set<NameKey> seen_names;
-  while (!queue.empty()) {
+  // At least one round: a name may have changed with no object touched (a
+  // rejected object deleted), and its referrers may need a new message.
+  for (bool first = true; first || !queue.empty(); first = false) {
     for (const ObjectRef& ref : queue) {
       Entry& entry = entries.at(ref);
       std::shared_ptr<const ServedResource> desired;
@@ -428,6 +464,18 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
     if (it == referrers.end()) continue;
     for (const ObjectRef& ref : it->second) work.emplace(rank_of(entries.at(ref)), ref);
   }
+  // A name no object serves may still be declared by a rejected object: the
+  // first of those is the cause to point at.
+  auto rejected_owner = [this](const ResourceType* type,
+                               absl::string_view name) -> const ObjectRef* {
+    auto it = declarers.find(NameKey(type, std::string(name)));
+    if (it == declarers.end()) return nullptr;
+    for (const ObjectRef& ref : it->second) {
+      if (entries.at(ref).served == nullptr) return &ref;
+    }
+    return nullptr;
+  };
+  const internal::RejectedLookup rejected = rejected_owner;
   auto lookup = [this](const ResourceType* type, absl::string_view name) {
     return Served(type, name);
   };
@@ -435,9 +483,24 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
     const ObjectRef ref = work.begin()->second;
     work.erase(work.begin());
     Entry& entry = entries.at(ref);
-    if (entry.served == nullptr) continue;
+    if (entry.served == nullptr) {
+      // Serving nothing: what its revision refers to changed, so keep the
+      // reasons it is rejected current (a referenced object now rejected,
+      // deleted or renamed).
+      if (entry.new_ok && !entry.duplicate_of && !entry.new_problems.empty()) {
+        ++result_->reference_checks;
+        std::vector<Finding> problems =
+            internal::CheckReferences(*entry.own.resource, lookup, options_, &rejected);
+        if (!problems.empty() && problems != entry.new_problems) {
+          Touch(entry);
+          entry.new_problems = std::move(problems);
+        }
+      }
+      continue;
+    }
     ++result_->reference_checks;
-    std::vector<Finding> problems = internal::CheckReferences(*entry.served, lookup, options_);
+    std::vector<Finding> problems =
+        internal::CheckReferences(*entry.served, lookup, options_, &rejected);
     const bool is_new = entry.served == entry.own.resource;
     if (problems.empty()) {
       if (is_new) entry.new_problems.clear();
@@ -553,6 +616,7 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     Unindex(entry);
     touched_.erase(ref);
     if (entry.status != nullptr && !entry.status->accepted) --rejected;
+    Declare(entry, std::nullopt);
     entries.erase(it);
     result.removed_statuses.push_back(ref);
   }
@@ -587,6 +651,9 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
     Touch(entry);
     entry.own = std::move(own);
+    Declare(entry, entry.own.type != nullptr && !entry.own.served_name.empty()
+                       ? std::optional<NameKey>(NameKey(entry.own.type, entry.own.served_name))
+                       : std::nullopt);
     ++result_->validated_objects;
     if (entry.own.variant_set_searched) ++result_->variant_set_searches;
     Readmit(entry);
@@ -658,8 +725,10 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
       removals.push_back(key);
     }
   }
-  if (!upserts.empty() || !removals.empty() || seed != nullptr) {
-    std::shared_ptr<const Snapshot> next = Snapshot::Derive(*snapshot, upserts, removals);
+  if (!upserts.empty() || !removals.empty() || seed != nullptr ||
+      snapshot->shared_access() != table.access) {
+    std::shared_ptr<const Snapshot> next =
+        Snapshot::Derive(*snapshot, upserts, removals, table.access);
     if (next->version() != snapshot->version() || seed != nullptr) {
       snapshot = std::move(next);
       result.snapshot_changed = true;

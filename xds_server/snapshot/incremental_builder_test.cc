@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
@@ -262,6 +263,46 @@ TEST(IncrementalBuilderTest, DeletionCascadesAndRestoringItHeals) {
   EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", "s2-route"})->accepted);
 }
 
+TEST(IncrementalBuilderTest, ReferrersPointAtARejectedObjectWhileItIsRejected) {
+  IncrementalBuilder builder{BuildOptions{}};
+  std::vector<ResourceObject> world = World(2);
+  BuildAll(builder, world);
+  const ObjectRef route{kXdsResourceKind, "demo", "s1-route"};
+  const ObjectRef cluster{kXdsResourceKind, "demo", "s1-a"};
+  auto route_errors = [&] {
+    std::vector<std::string> out;
+    for (const Finding& finding : builder.StatusOf(route)->findings) out.push_back(finding.message);
+    return out;
+  };
+  builder.Remove(cluster);
+  builder.Build();
+  EXPECT_THAT(route_errors(), ElementsAre(HasSubstr("cluster \"s1-a\" is not served")));
+
+  // Declared again, but rejected (no earlier revision to fall back on).
+  builder.Upsert(Object("s1-a", "cluster", "s1-a", {{"", "{type: EDS, bogus: 1}"}}));
+  builder.Build();
+  EXPECT_THAT(route_errors(), ElementsAre(HasSubstr(
+                                  "references cluster \"s1-a\", which is rejected (see demo/s1-a)")));
+  EXPECT_EQ(builder.StatusOf(route)->findings[0].cause, cluster);
+
+  // Renamed: the route's name is no longer declared at all.
+  builder.Upsert(Object("s1-a", "cluster", "s1-z", {{"", "{type: EDS, bogus: 1}"}}));
+  builder.Build();
+  EXPECT_THAT(route_errors(), ElementsAre(HasSubstr("cluster \"s1-a\" is not served")));
+
+  builder.Upsert(Object("s1-a", "cluster", "s1-a", {{"", "{type: EDS, bogus: 1}"}}));
+  builder.Build();
+  EXPECT_THAT(route_errors(), ElementsAre(HasSubstr("which is rejected (see demo/s1-a)")));
+  builder.Remove(cluster);
+  builder.Build();
+  EXPECT_THAT(route_errors(), ElementsAre(HasSubstr("cluster \"s1-a\" is not served")));
+
+  builder.Upsert(world[6]);  // s1-a, valid.
+  ASSERT_EQ(world[6].ref, cluster);
+  builder.Build();
+  EXPECT_TRUE(builder.StatusOf(route)->accepted);
+}
+
 TEST(IncrementalBuilderTest, DuplicateLoserTakesOverWhenTheWinnerIsDeleted) {
   IncrementalBuilder builder{BuildOptions{}};
   builder.Upsert(Object("b-eps", "endpoint", "x", {{"", Endpoints(1)}}));
@@ -370,6 +411,20 @@ ResourceObject WithResource(const ResourceObject& object, const std::string& res
   return out;
 }
 
+// Returns the findings about references inside the resource, as text. (The
+// note that an earlier revision stopped serving depends on history that a
+// whole build, given only the previous snapshot, does not have.)
+std::vector<std::string> ReferenceProblems(const std::vector<Finding>& findings) {
+  std::vector<std::string> out;
+  for (const Finding& finding : findings) {
+    if (finding.reason != "DanglingReference" || finding.field == "spec") continue;
+    out.push_back(absl::StrCat(finding.reason, " ", finding.field, ": ", finding.message,
+                               finding.cause ? " (caused by " + finding.cause->ToString() + ")"
+                                             : ""));
+  }
+  return out;
+}
+
 // Random edits, deletions and invalid revisions: every incremental build
 // serves what a whole build of the same objects serves, given the same
 // previous snapshot.
@@ -431,6 +486,8 @@ TEST(IncrementalBuilderTest, MatchesWholeBuildsUnderRandomEdits) {
       ASSERT_NE(mine, nullptr);
       EXPECT_EQ(mine->accepted, status.accepted) << status.ref.ToString() << " step " << step;
       EXPECT_EQ(mine->serving_previous, status.serving_previous)
+          << status.ref.ToString() << " step " << step;
+      EXPECT_EQ(ReferenceProblems(mine->findings), ReferenceProblems(status.findings))
           << status.ref.ToString() << " step " << step;
     }
   }

@@ -31,9 +31,12 @@ namespace facet::xds::internal {
 struct AuthorityTable {
   std::map<std::string, std::set<std::string>> admitted;
   bool enforce = true;
+  // The read restrictions of the accepted declarations (null: none).
+  std::shared_ptr<const ClientAccess> access;
 
   friend bool operator==(const AuthorityTable& a, const AuthorityTable& b) {
-    return a.enforce == b.enforce && a.admitted == b.admitted;
+    return a.enforce == b.enforce && a.admitted == b.admitted &&
+           ClientAccess::Differences(a.access.get(), b.access.get()).empty();
   }
 };
 
@@ -80,6 +83,9 @@ struct OwnValidation {
   // it keeps it in the VariantSetCache.
   std::shared_ptr<const VariantSetOutcome> variant_set;
   bool variant_set_searched = false;  // Decided anew, not taken from the cache.
+  // The type spec.type names, when known; with served_name, what the object
+  // declares even when it is rejected.
+  const ResourceType* type = nullptr;
   // Set when the build's search budget ran out before the checks finished:
   // nothing else here is meaningful and the object is to be validated again.
   bool deferred = false;
@@ -106,11 +112,20 @@ void CheckAdmission(const ObjectRef& ref, absl::string_view served_name,
 using ReferenceLookup =
     absl::FunctionRef<const ServedResource*(const ResourceType*, absl::string_view)>;
 
+// Finds the object that declares a resource by type and normalised name but
+// is rejected (serves nothing), or null.
+using RejectedLookup =
+    absl::FunctionRef<const ObjectRef*(const ResourceType*, absl::string_view)>;
+
 // Returns DanglingReference (or TooComplex) findings for every reference of
 // every variant of `resource` that does not resolve, for every parameter set
-// that selects the variant, against `lookup`. Empty when complete.
+// that selects the variant, against `lookup`. Empty when complete. A
+// reference to a resource that is not served but that `*rejected` finds
+// declared by a rejected object says so and names that object as the
+// finding's cause; `rejected` may be null.
 std::vector<Finding> CheckReferences(const ServedResource& resource, ReferenceLookup lookup,
-                                     const BuildOptions& options);
+                                     const BuildOptions& options,
+                                     const RejectedLookup* rejected = nullptr);
 
 bool HasErrors(const std::vector<Finding>& findings);
 
