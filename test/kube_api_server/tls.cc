@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace facet::testing {
@@ -76,7 +77,11 @@ absl::StatusOr<CertPtr> MakeCertificate(const char* common_name, EVP_PKEY* key, 
     status.Update(AddExtension(signer, cert.get(), NID_key_usage, "critical,digitalSignature"));
     status.Update(AddExtension(signer, cert.get(), NID_ext_key_usage, "serverAuth,clientAuth"));
     std::string names = "DNS:localhost,IP:127.0.0.1,IP:::1";
-    for (const std::string& dns_name : dns_names) absl::StrAppend(&names, ",DNS:", dns_name);
+    for (const std::string& dns_name : dns_names) {
+      // A SPIFFE ID goes in as the certificate's URI SAN.
+      absl::StrAppend(&names, absl::StartsWith(dns_name, "spiffe://") ? ",URI:" : ",DNS:",
+                      dns_name);
+    }
     status.Update(AddExtension(signer, cert.get(), NID_subject_alt_name, names.c_str()));
     status.Update(AddExtension(signer, cert.get(), NID_authority_key_identifier, "keyid:always"));
   }

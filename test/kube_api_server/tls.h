@@ -18,7 +18,8 @@ struct TlsCredentials {
 };
 
 // Generates a P-256 CA and a server certificate (SANs 127.0.0.1, ::1,
-// localhost and `dns_names`, e.g. a webhook Service's "facet.facet-system.svc";
+// localhost and `dns_names`, e.g. a webhook Service's "facet.facet-system.svc",
+// where a name starting with "spiffe://" becomes a URI SAN instead;
 // valid from an hour ago for ten years; usable as a client certificate too,
 // for mTLS tests). Internal on OpenSSL errors.
 absl::StatusOr<TlsCredentials> GenerateTestCredentials(

@@ -4,6 +4,7 @@
 // with gRFC A65's channel_creds config. Certificates are generated per test.
 #include <httplib.h>  // Feature macros come from pkg-config (controller/webhook).
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -393,6 +394,133 @@ TEST_F(TlsE2eTest, RelayReachesTlsAndMtlsUpstreamsWithA65Config) {
     ASSERT_THAT(relay, IsOk());
     EXPECT_THAT(Fetch(relay->xds_address, grpc::InsecureChannelCredentials()), IsOk());
   }
+}
+
+// An authority only listed clients may read, holding a cluster and its
+// endpoints (served beside kManifest's old-style greeter-prod).
+constexpr char kRestrictedManifest[] = R"(apiVersion: facet.dev/v1alpha1
+kind: XdsAuthority
+metadata:
+  name: secure-example
+spec:
+  authority: secure.example
+  allowedNamespaces: [tls]
+  allowedClients:
+  - spiffeId: spiffe://facet.test/ns/tls/sa/allowed
+  - dnsName: allowed.client.test
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata:
+  name: secure-cluster
+  namespace: tls
+spec:
+  type: cluster
+  name: secure
+  authority: secure.example
+  variants:
+  - resource:
+      type: EDS
+      eds_cluster_config:
+        eds_config: {ads: {}, resource_api_version: V3}
+        service_name: xdstp://secure.example/envoy.config.endpoint.v3.ClusterLoadAssignment/secure
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata:
+  name: secure-endpoints
+  namespace: tls
+spec:
+  type: endpoint
+  name: secure
+  authority: secure.example
+  variants:
+  - resource:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 9}}}
+)";
+constexpr char kSecureCluster[] = "xdstp://secure.example/envoy.config.cluster.v3.Cluster/secure";
+constexpr char kSecureEndpoints[] =
+    "xdstp://secure.example/envoy.config.endpoint.v3.ClusterLoadAssignment/secure";
+
+// What a client with `credentials` is told about kSecureCluster and
+// greeter-prod over SotW, and about kSecureEndpoints over delta: the names
+// it gets, and "-name" for each name delta reports removed (does not exist).
+absl::StatusOr<std::vector<std::string>> FetchRestricted(
+    const std::string& address, std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  absl::StatusOr<std::unique_ptr<AdsTestClient>> client =
+      Connect(address, std::move(credentials), kFetchTimeout);
+  if (!client.ok()) return client.status();
+  std::vector<std::string> seen;
+  {
+    absl::StatusOr<std::unique_ptr<SotwStream>> stream = (*client)->OpenSotw();
+    if (!stream.ok()) return stream.status();
+    auto request = ::facet::testing::MakeRequest(kClusterTypeUrl, {kSecureCluster, "greeter-prod"});
+    *request.mutable_node() = ::facet::testing::MakeNode("tls-client");
+    if (absl::Status sent = (*stream)->Send(request); !sent.ok()) return sent;
+    absl::StatusOr<::facet::testing::DiscoveryResponse> response = (*stream)->Next(kFetchTimeout);
+    if (!response.ok()) return response.status();
+    absl::StatusOr<std::vector<std::string>> names = ::facet::testing::ResourceNames(*response);
+    if (!names.ok()) return names.status();
+    seen = *names;
+  }
+  absl::StatusOr<std::unique_ptr<::facet::testing::DeltaStream>> delta = (*client)->OpenDelta();
+  if (!delta.ok()) return delta.status();
+  auto request = ::facet::testing::MakeDeltaRequest(::facet::testing::kClusterLoadAssignmentTypeUrl,
+                                                    {kSecureEndpoints});
+  *request.mutable_node() = ::facet::testing::MakeNode("tls-client");
+  if (absl::Status sent = (*delta)->Send(request); !sent.ok()) return sent;
+  absl::StatusOr<::facet::testing::DeltaDiscoveryResponse> response = (*delta)->Next(kFetchTimeout);
+  if (!response.ok()) return response.status();
+  absl::StatusOr<std::vector<std::string>> names = ::facet::testing::ResourceNames(*response);
+  if (!names.ok()) return names.status();
+  seen.insert(seen.end(), names->begin(), names->end());
+  for (const std::string& removed : response->removed_resources()) seen.push_back("-" + removed);
+  std::sort(seen.begin(), seen.end());
+  return seen;
+}
+
+// FetchRestricted's names, sorted and joined by spaces, or the error (readable in a
+// failed expectation).
+std::string SeenBy(const std::string& address,
+                   std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  absl::StatusOr<std::vector<std::string>> seen = FetchRestricted(address, std::move(credentials));
+  return seen.ok() ? absl::StrJoin(*seen, " ") : seen.status().ToString();
+}
+
+TEST_F(TlsE2eTest, OnlyAllowedClientIdentitiesReadARestrictedAuthority) {
+  Write("manifests/secure.yaml", kRestrictedManifest);
+  // Each client identity comes from its own CA; the server trusts the three.
+  absl::StatusOr<TlsCredentials> spiffe_allowed =
+      ::facet::testing::GenerateTestCredentials({"spiffe://facet.test/ns/tls/sa/allowed"});
+  absl::StatusOr<TlsCredentials> dns_allowed =
+      ::facet::testing::GenerateTestCredentials({"allowed.client.test"});
+  absl::StatusOr<TlsCredentials> denied = ::facet::testing::GenerateTestCredentials(
+      {"spiffe://facet.test/ns/tls/sa/other", "other.client.test"});
+  ASSERT_THAT(spiffe_allowed, IsOk());
+  ASSERT_THAT(dns_allowed, IsOk());
+  ASSERT_THAT(denied, IsOk());
+  const std::string client_ca = Write(
+      "client-cas.pem", absl::StrCat(spiffe_allowed->ca_pem, dns_allowed->ca_pem, denied->ca_pem));
+
+  const std::string everything =
+      absl::StrJoin({"greeter-prod", kSecureCluster, kSecureEndpoints}, " ");
+  const std::string does_not_exist = absl::StrCat("-", kSecureEndpoints, " greeter-prod");
+  absl::StatusOr<Running> mtls =
+      Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", client_ca});
+  ASSERT_THAT(mtls, IsOk());
+  EXPECT_EQ(SeenBy(mtls->xds_address, TlsClient(good_.ca_pem, &*spiffe_allowed)), everything);
+  EXPECT_EQ(SeenBy(mtls->xds_address, TlsClient(good_.ca_pem, &*dns_allowed)), everything);
+  EXPECT_EQ(SeenBy(mtls->xds_address, TlsClient(good_.ca_pem, &*denied)), does_not_exist);
+
+  // Without client certificates no stream has an identity: nobody reads it.
+  absl::StatusOr<Running> tls = Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_});
+  ASSERT_THAT(tls, IsOk());
+  EXPECT_EQ(SeenBy(tls->xds_address, TlsClient(good_.ca_pem, &*spiffe_allowed)), does_not_exist);
+  absl::StatusOr<Running> plaintext = Serve({});
+  ASSERT_THAT(plaintext, IsOk());
+  EXPECT_EQ(SeenBy(plaintext->xds_address, grpc::InsecureChannelCredentials()), does_not_exist);
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 #include "xds_server/ads/stream_state.h"
 
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,7 +16,9 @@
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/constraints/match_syntax.h"
+#include "xds_server/names/names.h"
 #include "xds_server/snapshot/builder.h"
+#include "xds_server/snapshot/incremental_builder.h"
 
 namespace facet::xds {
 namespace {
@@ -783,6 +788,88 @@ TEST(StreamStateTest, TypeUrlsPerStreamAreBounded) {
   EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kTypes);
 }
 
+// Names and locator parameters count against Limits::max_bytes across delta
+// requests, and unsubscribing gives their bytes back.
+TEST(StreamStateTest, SubscriptionBytesAreBoundedAcrossDeltaRequests) {
+  StreamState::Limits limits;
+  limits.max_bytes = 100;
+  StreamState state(Protocol::kDelta, std::make_shared<ParameterMapping>(), limits);
+  RequestOutcome outcome;
+  DeltaDiscoveryRequest names;
+  names.set_type_url(kEds);
+  names.add_resource_names_subscribe(std::string(40, 'a'));
+  ASSERT_THAT(state.OnRequest(names, &outcome), IsOk());
+  DeltaDiscoveryRequest locator;
+  locator.set_type_url(kEds);
+  auto* sub = locator.add_resource_locators_subscribe();
+  sub->set_name(std::string(30, 'b'));
+  (*sub->mutable_dynamic_parameters())["k"] = std::string(10, 'v');
+  ASSERT_THAT(state.OnRequest(locator, &outcome), IsOk());
+  EXPECT_EQ(state.subscribed_bytes(), 40 + 30 + 1 + 10);
+  DeltaDiscoveryRequest more;
+  more.set_type_url(kRds);
+  more.add_resource_names_subscribe(std::string(30, 'c'));
+  EXPECT_THAT(state.OnRequest(more, &outcome), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kBytes);
+
+  StreamState fresh(Protocol::kDelta, std::make_shared<ParameterMapping>(), limits);
+  ASSERT_THAT(fresh.OnRequest(names, &outcome), IsOk());
+  ASSERT_THAT(fresh.OnRequest(locator, &outcome), IsOk());
+  DeltaDiscoveryRequest unsubscribe;
+  unsubscribe.set_type_url(kEds);
+  unsubscribe.add_resource_names_unsubscribe(std::string(40, 'a'));
+  *unsubscribe.add_resource_locators_unsubscribe() = *sub;
+  ASSERT_THAT(fresh.OnRequest(unsubscribe, &outcome), IsOk());
+  EXPECT_EQ(fresh.subscribed_bytes(), 0);
+  outcome = RequestOutcome();
+  EXPECT_THAT(fresh.OnRequest(more, &outcome), IsOk());
+}
+
+// SotW requests replace the subscription set: the names and bytes counted
+// are those of the latest request, not the sum of the old and new sets.
+TEST(StreamStateTest, SotwSubscriptionBytesFollowTheLatestRequest) {
+  StreamState::Limits limits;
+  limits.max_bytes = 10;
+  limits.max_names = 2;
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>(), limits);
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(Sotw(kEds, {"aaaa", "bbbb"}), &outcome), IsOk());
+  EXPECT_EQ(state.subscribed_bytes(), 8);
+  ASSERT_THAT(state.OnRequest(Sotw(kEds, {"cccccccc"}), &outcome), IsOk());
+  EXPECT_EQ(state.subscribed_bytes(), 8);
+  ASSERT_THAT(state.OnRequest(Sotw(kEds, {"ee", "ff"}), &outcome), IsOk());
+  EXPECT_EQ(state.subscribed_names(), 2);
+  EXPECT_EQ(state.subscribed_bytes(), 4);
+  EXPECT_THAT(state.OnRequest(Sotw(kEds, {"gg", "hh", "ii"}), &outcome),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kNames);
+  ASSERT_THAT(state.OnRequest(Sotw(kEds, {"cccccccc"}), &outcome), IsOk());
+  EXPECT_THAT(state.OnRequest(Sotw(kEds, {"cccccccc", "ddd"}), &outcome),
+              StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_EQ(outcome.limit, RequestOutcome::Limit::kBytes);
+}
+
+// No served resource has a longer name or type URL: such a request is
+// refused (naming the limit) instead of being kept at any size.
+TEST(StreamStateTest, RefusesNamesAndTypeUrlsNoServedResourceCanHave) {
+  RequestOutcome outcome;
+  StreamState sotw(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  EXPECT_THAT(sotw.OnRequest(Sotw(kEds, {std::string(kMaxResourceNameLength + 1, 'n')}), &outcome),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("2049 bytes")));
+  EXPECT_THAT(sotw.OnRequest(Sotw(std::string(StreamState::kMaxTypeUrlBytes + 1, 't'), {"x"}),
+                             &outcome),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("513 bytes")));
+  ASSERT_THAT(sotw.OnRequest(Sotw(kEds, {std::string(kMaxResourceNameLength, 'n')}), &outcome),
+              IsOk());
+  StreamState delta(Protocol::kDelta, std::make_shared<ParameterMapping>());
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kEds);
+  (*request.mutable_initial_resource_versions())[std::string(5000, 'n')] = "v";
+  EXPECT_THAT(delta.OnRequest(request, &outcome),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("initial_resource_versions")));
+}
+
 // ---- Partial snapshots (the relay's cache) and demand ---------------------
 
 // Returns `base` partial, holding only route "r" with its env=prod variant,
@@ -931,6 +1018,209 @@ TEST(DemandTest, NotRecordedUnlessAsked) {
   RequestOutcome outcome;
   ASSERT_THAT(state.OnRequest(Sotw(kCds, {"c-prod"}), &outcome), IsOk());
   EXPECT_THAT(state.TakeDemandChanges(), IsEmpty());
+}
+
+// --- Read authorization by client identity (XdsAuthority spec.allowedClients)
+
+const std::string kSecure = "xdstp://secure.example/envoy.config.cluster.v3.Cluster/c";
+const std::string kSecureMissing =
+    "xdstp://secure.example/envoy.config.cluster.v3.Cluster/missing";
+const std::string kOpen = "xdstp://open.example/envoy.config.cluster.v3.Cluster/c";
+constexpr char kAllowedId[] = "spiffe://td/ns/demo/sa/allowed";
+
+ClientIdentity Identity(const std::string& spiffe_id) {
+  ClientIdentity identity;
+  identity.spiffe_id = spiffe_id;
+  return identity;
+}
+
+// Clusters "c" under secure.example (restricted to kAllowedId unless opened)
+// and open.example, and the old-style "c-plain", built incrementally so that
+// snapshots carry their changes.
+class AccessTest : public ::testing::Test {
+ protected:
+  AccessTest() : builder_(BuildOptions()) {
+    for (const auto& [ref, authority] : std::vector<std::pair<std::string, std::string>>{
+             {"c-secure", "secure.example"}, {"c-open", "open.example"}, {"c-plain", ""}}) {
+      // LOGICAL_DNS: an xdstp:// EDS cluster would need its endpoints too.
+      ResourceObject object = Object(
+          ref, "cluster",
+          {{"",
+            "{type: LOGICAL_DNS, load_assignment: {endpoints: [{lb_endpoints: [{endpoint: "
+            "{address: {socket_address: {address: greeter.example, port_value: 443}}}}]}]}}",
+            "all"}});
+      if (!authority.empty()) {
+        object.spec->name = "c";
+        object.spec->authority = authority;
+      }
+      builder_.Upsert(std::move(object));
+    }
+    Restrict("open.example", std::nullopt);
+    Restrict("secure.example", std::vector<AllowedClient>{
+                                   {AllowedClient::Kind::kSpiffeId, kAllowedId}});
+  }
+
+  void Restrict(const std::string& authority, std::optional<std::vector<AllowedClient>> clients) {
+    AuthorityObject object;
+    object.ref = {kXdsAuthorityKind, "", authority};
+    object.authority = authority;
+    object.allowed_namespaces = {"demo"};
+    object.allowed_clients = std::move(clients);
+    builder_.Upsert(std::move(object));
+  }
+  std::shared_ptr<const ServingSnapshot> Build() {
+    IncrementalBuilder::Result result = builder_.Build();
+    for (const auto& status : result.changed_statuses) EXPECT_TRUE(status->accepted);
+    return std::make_shared<ServingSnapshot>(result.snapshot);
+  }
+  static std::unique_ptr<StreamState> Stream(Protocol protocol,
+                                             std::shared_ptr<const ServingSnapshot> snapshot,
+                                             const ClientIdentity& identity) {
+    auto state = std::make_unique<StreamState>(protocol, std::make_shared<ParameterMapping>());
+    state->SetIdentity(identity);
+    state->SetSnapshot(std::move(snapshot));
+    return state;
+  }
+  template <typename Request, typename Response>
+  static std::vector<Response> Exchange(StreamState& state, Request request) {
+    request.mutable_node()->set_id("client");
+    RequestOutcome outcome;
+    EXPECT_THAT(state.OnRequest(request, &outcome), IsOk());
+    std::vector<Response> out;
+    Response response;
+    PushRecord record;
+    while (state.NextResponse(&response, &record)) out.push_back(response);
+    return out;
+  }
+  static DeltaDiscoveryRequest DeltaSubscribe(const std::string& name) {
+    DeltaDiscoveryRequest request;
+    request.set_type_url(kCds);
+    request.add_resource_names_subscribe(name);
+    return request;
+  }
+
+  IncrementalBuilder builder_;
+};
+
+TEST_F(AccessTest, SotwWildcardOmitsRestrictedResourcesForOtherClients) {
+  auto snapshot = Build();
+  ASSERT_NE(snapshot->snapshot().access(), nullptr);
+  const std::vector<std::pair<ClientIdentity, std::vector<std::string>>> cases = {
+      {Identity(kAllowedId), {"c-plain", kOpen, kSecure}},
+      {Identity("spiffe://td/ns/demo/sa/other"), {"c-plain", kOpen}},
+      {ClientIdentity(), {"c-plain", kOpen}},
+  };
+  for (const auto& [identity, expected] : cases) {
+    auto state = Stream(Protocol::kSotw, snapshot, identity);
+    auto responses = Exchange<DiscoveryRequest, DiscoveryResponse>(*state, Sotw(kCds, {}));
+    ASSERT_EQ(responses.size(), 1u) << identity.ToString();
+    std::vector<std::string> names = Names(responses[0]);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, expected) << identity.ToString();
+  }
+}
+
+TEST_F(AccessTest, DeltaWildcardNeitherSendsNorRemovesRestrictedResources) {
+  auto with_secure = Build();
+  builder_.Remove({kXdsResourceKind, "demo", "c-secure"});
+  auto without_secure = Build();
+  std::vector<std::string> seen;
+  for (const auto& snapshot : {with_secure, without_secure}) {
+    auto state = Stream(Protocol::kDelta, snapshot, Identity("spiffe://td/other"));
+    auto responses = Exchange<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
+        *state, DeltaSubscribe("*"));
+    ASSERT_EQ(responses.size(), 1u);
+    std::vector<std::string> names;
+    for (const auto& resource : responses[0].resources()) names.push_back(resource.name());
+    std::sort(names.begin(), names.end());
+    EXPECT_THAT(names, ElementsAre("c-plain", kOpen));
+    EXPECT_EQ(responses[0].removed_resources_size(), 0);
+    seen.push_back(responses[0].SerializeAsString());
+  }
+  EXPECT_EQ(seen[0], seen[1]);
+}
+
+TEST_F(AccessTest, SotwAnswerForARestrictedNameIsTheAnswerForANameThatDoesNotExist) {
+  auto snapshot = Build();
+  auto denied = Stream(Protocol::kSotw, snapshot, Identity("spiffe://td/other"));
+  auto restricted = Exchange<DiscoveryRequest, DiscoveryResponse>(*denied, Sotw(kCds, {kSecure}));
+  auto fresh = Stream(Protocol::kSotw, snapshot, Identity("spiffe://td/other"));
+  auto missing =
+      Exchange<DiscoveryRequest, DiscoveryResponse>(*fresh, Sotw(kCds, {kSecureMissing}));
+  ASSERT_EQ(restricted.size(), 1u);
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_EQ(restricted[0].resources_size(), 0);
+  EXPECT_EQ(restricted[0].SerializeAsString(), missing[0].SerializeAsString());
+
+  auto allowed = Stream(Protocol::kSotw, snapshot, Identity(kAllowedId));
+  auto served = Exchange<DiscoveryRequest, DiscoveryResponse>(*allowed, Sotw(kCds, {kSecure}));
+  ASSERT_EQ(served.size(), 1u);
+  EXPECT_THAT(Names(served[0]), ElementsAre(kSecure));
+}
+
+TEST_F(AccessTest, DeltaAnswerForARestrictedNameIsTheAnswerForANameThatDoesNotExist) {
+  auto with_secure = Build();
+  // The same world without the restricted resource: a denied client must not
+  // be able to tell the difference, in content or versions.
+  builder_.Remove({kXdsResourceKind, "demo", "c-secure"});
+  auto without_secure = Build();
+  ASSERT_NE(with_secure->snapshot().version(), without_secure->snapshot().version());
+
+  std::vector<std::string> seen;
+  for (const auto& snapshot : {with_secure, without_secure}) {
+    auto state = Stream(Protocol::kDelta, snapshot, ClientIdentity());
+    auto responses = Exchange<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(
+        *state, DeltaSubscribe(kSecure));
+    ASSERT_EQ(responses.size(), 1u);
+    EXPECT_THAT(responses[0].removed_resources(), ElementsAre(kSecure));
+    EXPECT_EQ(responses[0].resources_size(), 0);
+    seen.push_back(responses[0].SerializeAsString());
+    // A claim of the restricted resource's real version is not honoured.
+    auto claimed = Stream(Protocol::kDelta, snapshot, ClientIdentity());
+    DeltaDiscoveryRequest resume = DeltaSubscribe(kSecure);
+    const ServedResource* secure = with_secure->snapshot().Find(ClusterType(), kSecure);
+    ASSERT_NE(secure, nullptr);
+    (*resume.mutable_initial_resource_versions())[kSecure] = secure->variants[0]->version;
+    auto resumed = Exchange<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(*claimed, resume);
+    ASSERT_EQ(resumed.size(), 1u);
+    EXPECT_THAT(resumed[0].removed_resources(), ElementsAre(kSecure));
+    seen.push_back(resumed[0].SerializeAsString());
+  }
+  EXPECT_EQ(seen[0], seen[2]);
+  EXPECT_EQ(seen[1], seen[3]);
+
+  auto allowed = Stream(Protocol::kDelta, with_secure, Identity(kAllowedId));
+  auto served = Exchange<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(*allowed,
+                                                                        DeltaSubscribe(kSecure));
+  ASSERT_EQ(served.size(), 1u);
+  ASSERT_EQ(served[0].resources_size(), 1);
+  EXPECT_EQ(served[0].resources(0).name(), kSecure);
+}
+
+TEST_F(AccessTest, ChangingTheAllowedClientsReachesOpenStreams) {
+  auto restricted = Build();
+  auto state = Stream(Protocol::kDelta, restricted, Identity("spiffe://td/other"));
+  auto first =
+      Exchange<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(*state, DeltaSubscribe(kSecure));
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_THAT(first[0].removed_resources(), ElementsAre(kSecure));
+
+  Restrict("secure.example", std::vector<AllowedClient>{
+                                 {AllowedClient::Kind::kSpiffeId, "spiffe://td/*"}});
+  state->SetSnapshot(Build());
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(state->NextResponse(&response, &record));
+  ASSERT_EQ(response.resources_size(), 1);
+  EXPECT_EQ(response.resources(0).name(), kSecure);
+
+  Restrict("secure.example", std::vector<AllowedClient>{
+                                 {AllowedClient::Kind::kDnsName, "allowed.example"}});
+  state->SetSnapshot(Build());
+  ASSERT_TRUE(state->NextResponse(&response, &record));
+  EXPECT_EQ(response.resources_size(), 0);
+  EXPECT_THAT(response.removed_resources(), ElementsAre(kSecure));
+  EXPECT_FALSE(state->NextResponse(&response, &record));
 }
 
 }  // namespace

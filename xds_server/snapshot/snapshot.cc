@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "google/protobuf/any.pb.h"
+#include "xds_server/names/names.h"
 
 namespace facet::xds {
 
@@ -105,6 +106,14 @@ bool SameVersions(const ServedResource& a, const ServedResource& b) {
   return a.resolution == b.resolution;
 }
 
+// Returns whether `name` is an xdstp:// name of one of `authorities` (or one
+// that does not parse, to be safe).
+bool UnderAuthority(absl::string_view name, const std::set<std::string>& authorities) {
+  if (authorities.empty() || !IsXdstpName(name)) return false;
+  absl::StatusOr<XdstpName> parsed = ParseXdstpName(name);
+  return !parsed.ok() || authorities.count(parsed->authority) > 0;
+}
+
 }  // namespace
 
 template <typename Key, typename Hash>
@@ -190,17 +199,21 @@ void Snapshot::Erase(const ResourceType* type, absl::string_view name) {
 }
 
 void Snapshot::SetVersion() {
+  const uint64_t digest = digest_sum_ + (access_ == nullptr ? 0 : access_->digest());
   version_ = absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(&digest_sum_), sizeof(digest_sum_)));
+      absl::string_view(reinterpret_cast<const char*>(&digest), sizeof(digest)));
 }
 
 Snapshot::Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
-                   const Snapshot* base) {
+                   const Snapshot* base, std::shared_ptr<const ClientAccess> access)
+    : access_(std::move(access)) {
   for (auto& resource : resources) Insert(std::move(resource));
   SetVersion();
   if (base == nullptr) return;
   base_version_ = base->version();
   changes_.all = false;
+  // Names whose readers changed count as changed.
+  const std::set<std::string> reread = ClientAccess::Differences(base->access(), access_.get());
   for (const ResourceType* type : AllResourceTypes()) {
     const ResourceMap& before = base->resources(*type);
     const ResourceMap& after = this->resources(*type);
@@ -209,7 +222,7 @@ Snapshot::Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,
       auto it = before.find(name);
       if (it == before.end()) {
         changes.added.push_back(name);
-      } else if (!SameVersions(*it->second, *resource)) {
+      } else if (!SameVersions(*it->second, *resource) || UnderAuthority(name, reread)) {
         changes.changed.push_back(name);
       }
     }
@@ -230,12 +243,20 @@ std::shared_ptr<const Snapshot> Snapshot::EmptyPartial() {
 std::shared_ptr<const Snapshot> Snapshot::Derive(
     const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
     const std::vector<std::pair<const ResourceType*, std::string>>& removals) {
+  return Derive(base, std::move(upserts), removals, base.access_);
+}
+
+std::shared_ptr<const Snapshot> Snapshot::Derive(
+    const Snapshot& base, std::vector<std::shared_ptr<const ServedResource>> upserts,
+    const std::vector<std::pair<const ResourceType*, std::string>>& removals,
+    std::shared_ptr<const ClientAccess> access) {
   auto out = std::make_shared<Snapshot>();
   out->by_type_ = base.by_type_;
   out->by_owner_ = base.by_owner_;
   out->digest_sum_ = base.digest_sum_;
   out->base_version_ = base.version();
   out->partial_ = base.partial_;
+  out->access_ = std::move(access);
   out->changes_.all = false;
   std::map<const ResourceType*, std::map<std::string, int>> touched;  // -1 removed, 1 added, 0 changed.
   for (const auto& [type, name] : removals) {
@@ -257,6 +278,22 @@ std::shared_ptr<const Snapshot> Snapshot::Derive(
       touched[type][name] = 0;
     } else {
       touched[type].erase(name);  // Re-added with the same content: no change.
+    }
+  }
+  if (base.access_ != out->access_) {
+    // Who may read them changed: every resource of those authorities is
+    // re-examined (rare; one pass over the resources).
+    const std::set<std::string> reread =
+        ClientAccess::Differences(base.access_.get(), out->access_.get());
+    if (!reread.empty()) {
+      for (const ResourceType* type : AllResourceTypes()) {
+        out->by_type_[TypeIndex(type)].ForEach(
+            [&](const std::string& name, const std::shared_ptr<const ServedResource>& resource) {
+              if (resource->type == type && UnderAuthority(name, reread)) {
+                touched[type].try_emplace(name, 0);
+              }
+            });
+      }
     }
   }
   for (const auto& [type, names] : touched) {
