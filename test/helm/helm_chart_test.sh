@@ -6,7 +6,9 @@
 #      objects (check/check.go): Deployment hardening, probes and flags,
 #      least-privilege RBAC, the Service, NOTES.txt and its client bootstrap,
 #      the admission webhook (check/webhook.go) with generated certificates
-#      (the caBundle verifies the Secret's certificate) and with cert-manager;
+#      (the caBundle verifies the Secret's certificate) and with cert-manager,
+#      the xDS and admin ports' TLS (Secret or cert-manager, mTLS client CA),
+#      the admin port kept off the Service, the NetworkPolicy (check/tls.go);
 #   3. runs the rendered XdsAuthority objects through `facet validate`.
 # Step 2 needs Debian's golang-go, golang-github-masterminds-sprig-dev and
 # golang-gopkg-yaml.v3-dev; without them the test reports SKIP (exit 77) after
@@ -91,11 +93,21 @@ if render_case overrides prod xds "${here}/testdata/overrides.yaml"; then
     --arg=--leader-election-namespace=xds --arg=--leader-election-lease=facet-leader \
     --arg=--log-level=debug --authorities-out "${work}/overrides.authorities.yaml" \
     --webhook certManager --issuer ClusterIssuer/cluster-ca --failure-policy Ignore \
-    --webhook-timeout 5 --webhook-port 8443
+    --webhook-timeout 5 --webhook-port 8443 \
+    --xds-tls certManager --xds-tls-secret prod-facet-xds-tls --xds-issuer ClusterIssuer/mesh-ca \
+    --xds-client-ca prod-facet-xds-tls/ca.crt --admin-tls secret --admin-tls-secret facet-admin-tls \
+    --admin-service --network-policy --xds-peers 1 --admin-peers 2
   grep -q 'image: "registry.example/facet:0.1.0-test"' "${work}/overrides.yaml" ||
     fail "overrides: image is not registry.example/facet:0.1.0-test"
   grep -q '"app_version": "CHANGE_ME"' "${work}/overrides.notes.txt" ||
     fail "overrides: the bootstrap lacks the node-metadata field app_version"
+fi
+
+if render_case tls-secret facet facet-system "${here}/testdata/tls-secret.yaml"; then
+  check_case --manifests "${work}/tls-secret.yaml" --notes "${work}/tls-secret.notes.txt" \
+    --release-namespace facet-system --replicas 2 --lease facet-controller \
+    --xds-tls secret --xds-tls-secret xds-serving --admin-tls certManager \
+    --admin-tls-secret facet-admin-tls --admin-issuer Issuer/internal-ca --network-policy
 fi
 
 if render_case no-leader-election facet facet-system "${here}/testdata/no-leader-election.yaml"; then

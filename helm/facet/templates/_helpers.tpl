@@ -98,10 +98,37 @@ their status. Nothing else (no create, delete or patch of the objects).
 
 {{/* The DNS names the API server may dial the webhook's Service by (a YAML list). */}}
 {{- define "facet.webhookDnsNames" -}}
+{{- include "facet.serviceDnsNames" . -}}
+{{- end -}}
+
+{{/* The DNS names of the release's Service (a YAML list). */}}
+{{- define "facet.serviceDnsNames" -}}
 {{- $service := include "facet.fullname" . -}}
 {{- $ns := .Release.Namespace -}}
 - {{ $service }}
 - {{ printf "%s.%s" $service $ns }}
 - {{ printf "%s.%s.svc" $service $ns }}
 - {{ printf "%s.%s.svc.%s" $service $ns .Values.clusterDomain }}
+{{- end -}}
+
+{{/*
+<port>.tls.certificates of a port ("xds" or "admin"), rejecting anything but
+none, secret or certManager. Called with (dict "root" . "port" "xds").
+*/}}
+{{- define "facet.tlsMode" -}}
+{{- $mode := (index .root.Values .port "tls").certificates | default "none" -}}
+{{- if not (has $mode (list "none" "secret" "certManager")) -}}
+{{- fail (printf "%s.tls.certificates must be none, secret or certManager, got %v" .port $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/* The Secret with a port's serving certificate (tls.crt, tls.key). Called as facet.tlsMode. */}}
+{{- define "facet.tlsSecretName" -}}
+{{- $tls := index .root.Values .port "tls" -}}
+{{- if eq (include "facet.tlsMode" .) "secret" -}}
+{{- required (printf "%s.tls.secretName is required with %s.tls.certificates=secret" .port .port) $tls.secretName -}}
+{{- else -}}
+{{- $tls.secretName | default (printf "%s-%s-tls" (include "facet.fullname" .root) .port) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}

@@ -1,8 +1,9 @@
 // Command check asserts what the Facet chart must render: well-formed
 // objects, a locked-down Deployment running `facet controller` with the
 // flags the values ask for, least-privilege RBAC, a Service for gRPC, the
-// admission webhook and its certificates (webhook.go), and a NOTES.txt with a
-// valid client bootstrap. It prints every failure and exits 1 if there is one.
+// admission webhook and its certificates (webhook.go), the xDS and admin
+// ports' TLS and the NetworkPolicy (tls.go), and a NOTES.txt with a valid
+// client bootstrap. It prints every failure and exits 1 if there is one.
 //
 // Usage:
 //
@@ -12,7 +13,11 @@
 //	      [--server-uri HOST:PORT] [--authorities-out FILE]
 //	      [--webhook off|generated|certManager] [--failure-policy Fail|Ignore]
 //	      [--webhook-timeout N] [--webhook-port N] [--issuer KIND/NAME]
-//	      [--webhook-out DIR]
+//	      [--webhook-out DIR] [--xds-tls none|secret|certManager] [--xds-tls-secret NAME]
+//	      [--xds-issuer KIND/NAME] [--xds-client-ca SECRET/KEY]
+//	      [--admin-tls none|secret|certManager] [--admin-tls-secret NAME]
+//	      [--admin-issuer KIND/NAME] [--admin-service] [--network-policy]
+//	      [--xds-peers N] [--admin-peers N]
 package main
 
 import (
@@ -36,11 +41,13 @@ var controllerFlags = map[string]bool{
 	"--node-metadata-params": true, "--allow-old-style-names": true, "--leader-election": true,
 	"--leader-election-namespace": true, "--leader-election-lease": true, "--log-level": true,
 	"--webhook-address": true, "--webhook-tls-cert": true, "--webhook-tls-key": true,
+	"--xds-tls-cert": true, "--xds-tls-key": true, "--xds-tls-client-ca": true,
+	"--admin-tls-cert": true, "--admin-tls-key": true,
 }
 
 var namespacedKinds = map[string]bool{
 	"Deployment": true, "Service": true, "ServiceAccount": true, "Role": true, "RoleBinding": true,
-	"Secret": true, "Certificate": true, "Issuer": true,
+	"Secret": true, "Certificate": true, "Issuer": true, "NetworkPolicy": true,
 }
 
 type object = map[string]interface{}
@@ -70,6 +77,8 @@ type options struct {
 	webhook, failurePolicy, webhookOut string
 	webhookTimeout, webhookPort        int
 	issuer                             string
+	// The xDS and admin ports' TLS, the Service's admin port, the NetworkPolicy (tls.go).
+	tls tlsOptions
 }
 
 func main() {
@@ -93,6 +102,17 @@ func main() {
 	flag.IntVar(&o.webhookPort, "webhook-port", 9443, "expected webhook container port")
 	flag.StringVar(&o.issuer, "issuer", "", "expected cert-manager issuerRef kind/name (empty: the chart's self-signed Issuer)")
 	flag.StringVar(&o.webhookOut, "webhook-out", "", "write the webhook's tls.crt, tls.key and ValidatingWebhookConfiguration here (a directory)")
+	flag.StringVar(&o.tls.xds, "xds-tls", "none", "expected xds.tls.certificates: none, secret or certManager")
+	flag.StringVar(&o.tls.xdsSecret, "xds-tls-secret", "", "expected Secret of the xDS certificate")
+	flag.StringVar(&o.tls.xdsIssuer, "xds-issuer", "", "expected issuerRef kind/name of the xDS Certificate")
+	flag.StringVar(&o.tls.xdsClientCA, "xds-client-ca", "", "expected xDS client CA as secret/key (empty: none)")
+	flag.StringVar(&o.tls.admin, "admin-tls", "none", "expected admin.tls.certificates: none, secret or certManager")
+	flag.StringVar(&o.tls.adminSecret, "admin-tls-secret", "", "expected Secret of the admin certificate")
+	flag.StringVar(&o.tls.adminIssuer, "admin-issuer", "", "expected issuerRef kind/name of the admin Certificate")
+	flag.BoolVar(&o.tls.adminService, "admin-service", false, "expect the Service to expose the admin port")
+	flag.BoolVar(&o.tls.networkPolicy, "network-policy", false, "expect a NetworkPolicy")
+	flag.IntVar(&o.tls.xdsPeers, "xds-peers", 0, "expected `from` peers of the xDS port (0: every source)")
+	flag.IntVar(&o.tls.adminPeers, "admin-peers", 0, "expected `from` peers of the admin port (0: no rule)")
 	flag.Parse()
 	if o.manifests == "" || o.notes == "" || o.releaseNamespace == "" || o.replicas < 0 {
 		fmt.Fprintln(os.Stderr, "check: --manifests, --notes, --release-namespace and --replicas are required")
@@ -116,6 +136,7 @@ func main() {
 	c.checkDeployment(docs, o)
 	c.checkService(docs, o)
 	c.checkWebhook(docs, o)
+	c.checkTLS(docs, o)
 	c.checkRBAC(docs, o)
 	c.checkAuthorities(docs, o)
 	c.checkNotes(o)
@@ -438,8 +459,8 @@ func (c *checker) checkService(docs []document, o options) {
 			c.failf("%s: unexpected port %v", name(s), p)
 		}
 	}
-	if !found["grpc-xds"] || !found["http-admin"] {
-		c.failf("%s: ports are %v, want grpc-xds and http-admin", name(s), list(s, "spec", "ports"))
+	if !found["grpc-xds"] || found["http-admin"] != o.tls.adminService {
+		c.failf("%s: ports are %v, want grpc-xds and, only with admin.service, http-admin", name(s), list(s, "spec", "ports"))
 	}
 	if o.webhook != "off" && !found["https-webhook"] {
 		c.failf("%s: no port https-webhook for the webhook", name(s))
@@ -699,8 +720,15 @@ func (c *checker) checkNotes(o options) {
 	if o.serverURI != "" && str(servers[0], "server_uri") != o.serverURI {
 		c.failf("NOTES.txt: server_uri is %q, want %q", str(servers[0], "server_uri"), o.serverURI)
 	}
-	if creds := list(servers[0], "channel_creds"); len(creds) != 1 || str(creds[0], "type") != "insecure" {
-		c.failf("NOTES.txt: channel_creds are %v, want insecure", creds)
+	creds := list(servers[0], "channel_creds")
+	switch {
+	case o.tls.xds == "none":
+		if len(creds) != 1 || str(creds[0], "type") != "insecure" {
+			c.failf("NOTES.txt: channel_creds are %v, want insecure", creds)
+		}
+	case len(creds) != 1 || str(creds[0], "type") != "tls" || str(creds[0], "config", "ca_certificate_file") == "" ||
+		(str(creds[0], "config", "certificate_file") != "") != (o.tls.xdsClientCA != ""):
+		c.failf("NOTES.txt: channel_creds are %v, want tls with a CA file (and an identity only with a client CA)", creds)
 	}
 	if str(bootstrap, "node", "id") == "" {
 		c.failf("NOTES.txt: bootstrap has no node.id")

@@ -17,6 +17,18 @@ import (
 // The mount of the webhook's certificate and the flags that read it.
 const webhookMount = "/etc/facet/webhook"
 
+// webhookObjects returns the objects of `kind` that belong to the webhook
+// (named <fullname>-webhook...), not to the xDS or admin ports' TLS.
+func webhookObjects(docs []document, kind string) []object {
+	var out []object
+	for _, obj := range ofKind(docs, kind) {
+		if strings.Contains(str(obj, "metadata", "name"), "-webhook") {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
 // checkWebhook checks the validating admission webhook: the
 // ValidatingWebhookConfiguration (rules, service, policy, selectors), the
 // Deployment's webhook flags and Secret mount, and the certificates, generated
@@ -24,14 +36,16 @@ const webhookMount = "/etc/facet/webhook"
 // from cert-manager (Certificate, Issuer, CA injection).
 func (c *checker) checkWebhook(docs []document, o options) {
 	configs := ofKind(docs, "ValidatingWebhookConfiguration")
-	certKinds := len(ofKind(docs, "Secret")) + len(ofKind(docs, "Certificate")) + len(ofKind(docs, "Issuer"))
+	certKinds := len(webhookObjects(docs, "Secret")) + len(webhookObjects(docs, "Certificate")) + len(webhookObjects(docs, "Issuer"))
 	if o.webhook == "off" {
 		if len(configs) != 0 || certKinds != 0 {
 			c.failf("the webhook is off but %d ValidatingWebhookConfigurations and %d Secrets, Certificates or Issuers are rendered", len(configs), certKinds)
 		}
 		for _, d := range ofKind(docs, "Deployment") {
-			if vols := list(d, "spec", "template", "spec", "volumes"); len(vols) != 0 {
-				c.failf("%s: volumes %v with the webhook off", name(d), vols)
+			for _, v := range list(d, "spec", "template", "spec", "volumes") {
+				if strings.Contains(str(v, "name"), "webhook") {
+					c.failf("%s: volume %v with the webhook off", name(d), v)
+				}
 			}
 		}
 		return
@@ -91,7 +105,7 @@ func (c *checker) checkWebhook(docs []document, o options) {
 		if inject != "" {
 			c.failf("%s: cert-manager.io/inject-ca-from with generated certificates", name(config))
 		}
-		if len(ofKind(docs, "Certificate"))+len(ofKind(docs, "Issuer")) != 0 {
+		if len(webhookObjects(docs, "Certificate"))+len(webhookObjects(docs, "Issuer")) != 0 {
 			c.failf("cert-manager objects are rendered with generated certificates")
 		}
 		c.checkGeneratedCertificate(docs, secret, caBundle, dnsNames, o)
@@ -241,30 +255,13 @@ func (c *checker) checkWebhookMount(docs []document, o options) string {
 			c.failf("%s: args %v lack %q", name(d), args, want)
 		}
 	}
-	volume := ""
-	for _, m := range list(containers[0], "volumeMounts") {
-		if str(m, "mountPath") == webhookMount {
-			volume = str(m, "name")
-			if get(m, "readOnly") != true {
-				c.failf("%s: the webhook certificate mount is not readOnly", name(d))
-			}
-		}
+	secret, readOnly := secretMountedAt(pod, containers[0].(object), webhookMount)
+	if secret == "" {
+		c.failf("%s: no Secret is mounted at %s", name(d), webhookMount)
+	} else if !readOnly {
+		c.failf("%s: the webhook certificate mount is not readOnly", name(d))
 	}
-	if volume == "" {
-		c.failf("%s: nothing is mounted at %s", name(d), webhookMount)
-		return ""
-	}
-	for _, v := range list(pod, "volumes") {
-		if str(v, "name") == volume {
-			secret := str(v, "secret", "secretName")
-			if secret == "" {
-				c.failf("%s: volume %s is not a Secret", name(d), volume)
-			}
-			return secret
-		}
-	}
-	c.failf("%s: no volume %s", name(d), volume)
-	return ""
+	return secret
 }
 
 func decodeCertificates(what string, data []byte) ([]*x509.Certificate, error) {
@@ -292,7 +289,7 @@ func decodeCertificates(what string, data []byte) ([]*x509.Certificate, error) {
 // as the API server verifies it.
 func (c *checker) checkGeneratedCertificate(docs []document, secretName, caBundle string, dnsNames []string, o options) {
 	var secret object
-	for _, s := range ofKind(docs, "Secret") {
+	for _, s := range webhookObjects(docs, "Secret") {
 		if str(s, "metadata", "name") == secretName {
 			secret = s
 		}
@@ -365,10 +362,10 @@ func (c *checker) checkGeneratedCertificate(docs []document, secretName, caBundl
 // Service's names into the mounted Secret, from the chart's self-signed Issuer
 // (or the configured one), and the CA injection annotation naming it.
 func (c *checker) checkCertManager(docs []document, secretName, inject string, dnsNames []string, o options) {
-	if len(ofKind(docs, "Secret")) != 0 {
+	if len(webhookObjects(docs, "Secret")) != 0 {
 		c.failf("a Secret is rendered with cert-manager (cert-manager writes it)")
 	}
-	certs := ofKind(docs, "Certificate")
+	certs := webhookObjects(docs, "Certificate")
 	if len(certs) != 1 {
 		c.failf("want 1 Certificate, got %d", len(certs))
 		return
@@ -386,7 +383,7 @@ func (c *checker) checkCertManager(docs []document, secretName, inject string, d
 	if want := o.releaseNamespace + "/" + str(cert, "metadata", "name"); inject != want {
 		c.failf("cert-manager.io/inject-ca-from is %q, want %q", inject, want)
 	}
-	issuers := ofKind(docs, "Issuer")
+	issuers := webhookObjects(docs, "Issuer")
 	ref := str(cert, "spec", "issuerRef", "kind") + "/" + str(cert, "spec", "issuerRef", "name")
 	if o.issuer != "" {
 		if ref != o.issuer || len(issuers) != 0 {
