@@ -27,6 +27,9 @@ void AppendAdsMetrics(const xds::AdsService& ads, std::string* out) {
   AppendMetric("facet_xds_streams_closed_types_limit_total", "counter",
                "ADS streams closed for subscribing to more type URLs than allowed.",
                stats.streams_closed_types_limit, out);
+  AppendMetric("facet_xds_streams_closed_subscription_bytes_limit_total", "counter",
+               "ADS streams closed for subscribing to more name and parameter bytes than allowed.",
+               stats.streams_closed_bytes_limit, out);
   AppendMetric("facet_xds_streams_closed_write_stall_total", "counter",
                "ADS streams cancelled because a write did not complete in time.",
                stats.streams_closed_write_stall, out);
@@ -36,6 +39,15 @@ void AppendAdsMetrics(const xds::AdsService& ads, std::string* out) {
   AppendMetric("facet_xds_nack_details_truncated_total", "counter",
                "NACK error details cut to the configured size.", stats.nack_details_truncated,
                out);
+  AppendMetric("facet_xds_nack_detail_bytes", "gauge",
+               "Bytes of NACK error details kept (each once, however many records share it).",
+               stats.nack_detail_bytes, out);
+  AppendMetric("facet_xds_response_bytes_in_flight", "gauge",
+               "Bytes of ADS responses being written (the response memory budget in use).",
+               stats.response_bytes_in_flight, out);
+  AppendMetric("facet_xds_responses_deferred_total", "counter",
+               "ADS responses that waited for the response memory budget.",
+               stats.responses_deferred, out);
   absl::StrAppend(out,
                   "# HELP facet_xds_streams_by_authority Open ADS streams holding resources of "
                   "an authority (\"\" for old-style names).\n"

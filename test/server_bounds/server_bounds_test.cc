@@ -371,7 +371,8 @@ TEST(XdsServerFlagsTest, ParsesEveryBoundFlag) {
                    "--grpc-max-connection-age-grace=2m", "--grpc-max-concurrent-streams=7",
                    "--grpc-memory-budget-bytes=0", "--max-request-bytes=1000",
                    "--max-names-per-stream=50", "--max-types-per-stream=4", "--max-nack-records=3",
-                   "--max-error-detail-bytes=100", "--write-stall-timeout=90s"}),
+                   "--max-error-detail-bytes=100", "--write-stall-timeout=90s",
+                   "--response-memory-budget-bytes=0", "--max-subscription-bytes-per-stream=9000"}),
       IsOk());
   auto options = controller::XdsServerOptionsFromFlags(flags);
   ASSERT_THAT(options, IsOk());
@@ -389,6 +390,8 @@ TEST(XdsServerFlagsTest, ParsesEveryBoundFlag) {
   EXPECT_EQ(options->ads.max_nack_records, 3);
   EXPECT_EQ(options->ads.max_error_detail_bytes, 100);
   EXPECT_EQ(options->ads.write_stall_timeout, absl::Seconds(90));
+  EXPECT_EQ(options->ads.response_memory_budget_bytes, 0);
+  EXPECT_EQ(options->ads.stream_limits.max_bytes, 9000);
 }
 
 TEST(XdsServerFlagsTest, DefaultsAreTheOptionsDefaults) {
@@ -404,6 +407,7 @@ TEST(XdsServerFlagsTest, DefaultsAreTheOptionsDefaults) {
   EXPECT_EQ(options->memory_budget_bytes, defaults.memory_budget_bytes);
   EXPECT_EQ(options->ads.max_request_bytes, defaults.ads.max_request_bytes);
   EXPECT_EQ(options->ads.write_stall_timeout, defaults.ads.write_stall_timeout);
+  EXPECT_EQ(options->ads.response_memory_budget_bytes, defaults.ads.response_memory_budget_bytes);
 }
 
 TEST(XdsServerFlagsTest, RejectsBadValuesNamingTheFlag) {
