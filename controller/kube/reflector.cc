@@ -8,6 +8,7 @@
 #include "controller/kube/kube_errors.h"
 #include "controller/kube/yaml_fields.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/common/status_macros.h"
 
 namespace facet::controller::kube {
@@ -146,7 +147,7 @@ absl::Status Reflector::ListAndReplace() {
     absl::StatusOr<std::string> key = ObjectKey(item);
     if (!key.ok()) {
       spdlog::warn("reflector {}: skipping a listed item: {}", name_,
-                   std::string(key.status().message()));
+                   xds::SafeForLog(key.status().message(), xds::kMaxLoggedStatusBytes));
       continue;
     }
     objects.try_emplace(*std::move(key), std::move(item));
@@ -281,7 +282,7 @@ void Reflector::ApplyEvent(const WatchEvent& event, bool& synthetic_added,
   absl::StatusOr<std::string> key = ObjectKey(event.object);
   if (!key.ok()) {
     spdlog::warn("reflector {}: skipping a {} event: {}", name_, WatchEventTypeName(event.type),
-                 std::string(key.status().message()));
+                 xds::SafeForLog(key.status().message(), xds::kMaxLoggedStatusBytes));
     return;
   }
   if (event.type == WatchEvent::Type::kDeleted) {

@@ -13,6 +13,7 @@
 #include "controller/kube/yaml_fields.h"
 #include "controller/manifest/object_parser.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
 
 namespace facet::controller {
@@ -281,7 +282,8 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
       builder_.Upsert(std::move(*declared));
     }
   } else if (auto* unusable = std::get_if<UnusableDocument>(&parsed); unusable && !deleted) {
-    spdlog::error("{}: {}", key, unusable->message);
+    spdlog::error("{}: {}", xds::SafeForLog(key),
+                  xds::SafeForLog(unusable->message, xds::kMaxLoggedStatusBytes));
   }
 }
 
@@ -412,7 +414,9 @@ bool KubeSource::BuildAndPublish() {
   for (const auto& status : result.changed_statuses) {
     for (const xds::Finding& finding : status->findings) {
       if (finding.severity == xds::Severity::kError) {
-        spdlog::warn("{}: {}: {}", status->ref.ToString(), finding.field, finding.message);
+        spdlog::warn("{}: {}: {}", xds::SafeForLog(status->ref.ToString()),
+                     xds::SafeForLog(finding.field),
+                     xds::SafeForLog(finding.message, xds::kMaxLoggedStatusBytes));
       }
     }
   }

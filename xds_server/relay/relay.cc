@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
 
 namespace facet::xds {
 
@@ -24,7 +25,7 @@ class Relay::Listener final : public UpstreamClient::Listener {
   void OnDisconnected(int server_index, const absl::Status& status) override {
     spdlog::warn("relay: upstream {} lost {}: {}; serving from the cache", index_,
                  relay_.upstreams_[index_]->servers()[server_index].server_uri,
-                 std::string(status.message()));
+                 SafeForLog(status.message(), kMaxLoggedStatusBytes));
   }
 
  private:
@@ -127,7 +128,7 @@ absl::Status Relay::OnUpdate(int upstream, const UpstreamUpdate& update) {
   absl::Status status = cache_.Apply(upstream, update, absl::Now(), &fetches, &snapshot);
   if (!status.ok()) {
     spdlog::warn("relay: rejected a response from upstream {}: {}", upstream,
-                 std::string(status.message()));
+                 SafeForLog(status.message(), kMaxLoggedStatusBytes));
     return status;
   }
   Effect(std::move(fetches), std::move(snapshot));

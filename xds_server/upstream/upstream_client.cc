@@ -16,6 +16,7 @@
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/resources/resource_type.h"
 
 namespace facet::xds {
@@ -75,7 +76,7 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
     return absl::InvalidArgumentError(absl::StrCat(where, ": Resource has no resource"));
   }
   if (inner.type_url() != type.type_url()) {
-    return absl::InvalidArgumentError(absl::StrCat(where, ": type ", inner.type_url(),
+    return absl::InvalidArgumentError(absl::StrCat(where, ": type ", SafeForLog(inner.type_url()),
                                                    " is not the response's ", type.type_url()));
   }
   std::unique_ptr<google::protobuf::Message> message = type.New();
@@ -92,7 +93,7 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
           Constraint::Compile(wrapper->resource_name().dynamic_parameter_constraints());
       if (!constraints.ok()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            where, " \"", variant.name,
+            where, " \"", SafeForLog(variant.name),
             "\": resource_name.dynamic_parameter_constraints: ", constraints.status().message()));
       }
       variant.constraints = *std::move(constraints);
@@ -114,7 +115,8 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
 absl::StatusOr<const ResourceType*> TypeOf(const std::string& type_url) {
   const ResourceType* type = FindResourceType(type_url);
   if (type == nullptr || type->type_url() != type_url) {
-    return absl::InvalidArgumentError(absl::StrCat("unsupported resource type ", type_url));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unsupported resource type ", SafeForLog(type_url)));
   }
   return type;
 }
@@ -138,7 +140,7 @@ absl::Status Decode(const DeltaDiscoveryResponse& response, UpstreamUpdate* upda
         Constraint::Compile(removed.dynamic_parameter_constraints());
     if (!constraints.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat((*type)->type_name(), " removed_resource_names \"", removed.name(),
+          absl::StrCat((*type)->type_name(), " removed_resource_names \"", SafeForLog(removed.name()),
                        "\": dynamic_parameter_constraints: ", constraints.status().message()));
     }
     update->removals.push_back({removed.name(), *std::move(constraints)});
@@ -525,7 +527,8 @@ void UpstreamClient::Core::EndStreamLocked(bool got_response, bool timed_out,
   spdlog::info("upstream {}: stream ended{} ({}); next stream to {} in {}",
                servers_[ended].server_uri,
                got_response ? "" : (timed_out ? " unanswered" : " before any response"),
-               status.ToString(), servers_[server_].server_uri, absl::FormatDuration(delay));
+               SafeForLog(status.ToString(), kMaxLoggedStatusBytes), servers_[server_].server_uri,
+               absl::FormatDuration(delay));
   next_start_ = absl::Now() + delay;
   stats_.connected = false;
   stats_.server_index = -1;
@@ -595,7 +598,8 @@ void UpstreamClient::Core::OnResponse(uint64_t id, const Response& response) {
   }
   if (!result.ok()) {
     spdlog::warn("upstream {}: NACK {} nonce {}: {}", servers_[update.server_index].server_uri,
-                 response.type_url(), response.nonce(), result.ToString());
+                 SafeForLog(response.type_url()), SafeForLog(response.nonce()),
+                 SafeForLog(result.ToString(), kMaxLoggedStatusBytes));
   }
   {
     absl::MutexLock lock(&mu_);
