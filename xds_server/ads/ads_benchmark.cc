@@ -216,6 +216,120 @@ void BM_AckWithManySubscriptions(benchmark::State& state) {
 BENCHMARK_TEMPLATE(BM_AckWithManySubscriptions, Protocol::kSotw)->Arg(10000);
 BENCHMARK_TEMPLATE(BM_AckWithManySubscriptions, Protocol::kDelta)->Arg(10000);
 
+// Hostile request contents: each case is one request of N entries on a fresh
+// stream (N and 10N): the time per entry stays flat when the handling is
+// linear (or N log N).
+
+// Applies `request` to a fresh stream of `protocol` and builds its answers.
+template <typename Request, typename Response>
+void ApplyOnce(Protocol protocol, const std::shared_ptr<const ServingSnapshot>& serving,
+               const std::vector<Request>& setup, const Request& request) {
+  StreamState::Limits limits;
+  limits.max_names = 1 << 30;
+  StreamState s(protocol, std::make_shared<ParameterMapping>(), limits);
+  s.SetSnapshot(serving);
+  RequestOutcome outcome;
+  Response response;
+  PushRecord record;
+  for (const Request& r : setup) {
+    (void)s.OnRequest(r, &outcome);
+    while (s.NextResponse(&response, &record)) {
+    }
+  }
+  (void)s.OnRequest(request, &outcome);
+  while (s.NextResponse(&response, &record)) {
+  }
+}
+
+// One request naming the same resource N times.
+template <Protocol kProtocol>
+void BM_HostileDuplicateNames(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto serving = std::make_shared<ServingSnapshot>(Build(Objects(10, "a")));
+  if constexpr (kProtocol == Protocol::kSotw) {
+    DiscoveryRequest request;
+    request.set_type_url(RouteConfigurationType().type_url());
+    for (int i = 0; i < n; ++i) request.add_resource_names("route-0");
+    for (auto _ : state) ApplyOnce<DiscoveryRequest, DiscoveryResponse>(kProtocol, serving, {}, request);
+  } else {
+    DeltaDiscoveryRequest request;
+    request.set_type_url(RouteConfigurationType().type_url());
+    for (int i = 0; i < n; ++i) request.add_resource_names_subscribe("route-0");
+    for (auto _ : state) {
+      ApplyOnce<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(kProtocol, serving, {}, request);
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK_TEMPLATE(BM_HostileDuplicateNames, Protocol::kSotw)->Arg(1000)->Arg(10000);
+BENCHMARK_TEMPLATE(BM_HostileDuplicateNames, Protocol::kDelta)->Arg(1000)->Arg(10000);
+
+// A delta stream subscribed to N names and the wildcard; one request
+// unsubscribing "*" N times and every name (each "*" used to look at every
+// name again: N x N).
+void BM_HostileDeltaUnsubscribeList(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto serving = std::make_shared<ServingSnapshot>(Build(Objects(10, "a")));
+  DeltaDiscoveryRequest subscribe;
+  subscribe.set_type_url(ClusterLoadAssignmentType().type_url());
+  subscribe.add_resource_names_subscribe("*");
+  for (int i = 0; i < n; ++i) subscribe.add_resource_names_subscribe(absl::StrCat("e-", i));
+  DeltaDiscoveryRequest unsubscribe;
+  unsubscribe.set_type_url(subscribe.type_url());
+  for (int i = 0; i < n; ++i) {
+    unsubscribe.add_resource_names_unsubscribe("*");
+    unsubscribe.add_resource_names_unsubscribe(absl::StrCat("e-", i));
+  }
+  for (auto _ : state) {
+    ApplyOnce<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(Protocol::kDelta, serving,
+                                                              {subscribe}, unsubscribe);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+// Up to 5,000: both requests stay within kMaxNamesPerRequest (10,000 entries).
+BENCHMARK(BM_HostileDeltaUnsubscribeList)->Arg(500)->Arg(5000)->Unit(benchmark::kMillisecond);
+
+// N xdstp names, each with 60 context parameters in reverse order and every
+// key twice (canonicalised: sorted, last value of a key kept).
+void BM_HostileContextParameters(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto serving = std::make_shared<ServingSnapshot>(Build(Objects(10, "a")));
+  DiscoveryRequest request;
+  request.set_type_url(ClusterLoadAssignmentType().type_url());
+  for (int i = 0; i < n; ++i) {
+    std::string name = absl::StrCat(
+        "xdstp://a.example/envoy.config.endpoint.v3.ClusterLoadAssignment/e-", i, "?");
+    for (int k = 30; k > 0; --k) absl::StrAppend(&name, "k", k, "=1&k", k, "=2&");
+    name.pop_back();
+    request.add_resource_names(name);
+  }
+  for (auto _ : state) {
+    ApplyOnce<DiscoveryRequest, DiscoveryResponse>(Protocol::kSotw, serving, {}, request);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_HostileContextParameters)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// N locators of one name, each with its own set of 30 dynamic parameters.
+void BM_HostileLocatorParameters(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  auto serving = std::make_shared<ServingSnapshot>(Build(Objects(10, "a")));
+  DeltaDiscoveryRequest request;
+  request.set_type_url(RouteConfigurationType().type_url());
+  for (int i = 0; i < n; ++i) {
+    auto* locator = request.add_resource_locators_subscribe();
+    locator->set_name("route-0");
+    auto& params = *locator->mutable_dynamic_parameters();
+    for (int k = 0; k < 30; ++k) params[absl::StrCat("k", k)] = absl::StrCat(i);
+  }
+  for (auto _ : state) {
+    ApplyOnce<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(Protocol::kDelta, serving, {},
+                                                              request);
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK(BM_HostileLocatorParameters)->Arg(1000)->Arg(3000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
 // Variant selection for a parameter set: memoized per snapshot.
 void BM_SelectMemoized(benchmark::State& state) {
   auto serving = std::make_shared<ServingSnapshot>(Build(Objects(1, "a")));

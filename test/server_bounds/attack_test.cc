@@ -1,0 +1,461 @@
+// Hostile clients against the xDS port, on the wire: the server that
+// StartXdsListener builds, with each per-stream and server-wide bound under
+// the attack it exists for (the figures are the ones measured before the
+// bound). Each attack also runs with its bound set out of the way, so the
+// test shows that the bound, not something else, stops it.
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "controller/cli/serving_common.h"
+#include "controller/manifest/object_parser.h"
+#include "envoy/service/discovery/v3/ads.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "spdlog/sinks/base_sink.h"
+#include "spdlog/spdlog.h"
+#include "test/ads_client/ads_test_client.h"
+#include "xds_server/ads/ads_service.h"
+#include "xds_server/common/status_matchers.h"
+#include "xds_server/names/names.h"
+#include "xds_server/snapshot/builder.h"
+
+namespace facet::testing {
+namespace {
+
+using ::testing::Each;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr absl::Duration kWait = absl::Seconds(30);
+const std::string kCds(kClusterTypeUrl);
+const std::string kEds(kClusterLoadAssignmentTypeUrl);
+
+// `count` ClusterLoadAssignments e-0, e-1, ...
+std::string Endpoints(int count) {
+  std::string out;
+  for (int i = 0; i < count; ++i) {
+    absl::StrAppend(&out, "---\napiVersion: facet.dev/v1alpha1\nkind: XdsResource\n",
+                    "metadata: {name: e-", i, ", namespace: demo}\nspec: {type: endpoint, ",
+                    "name: e-", i, ", variants: [{resource: {endpoints: [{locality: {}, ",
+                    "load_balancing_weight: 1, lb_endpoints: [{endpoint: {address: ",
+                    "{socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}]}\n");
+  }
+  return out;
+}
+
+// One STATIC cluster "big" padded to about `bytes` bytes.
+std::string BigCluster(size_t bytes) {
+  return absl::StrCat(
+      "---\napiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: big, namespace: "
+      "demo}\nspec: {type: cluster, name: big, variants: [{resource: {type: STATIC, "
+      "load_assignment: {cluster_name: big}, metadata: {filter_metadata: {pad: {p: ",
+      std::string(bytes, 'x'), "}}}}}]}\n");
+}
+
+// Collects every formatted log line. Thread-safe (base_sink's mutex).
+class CapturingSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::string text() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return text_;
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    text_.append(formatted.data(), formatted.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::string text_;
+};
+
+class AttackTest : public ::testing::Test {
+ protected:
+  void Start(controller::XdsServerOptions options, const std::string& manifests) {
+    std::vector<xds::ResourceObject> objects;
+    for (const YAML::Node& document : YAML::LoadAll(manifests)) {
+      if (!document.IsMap()) continue;
+      auto parsed = controller::ParseDocument(document, "test", "demo");
+      ASSERT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
+      objects.push_back(std::get<xds::ResourceObject>(parsed));
+    }
+    xds::BuildOptions build;
+    build.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
+    xds::BuildResult result = xds::BuildSnapshot(objects, {}, nullptr, build);
+    for (const auto& status : result.statuses) {
+      ASSERT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
+    }
+    store_.Publish(result.snapshot);
+    options.keepalive_time = absl::ZeroDuration();
+    options.max_connection_age = absl::ZeroDuration();
+    ads_ = std::make_unique<xds::AdsService>(store_, options.ads);
+    auto listener = controller::StartXdsListener("127.0.0.1:0", *ads_, options);
+    ASSERT_THAT(listener, IsOk());
+    server_ = std::move(listener->server);
+    address_ = listener->address;
+    auto client = AdsTestClient::Connect(address_);
+    ASSERT_THAT(client, IsOk());
+    client_ = *std::move(client);
+  }
+
+  void TearDown() override {
+    client_.reset();
+    if (server_) server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
+    ads_.reset();
+  }
+
+  bool WaitForStats(const std::function<bool(const xds::AdsStats&)>& done) {
+    const absl::Time deadline = absl::Now() + kWait;
+    while (!done(ads_->stats())) {
+      if (absl::Now() > deadline) return false;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    return true;
+  }
+
+  // Returns the status the server ended `stream` with, reading (and
+  // dropping) responses until then.
+  template <typename Stream>
+  absl::Status EndStatus(Stream& stream) {
+    const absl::Time deadline = absl::Now() + kWait;
+    while (absl::Now() < deadline) {
+      auto response = stream.Next(deadline - absl::Now());
+      if (!response.ok()) return response.status();
+    }
+    return absl::DeadlineExceededError("the stream did not end");
+  }
+
+  // Subscribes `stream` to endpoint `name` and reads until it is answered.
+  template <typename Stream>
+  void ExpectDeltaAnswer(Stream& stream, const std::string& name) {
+    ASSERT_THAT(stream.Send(MakeDeltaRequest(kEds, {name})), IsOk());
+    bool answered = false;
+    while (!answered) {
+      auto response = stream.Next(kWait);
+      ASSERT_THAT(response, IsOk());
+      for (const auto& resource : response->resources()) answered |= resource.name() == name;
+    }
+  }
+
+  xds::SnapshotStore store_;
+  std::unique_ptr<xds::AdsService> ads_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::unique_ptr<AdsTestClient> client_;
+};
+
+// A node id, type URL and NACK detail with newlines, terminal escapes, a
+// right-to-left override and a C1 control cannot forge a log line (invalid
+// UTF-8 never reaches the service: gRPC refuses to parse a proto3 string
+// carrying it): every line the server logs starts
+// with the logger's own prefix.
+TEST_F(AttackTest, ClientStringsCannotForgeLogLines) {
+  auto sink = std::make_shared<CapturingSink>();
+  sink->set_pattern("LOG %v");
+  spdlog::default_logger()->sinks().push_back(sink);
+  Start(controller::XdsServerOptions(), Endpoints(1));
+
+  const std::string forged = "\n[error] forged\r\x1b[2J\xE2\x80\xAE\xC2\x85";
+  auto stream = client_->OpenSotw();
+  ASSERT_THAT(stream, IsOk());
+  DiscoveryRequest request = MakeRequest(kEds, {"e-0"});
+  *request.mutable_node() = MakeNode("client" + forged);
+  ASSERT_THAT((*stream)->Send(request), IsOk());
+  auto response = (*stream)->Next(kWait);
+  ASSERT_THAT(response, IsOk());
+  ASSERT_THAT((*stream)->Send(Nack(*response, MakeRequest(kEds, {"e-0"}), "", "bad" + forged)),
+              IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.nacks >= 1; }));
+  // A type URL of its own ends the stream when it is too long: logged too.
+  ASSERT_THAT((*stream)->Send(MakeRequest("type" + forged + std::string(600, 'x'), {})), IsOk());
+  EXPECT_THAT(EndStatus(**stream), StatusIs(absl::StatusCode::kInvalidArgument));
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.streams_open == 0; }));
+  stream->reset();
+  spdlog::default_logger()->flush();
+  std::vector<std::string> lines = absl::StrSplit(sink->text(), '\n', absl::SkipEmpty());
+  auto& sinks = spdlog::default_logger()->sinks();
+  sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
+
+  EXPECT_THAT(lines, Each(StartsWith("LOG ")));
+  EXPECT_THAT(lines, Each(Not(HasSubstr("\x1b"))));
+  EXPECT_THAT(lines, Each(Not(HasSubstr("\xE2\x80\xAE"))));
+  const std::string text = absl::StrJoin(lines, "\n");
+  EXPECT_THAT(text, HasSubstr("client\\n[error] forged\\r\\x1b[2J\\u202e\\u0085"));  // Stream close.
+  EXPECT_THAT(text, HasSubstr("bad\\n[error] forged"));                          // The NACK.
+  EXPECT_THAT(text, HasSubstr("type\\n[error] forged"));                         // The type URL.
+  // What /status and object status show is escaped the same way.
+  auto nacks = ads_->nacks();
+  ASSERT_EQ(nacks.size(), 1u);
+  EXPECT_EQ(nacks[0].node_id, "client\\n[error] forged\\r\\x1b[2J\\u202e\\u0085");
+  EXPECT_EQ(nacks[0].error_detail, "bad\\n[error] forged\\r\\x1b[2J\\u202e\\u0085");
+}
+
+// The first attack: delta subscriptions accumulate across requests
+// (2.6 GB before the bound). Names are counted across requests, and so are
+// their bytes.
+TEST_F(AttackTest, CumulativeDeltaSubscriptionsEndTheStreamAtMaxNames) {
+  for (const int max_names : {1000, 1000000}) {
+    SCOPED_TRACE(max_names);
+    controller::XdsServerOptions options;
+    options.ads.stream_limits.max_names = max_names;
+    Start(options, Endpoints(1));
+    auto stream = client_->OpenDelta();
+    ASSERT_THAT(stream, IsOk());
+    // 20 requests of 100 new names each: 2,000 names in all.
+    bool ended = false;
+    for (int request = 0; request < 20 && !ended; ++request) {
+      std::vector<std::string> names;
+      for (int i = 0; i < 100; ++i) names.push_back(absl::StrCat("bogus-", request, "-", i));
+      DeltaDiscoveryRequest delta = MakeDeltaRequest(kEds, names);
+      if (request == 0) *delta.mutable_node() = MakeNode("accumulator");
+      ended = !(*stream)->Send(delta).ok();
+    }
+    if (max_names == 1000) {
+      EXPECT_THAT(EndStatus(**stream),
+                  StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("1000 names")));
+      EXPECT_EQ(ads_->stats().streams_closed_names_limit, 1);
+    } else {
+      // Without the bound in the way every name is held: the stream answers
+      // a last subscription.
+      ExpectDeltaAnswer(**stream, "e-0");
+      EXPECT_EQ(ads_->stats().streams_closed_names_limit, 0);
+    }
+    stream->reset();
+    TearDown();
+  }
+}
+
+// The same attack with long names and locator parameters: fewer names, but
+// more bytes each. --max-subscription-bytes-per-stream ends it.
+TEST_F(AttackTest, CumulativeSubscriptionBytesEndTheStream) {
+  for (const int64_t max_bytes : {int64_t{256} << 10, int64_t{64} << 20}) {
+    SCOPED_TRACE(max_bytes);
+    controller::XdsServerOptions options;
+    options.ads.stream_limits.max_bytes = max_bytes;
+    Start(options, Endpoints(1));
+    auto stream = client_->OpenDelta();
+    ASSERT_THAT(stream, IsOk());
+    // 40 requests of 10 locators, each a 2,000-byte name with 2,000 bytes of
+    // parameters: 40,000 bytes per request, 1.6 MB in all.
+    bool ended = false;
+    for (int request = 0; request < 40 && !ended; ++request) {
+      std::vector<envoy::service::discovery::v3::ResourceLocator> locators;
+      for (int i = 0; i < 10; ++i) {
+        std::string name = absl::StrCat(request, "-", i, "-");
+        name.resize(2000, 'n');
+        locators.push_back(MakeLocator(name, {{"env", std::string(1997, 'v')}}));
+      }
+      DeltaDiscoveryRequest delta = MakeDeltaRequest(kEds, {}, {}, locators);
+      if (request == 0) *delta.mutable_node() = MakeNode("heavy");
+      ended = !(*stream)->Send(delta).ok();
+    }
+    if (max_bytes == int64_t{256} << 10) {
+      EXPECT_THAT(EndStatus(**stream),
+                  StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("262144 bytes")));
+      EXPECT_EQ(ads_->stats().streams_closed_bytes_limit, 1);
+    } else {
+      ExpectDeltaAnswer(**stream, "e-0");
+      EXPECT_EQ(ads_->stats().streams_closed_bytes_limit, 0);
+    }
+    stream->reset();
+    TearDown();
+  }
+}
+
+// A name no served resource can have (longer than kMaxResourceNameLength) is
+// refused at once, naming the limit, instead of being kept at any size.
+TEST_F(AttackTest, OverlongNamesAndTypeUrlsEndTheStreamNamingTheLimit) {
+  Start(controller::XdsServerOptions(), Endpoints(1));
+  auto sotw = client_->OpenSotw();
+  ASSERT_THAT(sotw, IsOk());
+  DiscoveryRequest request = MakeRequest(kEds, {std::string(1 << 20, 'n')});
+  *request.mutable_node() = MakeNode("long-name");
+  ASSERT_THAT((*sotw)->Send(request), IsOk());
+  EXPECT_THAT(EndStatus(**sotw),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("1048576 bytes; the limit is ",
+                                              xds::kMaxResourceNameLength, " bytes"))));
+  auto delta = client_->OpenDelta();
+  ASSERT_THAT(delta, IsOk());
+  ASSERT_THAT((*delta)->Send(MakeDeltaRequest(std::string(100000, 't'), {"x"})), IsOk());
+  EXPECT_THAT(EndStatus(**delta), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("100000 bytes; the limit is 512 bytes")));
+}
+
+// The 10,000 distinct bogus type URLs on one stream (quadratic time
+// before the bound): the stream ends at --max-types-per-stream.
+TEST_F(AttackTest, TenThousandBogusTypeUrlsEndTheStreamAtMaxTypes) {
+  for (const int max_types : {16, 100}) {
+    SCOPED_TRACE(max_types);
+    controller::XdsServerOptions options;
+    options.ads.stream_limits.max_types = max_types;
+    Start(options, Endpoints(1));
+    auto stream = client_->OpenSotw();
+    ASSERT_THAT(stream, IsOk());
+    // Every accepted type is answered (an empty SotW response); the first
+    // one beyond the bound ends the stream.
+    int answered = 0;
+    absl::Status end;
+    for (int i = 0; i < 10000; ++i) {
+      DiscoveryRequest request =
+          MakeRequest(absl::StrCat("type.googleapis.com/bogus.Type", i), {"x"});
+      if (i == 0) *request.mutable_node() = MakeNode("type-spammer");
+      if (!(*stream)->Send(request).ok()) break;
+      auto response = (*stream)->Next(kWait);
+      if (!response.ok()) {
+        end = response.status();
+        break;
+      }
+      ++answered;
+    }
+    EXPECT_EQ(answered, max_types);
+    EXPECT_THAT(end, StatusIs(absl::StatusCode::kResourceExhausted,
+                              HasSubstr(absl::StrCat(max_types, " type URLs"))));
+    EXPECT_EQ(ads_->stats().streams_closed_types_limit, 1);
+    stream->reset();
+    TearDown();
+  }
+}
+
+// The 4 MB NACK detail stored once per NACKed variant (850 MB, and
+// /status crashed): the detail is cut to --max-error-detail-bytes and kept
+// once per NACK, shared by the records of every variant the response carried.
+TEST_F(AttackTest, HugeNackDetailIsCutAndStoredOncePerResponse) {
+  constexpr int kVariants = 200;
+  for (const int max_detail : {4096, 1 << 30}) {
+    SCOPED_TRACE(max_detail);
+    controller::XdsServerOptions options;
+    options.ads.max_error_detail_bytes = max_detail;
+    Start(options, Endpoints(kVariants));
+    spdlog::set_level(spdlog::level::err);  // Not 4 MB of NACK in the test log.
+    auto stream = client_->OpenSotw();
+    ASSERT_THAT(stream, IsOk());
+    std::vector<std::string> names;
+    for (int i = 0; i < kVariants; ++i) names.push_back(absl::StrCat("e-", i));
+    DiscoveryRequest request = MakeRequest(kEds, names);
+    *request.mutable_node() = MakeNode("nacker");
+    ASSERT_THAT((*stream)->Send(request), IsOk());
+    auto response = (*stream)->Next(kWait);
+    ASSERT_THAT(response, IsOk());
+    ASSERT_EQ(response->resources_size(), kVariants);
+    const std::string detail(4000000, 'd');
+    ASSERT_THAT((*stream)->Send(Nack(*response, MakeRequest(kEds, names), "", detail)), IsOk());
+    ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) { return stats.nacks >= 1; }));
+    const xds::AdsStats stats = ads_->stats();
+    if (max_detail == 4096) {
+      EXPECT_EQ(stats.nack_details_truncated, 1);
+      // One 4 KiB detail for 200 records (200 x 4 KiB if each kept a copy).
+      EXPECT_EQ(stats.nack_detail_bytes, 4096);
+      const auto nacks = ads_->nacks();
+      ASSERT_EQ(nacks.size(), static_cast<size_t>(kVariants));
+      for (const auto& record : nacks) EXPECT_EQ(record.error_detail.size(), 4096u);
+    } else {
+      // With the cut out of the way the detail is still held once: 4 MB,
+      // not 200 x 4 MB.
+      EXPECT_EQ(stats.nack_details_truncated, 0);
+      EXPECT_EQ(stats.nack_detail_bytes, 4000000);
+    }
+    spdlog::set_level(spdlog::level::info);
+    stream->reset();
+    TearDown();
+  }
+}
+
+// The 2,000 streams that never read on a 2 MB snapshot (the server
+// crashed): a few hundred here. Responses being written count against
+// --response-memory-budget-bytes, so the server holds about the budget
+// rather than one response per stream, and --write-stall-timeout ends each
+// stalled stream in turn. A well-behaved client is served meanwhile.
+TEST_F(AttackTest, ManyStreamsThatNeverReadStayWithinTheResponseBudget) {
+  constexpr int kStreams = 200;
+  constexpr int64_t kResponseBytes = 256 << 10;
+  constexpr int64_t kBudget = 4 << 20;
+  for (const int64_t budget : {kBudget, int64_t{0}}) {
+    SCOPED_TRACE(budget);
+    controller::XdsServerOptions options;
+    options.ads.response_memory_budget_bytes = budget;
+    options.ads.write_stall_timeout = absl::Milliseconds(200);
+    options.memory_budget_bytes = 64 << 20;
+    Start(options, BigCluster(kResponseBytes) + Endpoints(1));
+
+    // One connection whose streams never read: a small window, so each
+    // write stays in flight.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 10);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);
+    auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+    auto stub = envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel);
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
+        stalled;
+    for (int i = 0; i < kStreams; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      stalled.push_back(stub->StreamAggregatedResources(contexts.back().get()));
+      DiscoveryRequest request = MakeRequest(kCds, {"big"});
+      *request.mutable_node() = MakeNode(absl::StrCat("never-reads-", i));
+      ASSERT_TRUE(stalled.back()->Write(request));
+    }
+
+    if (budget > 0) {
+      // A client that reads is served while the attack goes on.
+      auto healthy = client_->OpenSotw();
+      ASSERT_THAT(healthy, IsOk());
+      DiscoveryRequest eds = MakeRequest(kEds, {"e-0"});
+      *eds.mutable_node() = MakeNode("healthy");
+      ASSERT_THAT((*healthy)->Send(eds), IsOk());
+      ASSERT_THAT((*healthy)->Next(kWait), IsOk());
+      // Every stalled stream gets its turn and is closed.
+      ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+        return stats.streams_closed_write_stall == kStreams;
+      })) << ads_->stats().streams_closed_write_stall;
+      const xds::AdsStats stats = ads_->stats();
+      EXPECT_GT(stats.responses_deferred, 0);
+      // At most the budget plus the responses admitted at the same moment
+      // (one per server thread); without it, one response per stream.
+      EXPECT_LE(stats.response_bytes_in_flight_peak, kBudget + 8 * (kResponseBytes + 1024));
+      // A cancelled write returns its bytes when gRPC completes it, after
+      // the stream was counted as closed.
+      EXPECT_TRUE(WaitForStats(
+          [](const xds::AdsStats& stats) { return stats.response_bytes_in_flight == 0; }))
+          << ads_->stats().response_bytes_in_flight;
+    } else {
+      // Without the budget every stream's response is held until the stall
+      // check cancels it: at the peak, most of them at once (the first may
+      // be cancelled before the last are written), several times the budget.
+      ASSERT_TRUE(WaitForStats([&](const xds::AdsStats& stats) {
+        return stats.response_bytes_in_flight_peak >= kStreams / 2 * kResponseBytes;
+      })) << ads_->stats().response_bytes_in_flight_peak;
+      ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+        return stats.streams_closed_write_stall == kStreams;
+      }));
+    }
+    for (auto& context : contexts) context->TryCancel();
+    for (auto& stream : stalled) stream->Finish();
+    stalled.clear();
+    contexts.clear();
+    TearDown();
+  }
+}
+
+}  // namespace
+}  // namespace facet::testing
