@@ -21,6 +21,9 @@ void AppendAdsMetrics(const xds::AdsService& ads, std::string* out) {
   AppendMetric("facet_xds_nacks_total", "counter", "NACKs received.", stats.nacks, out);
   AppendMetric("facet_snapshots_published_total", "counter", "Snapshots published.",
                stats.snapshots, out);
+  AppendMetric("facet_xds_stream_wakes_total", "counter",
+               "Streams woken by a snapshot because a variant they select changed.",
+               stats.stream_wakes, out);
   AppendMetric("facet_xds_streams_closed_names_limit_total", "counter",
                "ADS streams closed for subscribing to more names than allowed.",
                stats.streams_closed_names_limit, out);

@@ -356,6 +356,61 @@ TEST_F(AdsWireTest, AChangePushesOnlyToStreamsWhoseVariantChanged) {
   EXPECT_EQ(prod->queued(), 0u);
 }
 
+TEST_F(AdsWireTest, AChangeWakesOnlyStreamsWhoseSelectedVariantChanged) {
+  auto prod = Sotw();
+  auto test = Sotw();
+  for (auto [stream, env] : {std::pair{prod.get(), "prod"}, std::pair{test.get(), "test"}}) {
+    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+    *request.mutable_node() = MakeNode(env, {{"env", env}});
+    ASSERT_THAT(stream->Send(request), IsOk());
+    auto response = stream->Next(kWait);
+    ASSERT_THAT(response, IsOk());
+    ASSERT_THAT(stream->Send(Ack(*response, MakeRequest(kRds, {"greeter"}))), IsOk());
+  }
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& s) { return s.acks == 2; }));
+  const int64_t before = ads_->stats().stream_wakes;
+  // Only the prod variant changes: the test stream is not even looked at.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
+          RouteVariant("other", "{env: {not: prod}}", "b") + "]");
+  EXPECT_EQ(ads_->stats().stream_wakes, before + 1);
+  ASSERT_THAT(prod->Next(kWait), IsOk());
+  // A new object that nobody watches wakes nobody.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
+              RouteVariant("other", "{env: {not: prod}}", "b") + "]",
+          {}, R"(
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: endpoints-c, namespace: demo}
+spec: {type: endpoint, name: c, variants: [{resource: {endpoints: []}}]}
+)");
+  EXPECT_EQ(ads_->stats().stream_wakes, before + 1);
+  EXPECT_EQ(test->queued(), 0u);
+}
+
+TEST_F(AdsWireTest, StreamSelectingWithTwoParameterSetsIsWokenForEitherVariant) {
+  // The node says prod; a locator asks for the test variant as well.
+  auto stream = Sotw();
+  DiscoveryRequest request =
+      MakeRequest(kRds, {"greeter"}, {MakeLocator("greeter", {{"env", "test"}})});
+  *request.mutable_node() = MakeNode("mixed", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto response = stream->Next(kWait);
+  ASSERT_THAT(response, IsOk());
+  ASSERT_THAT(stream->Send(Ack(*response, request)), IsOk());
+  // Only the variant the node's parameters do not select changes.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "a") + ", " +
+          RouteVariant("other", "{env: {not: prod}}", "a") + "]");
+  auto update = stream->Next(kWait);
+  ASSERT_THAT(update, IsOk());
+  auto resources = DecodeResources(*update);
+  ASSERT_THAT(resources, IsOk());
+  std::vector<std::string> got;
+  for (const auto& resource : *resources) {
+    got.push_back((resource.has_constraints ? "locator:" : "plain:") + ClusterOf(resource));
+  }
+  EXPECT_THAT(got, UnorderedElementsAre("plain:a", "locator:a"));
+}
+
 TEST_F(AdsWireTest, DeltaVariantSwapArrivesInOneResponse) {
   auto stream = Delta();
   DeltaDiscoveryRequest request =

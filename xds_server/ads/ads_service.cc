@@ -48,6 +48,49 @@ struct AdsService::Wake {
   std::vector<std::pair<const std::string*, const std::string*>> names;  // (type URL, name)
 };
 
+namespace {
+
+// Whether the variant one parameter set selects of (type, name) differs
+// between two snapshots, memoized per parameter set.
+class SelectionChange {
+ public:
+  SelectionChange(const ServingSnapshot& before, const ServingSnapshot& after,
+                  const ResourceType& type, const std::string& name)
+      : before_(before),
+        after_(after),
+        old_(before.snapshot().Find(type, name)),
+        new_(after.snapshot().Find(type, name)) {}
+
+  bool Changed(const Parameters& params) {
+    // Who may read an authority changed: its names are re-examined by every
+    // stream that watches them, whatever they select.
+    if (before_.snapshot().shared_access() != after_.snapshot().shared_access()) return true;
+    auto [it, inserted] = memo_.try_emplace(params.canonical, false);
+    if (inserted) it->second = Compute(params);
+    return it->second;
+  }
+
+ private:
+  bool Compute(const Parameters& params) const {
+    // A partial source's unknowns resolve by waking the stream.
+    if (before_.Unknown(old_, params) || after_.Unknown(new_, params)) return true;
+    const std::shared_ptr<const Variant> was =
+        old_ == nullptr ? nullptr : before_.Select(*old_, params);
+    const std::shared_ptr<const Variant> is =
+        new_ == nullptr ? nullptr : after_.Select(*new_, params);
+    if (was == nullptr || is == nullptr) return was != is;
+    return was->version != is->version;  // Content-derived: equal bytes on the wire.
+  }
+
+  const ServingSnapshot& before_;
+  const ServingSnapshot& after_;
+  const ServedResource* const old_;
+  const ServedResource* const new_;
+  absl::flat_hash_map<absl::string_view, bool> memo_;  // Keys point into Parameters.
+};
+
+}  // namespace
+
 class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
  public:
   // `peer` is escaped for logs here.
@@ -82,9 +125,10 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
   const std::string& peer() const { return peer_; }
 
  protected:
-  std::shared_ptr<const ServingSnapshot> UpdateWatches(const std::vector<WatchChange>& changes,
-                                                       uint64_t* sequence) {
-    return service_->UpdateWatches(this, changes, sequence);
+  std::shared_ptr<const ServingSnapshot> UpdateWatches(
+      const std::vector<WatchChange>& changes, std::shared_ptr<const Parameters> uniform_params,
+      uint64_t* sequence) {
+    return service_->UpdateWatches(this, changes, std::move(uniform_params), sequence);
   }
   void Record(RequestOutcome* outcome, const PushRecord* push) {
     if (outcome != nullptr) service_->RecordOutcome(*this, *outcome);
@@ -96,9 +140,15 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
   void ReleaseResponseBytes(int64_t bytes) { service_->ReleaseResponseBytes(bytes); }
 
  private:
+  friend class AdsService;
   AdsService* const service_;
   uint64_t id_;
   const std::string peer_;
+  // StreamState::uniform_params() as last reported, for OnSnapshot: a stream
+  // whose subscriptions all select with these parameters is woken for a
+  // changed name only when the variant they select changed. Guarded by the
+  // service's mu_.
+  std::shared_ptr<const Parameters> uniform_params_;
 };
 
 namespace {
@@ -174,11 +224,15 @@ class Core final : public AdsService::StreamCore {
       demand = state_.TakeDemandChanges();
       if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
       std::vector<WatchChange> changes = state_.TakeWatchChanges();
-      if (!changes.empty()) {
+      std::shared_ptr<const Parameters> uniform = state_.uniform_params();
+      if (!changes.empty() || uniform != reported_uniform_) {
         // Register and read the current snapshot in one step: a snapshot
-        // published after this wakes the stream for its new names.
+        // published after this wakes the stream for its new names (and,
+        // once its subscriptions no longer share one parameter set, for
+        // every change to a name it watches).
+        reported_uniform_ = uniform;
         uint64_t sequence = 0;
-        auto serving = UpdateWatches(changes, &sequence);
+        auto serving = UpdateWatches(changes, std::move(uniform), &sequence);
         if (sequence > sequence_) {
           state_.AdoptSnapshot(std::move(serving));
           sequence_ = sequence;
@@ -384,6 +438,7 @@ class Core final : public AdsService::StreamCore {
   StreamState state_ ABSL_GUARDED_BY(mu_);
   DemandObserver* const demand_observer_;  // Null when none.
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<const Parameters> reported_uniform_ ABSL_GUARDED_BY(mu_);
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
   std::string node_id_ ABSL_GUARDED_BY(mu_);  // Escaped and truncated for logs.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
@@ -508,7 +563,7 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   {
     absl::MutexLock lock(&mu_);
     all = changes.all || next.base_version() != current_->snapshot().version();
-    current_ = serving;
+    const std::shared_ptr<const ServingSnapshot> previous = std::exchange(current_, serving);
     sequence = ++sequence_;
     open = streams_.size();
     if (all) {
@@ -525,7 +580,14 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
           for (const std::string& name : *list) {
             auto watchers = index->second.by_name.find(name);
             if (watchers == index->second.by_name.end()) continue;
+            SelectionChange selection(*previous, *serving, *type, name);
             for (StreamCore* core : watchers->second) {
+              // Most streams select with their node's parameters: such a
+              // stream is woken only when the variant they select changed
+              // (the other variants of the name are not its business).
+              if (core->uniform_params_ != nullptr && !selection.Changed(*core->uniform_params_)) {
+                continue;
+              }
               wakes[core].names.emplace_back(&type->type_url(), &name);
             }
           }
@@ -535,6 +597,7 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     }
   }
   snapshots_++;
+  stream_wakes_ += static_cast<int64_t>(cores.size());
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
                next.size(), all ? next.size() : changes.size(), cores.size(), open);
   for (const auto& core : cores) core->Notify(serving, sequence, wakes[core.get()]);
@@ -552,8 +615,10 @@ std::shared_ptr<const ServingSnapshot> AdsService::Register(
 }
 
 std::shared_ptr<const ServingSnapshot> AdsService::UpdateWatches(
-    StreamCore* core, const std::vector<WatchChange>& changes, uint64_t* sequence) {
+    StreamCore* core, const std::vector<WatchChange>& changes,
+    std::shared_ptr<const Parameters> uniform_params, uint64_t* sequence) {
   absl::MutexLock lock(&mu_);
+  core->uniform_params_ = std::move(uniform_params);
   for (const WatchChange& change : changes) ApplyWatchLocked(core, change, false);
   *sequence = sequence_;
   return current_;
@@ -756,6 +821,7 @@ AdsStats AdsService::stats() const {
   stats.acks = acks_;
   stats.nacks = nacks_count_;
   stats.snapshots = snapshots_;
+  stats.stream_wakes = stream_wakes_;
   stats.streams_closed_names_limit = closed_names_limit_;
   stats.streams_closed_types_limit = closed_types_limit_;
   stats.streams_closed_bytes_limit = closed_bytes_limit_;

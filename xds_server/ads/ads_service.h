@@ -38,6 +38,9 @@ struct AdsStats {
   int64_t acks = 0;
   int64_t nacks = 0;  // Counted after nacks() holds the NACK's records.
   int64_t snapshots = 0;
+  // Streams woken by a snapshot to re-examine names: only those watching a
+  // changed name whose selected variant changed (or may have).
+  int64_t stream_wakes = 0;
   // Per-stream bounds: streams closed for exceeding each, NACK records not
   // kept (map full) and NACK error details truncated.
   int64_t streams_closed_names_limit = 0;
@@ -162,9 +165,11 @@ class AdsService final
                                                   uint64_t* sequence);
   // Applies a stream's watch changes to the index and returns the current
   // snapshot, atomically (a change published later wakes the stream).
-  std::shared_ptr<const ServingSnapshot> UpdateWatches(StreamCore* core,
-                                                       const std::vector<WatchChange>& changes,
-                                                       uint64_t* sequence);
+  // Also records the parameters the stream's subscriptions all select with
+  // (null: they differ), which decide whether a change wakes it.
+  std::shared_ptr<const ServingSnapshot> UpdateWatches(
+      StreamCore* core, const std::vector<WatchChange>& changes,
+      std::shared_ptr<const Parameters> uniform_params, uint64_t* sequence);
   void Unregister(StreamCore* core, const std::vector<WatchChange>& watches);
   void ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -203,6 +208,7 @@ class AdsService final
   std::atomic<int64_t> acks_{0};
   std::atomic<int64_t> nacks_count_{0};
   std::atomic<int64_t> snapshots_{0};
+  std::atomic<int64_t> stream_wakes_{0};
   std::atomic<int64_t> closed_names_limit_{0};
   std::atomic<int64_t> closed_types_limit_{0};
   std::atomic<int64_t> closed_bytes_limit_{0};

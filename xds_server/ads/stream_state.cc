@@ -188,6 +188,7 @@ void StreamState::SetWildcard(TypeState& state, bool wildcard) {
 
 void StreamState::AddSubscription(const TypeState& state, const std::string& name, NameState& ns,
                                   std::shared_ptr<const Parameters> params, bool locator) {
+  NoteParams(locator, params);
   const std::string key = FormKey(locator, params->canonical);
   auto [it, inserted] = ns.subscriptions.try_emplace(key);
   it->second.params = std::move(params);
@@ -200,6 +201,10 @@ void StreamState::AddSubscription(const TypeState& state, const std::string& nam
   }
 }
 
+void StreamState::NoteParams(bool locator, const std::shared_ptr<const Parameters>& params) {
+  if (locator || !has_node_ || params != node_params_) mixed_params_ = true;
+}
+
 void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string& name,
                                        NameState& ns, std::map<std::string, Subscription> next) {
   subscribed_names_ +=
@@ -210,6 +215,7 @@ void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string
   for (const auto& [key, sub] : next) {
     subscribed_bytes_ += SubscriptionBytes(name.size(), sub.locator, sub.params->params);
   }
+  for (const auto& [key, sub] : next) NoteParams(sub.locator, sub.params);
   if (record_demand_) {
     for (const auto& [key, sub] : ns.subscriptions) {
       if (next.count(key) == 0) NoteDemand(state, name, sub, false);

@@ -150,6 +150,12 @@ class StreamState {
 
   const envoy::config::core::v3::Node& node() const { return node_; }
   bool has_node() const { return has_node_; }
+  // The parameters every subscription of this stream selects with (its
+  // node's), or null when they may differ by subscription (a locator, or a
+  // subscription made before the node was known).
+  std::shared_ptr<const Parameters> uniform_params() const {
+    return has_node_ && !mixed_params_ ? node_params_ : nullptr;
+  }
   // Returns (type URL, name, variant version) of everything the client holds.
   std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const;
   // Returns the names currently subscribed (over every type).
@@ -255,6 +261,8 @@ class StreamState {
                             std::map<std::string, Subscription> next);
   void NoteDemand(const TypeState& state, const std::string& name, const Subscription& sub,
                   bool added);
+  // Notes a subscription's parameters for uniform_params().
+  void NoteParams(bool locator, const std::shared_ptr<const Parameters>& params);
   // True when a subscription of `ns` is unknown to a partial snapshot.
   bool HasUnknown(const TypeState& state, const NameState& ns, const std::string& name) const;
   // True when a full-state SotW response of `state` would omit a name whose
@@ -294,6 +302,7 @@ class StreamState {
   bool wrap_plain_ = false;
   std::shared_ptr<const Parameters> node_params_;
   ClientIdentity identity_;
+  bool mixed_params_ = false;  // See uniform_params().
   std::map<std::string, TypeState> types_;
   std::vector<WatchChange> watch_changes_;
   bool record_demand_ = false;
