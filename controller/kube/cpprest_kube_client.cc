@@ -1,5 +1,6 @@
 #include "controller/kube/cpprest_kube_client.h"
 
+#include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 #include <cpprest/uri_builder.h>
 #include <openssl/ssl.h>
@@ -151,7 +152,14 @@ struct CpprestKubeClient::State {
                              const std::string& json, absl::string_view what) {
     for (int attempt = 0;; ++attempt) {
       ASSIGN_OR_RETURN(http::http_request request, NewRequest(method, path_and_query));
-      if (!json.empty()) request.set_body(std::string(json), "application/json");
+      if (!json.empty()) {
+        // As bytes: cpprestsdk's set_body(std::string) reads its string buffer, a
+        // streambuf<char>, through a streambuf<unsigned char> (undefined behaviour that UBSan
+        // reports).
+        request.set_body(concurrency::streams::bytestream::open_istream(
+                             std::vector<unsigned char>(json.begin(), json.end())),
+                         json.size(), "application/json");
+      }
       Reply reply;
       try {
         http::http_response response = client.request(request).get();
