@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -233,9 +234,14 @@ class Driver {
   }
 
   void CheckName(const std::string& type_url, const std::string& name) {
-    Check(!name.empty());
+    // An empty name only where the client asked for one (a wildcard does not
+    // cover it).
     const Asked& asked = asked_[type_url];
-    Check(asked.wildcard || asked.names.count(name) > 0);
+    if ((name.empty() || !asked.wildcard) && asked.names.count(name) == 0) {
+      std::fprintf(stderr, "a response names %s \"%s\", which the client never asked for\n",
+                   type_url.c_str(), name.c_str());
+      std::abort();
+    }
   }
   void CheckCommon(const std::string& type_url, const std::string& nonce,
                    const PushRecord& record) {
