@@ -14,6 +14,9 @@ packages=(
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+  # scripts/test-sanitizers.sh: clang with the ASan, UBSan, TSan and libFuzzer
+  # runtimes, and llvm-symbolizer for their reports.
+  clang-14 libclang-rt-14-dev llvm-14
 )
 # Node.js and npm fetch the pinned Envoy API protos (and run the Node client
 # tests). Keep a Node that is already installed (e.g. Node 20); install

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds everything, runs every
-# test (unit, command-line and end-to-end) through CTest, then builds the
-# container image from the Dockerfile and tests it (scripts/build-image.sh,
-# scripts/test-image.sh). FACET_IMAGE_TEST=0 leaves the image out, saying so;
-# CI always runs it.
+# test (unit, command-line and end-to-end) through CTest, runs the sanitizer
+# and fuzzing stage (scripts/test-sanitizers.sh: the suite under ASan+UBSan,
+# each fuzzer for a bounded time), then builds the container image from the
+# Dockerfile and tests it (scripts/build-image.sh, scripts/test-image.sh).
+# FACET_SANITIZER_TEST=0 and
+# FACET_IMAGE_TEST=0 leave those stages out, saying so; CI always runs them.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${FACET_BUILD_DIR:-${repo}/build}
@@ -11,6 +13,11 @@ build_dir=${FACET_BUILD_DIR:-${repo}/build}
 "${repo}/scripts/setup-node-tests.sh"
 "${repo}/scripts/build.sh"
 (cd "${build_dir}" && ctest --output-on-failure --timeout 600 -j "$(nproc)")
+if [[ ${FACET_SANITIZER_TEST:-1} == 0 ]]; then
+  echo "test.sh: FACET_SANITIZER_TEST=0: the sanitizer and fuzzing stage is NOT run" >&2
+else
+  "${repo}/scripts/test-sanitizers.sh"
+fi
 if [[ ${FACET_IMAGE_TEST:-1} == 0 ]]; then
   echo "test.sh: FACET_IMAGE_TEST=0: the image is NOT built or tested" >&2
   exit 0
