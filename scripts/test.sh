@@ -4,8 +4,8 @@
 # and fuzzing stage (scripts/test-sanitizers.sh: the suite under ASan+UBSan,
 # each fuzzer for a bounded time), then builds the container image from the
 # Dockerfile and tests it (scripts/build-image.sh, scripts/test-image.sh).
-# FACET_SANITIZER_TEST=0 and
-# FACET_IMAGE_TEST=0 leave those stages out, saying so; CI always runs them.
+# FACET_SANITIZER_TEST=0 and FACET_IMAGE_TEST=0 leave those stages out, saying
+# so; CI always runs them.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${FACET_BUILD_DIR:-${repo}/build}
