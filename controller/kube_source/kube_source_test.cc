@@ -63,7 +63,7 @@ class KubeSourceTest : public ::testing::Test {
     source->Start();
     return source;
   }
-  // Applies the examples (24 objects) and starts a source whose passes write
+  // Applies the examples (26 objects) and starts a source whose passes write
   // at most 5 statuses and, after the first, come only when asked for;
   // returns once the first pass has written.
   std::unique_ptr<KubeSource> StartWithFiveWritesPerPass() {
@@ -86,7 +86,7 @@ TEST_F(KubeSourceTest, ServesTheClusterStateAndWritesStatus) {
   ApplyExamples(client_);
   auto source = Start();
   ASSERT_TRUE(Eventually([&] { return source->ready(); }));
-  EXPECT_EQ(store_.Current()->size(), 22u);
+  EXPECT_EQ(store_.Current()->size(), 24u);
   ASSERT_TRUE(Eventually([&] {
     return Condition(client_, "demo/greeter-routes", "Programmed", "status") == "True";
   }));
@@ -95,7 +95,7 @@ TEST_F(KubeSourceTest, ServesTheClusterStateAndWritesStatus) {
   // they must not trigger rebuilds.
   absl::SleepFor(absl::Milliseconds(200));  // Several debounce and resync periods.
   EXPECT_EQ(source->stats().builds, 1);
-  EXPECT_GE(source->stats().status_writes, 24);
+  EXPECT_GE(source->stats().status_writes, 26);
   YAML::Node authority = client_.Objects(kAuthorities)["a-example"];
   // examples/20-authority-a.yaml declares 8 XdsResources under a.example.
   EXPECT_EQ(kube::StringAt(authority, {"status", "resources"}), "8");
@@ -127,7 +127,7 @@ TEST_F(KubeSourceTest, OneWatchEventValidatesOneObject) {
   auto source = Start();
   ASSERT_TRUE(Eventually([&] { return source->ready(); }));
   const int64_t loaded = source->stats().validated_objects;
-  EXPECT_EQ(loaded, 22);
+  EXPECT_EQ(loaded, 24);
   const auto before = store_.Current();
   YAML::Node endpoints = YAML::Clone(client_.Objects(kResources)["demo/greeter-prod-endpoints"]);
   ASSERT_TRUE(endpoints["spec"]["variants"][0]["resource"]["endpoints"][0].IsDefined());
@@ -147,7 +147,7 @@ TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevi
   auto first = Start();
   ASSERT_TRUE(Eventually([&] { return first->ready(); }));
   // The leader records every accepted object's spec.
-  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 22; }));
+  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 24; }));
   const std::string version =
       store_.Current()->Find(xds::RouteConfigurationType(), "greeter")->variants[0]->version;
   const std::string served_version = store_.Current()->version();
@@ -259,7 +259,7 @@ TEST_F(KubeSourceTest, EndpointsFollowTheServicesSlices) {
 TEST_F(KubeSourceTest, StatusWritesPerPassAreBounded) {
   std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
   absl::SleepFor(absl::Milliseconds(200));  // Nothing more may be written meanwhile.
-  EXPECT_EQ(source->stats().status_writes, 5);  // 24 objects need writing; 5 per pass.
+  EXPECT_EQ(source->stats().status_writes, 5);  // 26 objects need writing; 5 per pass.
   source->RequestStatusSync();
   ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
   source->Stop();
