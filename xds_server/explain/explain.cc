@@ -102,12 +102,14 @@ class Walker {
                       "not cached: the relay has not fetched it from upstream (yet)");
       }
       auto rejected = rejected_.find({node.type, node.name});
-      return Broken(std::move(node), Status::kMissing,
-                    rejected != rejected_.end()
-                        ? absl::StrCat("does not exist: the object declaring it is rejected: ",
-                                       rejected->second)
-                        : absl::StrCat("does not exist: no object serves ", node.type, " ",
-                                       QuoteName(node.name)));
+      // Built before `node` is moved into Broken's argument.
+      std::string problem =
+          rejected != rejected_.end()
+              ? absl::StrCat("does not exist: the object declaring it is rejected: ",
+                             rejected->second)
+              : absl::StrCat("does not exist: no object serves ", node.type, " ",
+                             QuoteName(node.name));
+      return Broken(std::move(node), Status::kMissing, std::move(problem));
     }
     node.object = resource->owner.ToString();
     const Variant* variant = resource->Select(params_);
@@ -121,10 +123,10 @@ class Walker {
       for (const auto& v : resource->variants) {
         variants.push_back(absl::StrCat(v->label, " {", v->constraints.ToString(), "}"));
       }
-      return Broken(std::move(node), Status::kNoVariant,
-                    absl::StrCat("does not exist for these parameters: no variant of ",
-                                 node.object, " matches (variants: ",
-                                 absl::StrJoin(variants, ", "), ")"));
+      std::string problem =
+          absl::StrCat("does not exist for these parameters: no variant of ", node.object,
+                       " matches (variants: ", absl::StrJoin(variants, ", "), ")");
+      return Broken(std::move(node), Status::kNoVariant, std::move(problem));
     }
     node.variant = variant->label;
     node.version = variant->version;
