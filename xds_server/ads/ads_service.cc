@@ -151,11 +151,6 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
   std::shared_ptr<const Parameters> uniform_params_;
 };
 
-namespace {
-
-// Returns the identity of a peer whose certificate gRPC verified: its SPIFFE
-// ID (set by gRPC only for exactly one URI SAN that is one) and DNS SANs.
-// Empty without a verified client certificate.
 ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
   ClientIdentity identity;
   if (!auth.IsPeerAuthenticated()) return identity;
@@ -166,6 +161,8 @@ ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
   }
   return identity;
 }
+
+namespace {
 
 template <typename Request, typename Response>
 class Core final : public AdsService::StreamCore {
@@ -197,7 +194,7 @@ class Core final : public AdsService::StreamCore {
     }
     out->stream_id = id();
     out->peer = peer();
-    *fits = state_.DescribeClient(out, budget);
+    *fits = state_.DescribeClient(out, budget, &query);
     return true;
   }
 

@@ -83,6 +83,11 @@ class DemandObserver {
 
 class ClientStatusService;
 
+// Returns the identity of a peer whose certificate gRPC verified: its SPIFFE
+// ID (set by gRPC only for exactly one URI SAN that is one) and DNS SANs.
+// Empty without a verified client certificate.
+ClientIdentity IdentityOf(const grpc::AuthContext& auth);
+
 class AdsService final
     : public envoy::service::discovery::v3::AggregatedDiscoveryService::CallbackService {
  public:

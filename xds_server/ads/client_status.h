@@ -14,6 +14,7 @@
 #include "envoy/config/core/v3/base.pb.h"
 #include "envoy/service/status/v3/csds.pb.h"
 #include "xds_server/constraints/constraints.h"
+#include "xds_server/snapshot/client_access.h"
 
 namespace facet::xds {
 
@@ -60,6 +61,12 @@ struct ClientStatusQuery {
   // Stop adding clients and resources once the estimated size of the
   // report reaches this many bytes.
   size_t max_bytes = 4 << 20;
+  // When set, the resources of authorities `reader` may not read
+  // (ClientAccess::MayRead) are left out of every client, as if nobody held
+  // or asked for them: CSDS on the xDS port tells its caller no more about a
+  // restricted authority than ADS would.
+  std::shared_ptr<const ClientAccess> access;
+  ClientIdentity reader;
 };
 
 // What the server reports for a query.

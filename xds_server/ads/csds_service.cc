@@ -1,5 +1,7 @@
 #include "xds_server/ads/csds_service.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
@@ -10,11 +12,16 @@ using ::envoy::service::status::v3::ClientStatusRequest;
 using ::envoy::service::status::v3::ClientStatusResponse;
 
 grpc::Status ClientStatusService::Answer(const ClientStatusRequest& request,
+                                         const ClientIdentity& reader,
                                          ClientStatusResponse* response,
                                          int64_t* omitted_clients) const {
   absl::StatusOr<ClientStatusQuery> query = QueryFromRequest(request, max_response_bytes_);
   if (!query.ok()) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, std::string(query.status().message()));
+  }
+  if (std::shared_ptr<const Snapshot> snapshot = ads_.CurrentSnapshot(); snapshot != nullptr) {
+    query->access = snapshot->shared_access();
+    query->reader = reader;
   }
   const ClientStatusReport report = ads_.ClientStatuses(*query);
   response->Clear();
@@ -35,7 +42,7 @@ grpc::ServerUnaryReactor* ClientStatusService::FetchClientStatus(
     ClientStatusResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   int64_t omitted = 0;
-  grpc::Status status = Answer(*request, response, &omitted);
+  grpc::Status status = Answer(*request, IdentityOf(*context->auth_context()), response, &omitted);
   if (status.ok() && omitted > 0) {
     context->AddTrailingMetadata(kOmittedClientsHeader, absl::StrCat(omitted));
   }
@@ -48,7 +55,8 @@ grpc::ServerUnaryReactor* ClientStatusService::FetchClientStatus(
 class ClientStatusService::Stream final
     : public grpc::ServerBidiReactor<ClientStatusRequest, ClientStatusResponse> {
  public:
-  explicit Stream(const ClientStatusService& service) : service_(service) {
+  Stream(const ClientStatusService& service, ClientIdentity reader)
+      : service_(service), reader_(std::move(reader)) {
     StartRead(&request_);
   }
 
@@ -58,7 +66,7 @@ class ClientStatusService::Stream final
       return;
     }
     int64_t omitted = 0;
-    grpc::Status status = service_.Answer(request_, &response_, &omitted);
+    grpc::Status status = service_.Answer(request_, reader_, &response_, &omitted);
     if (!status.ok()) {
       Finish(status);
       return;
@@ -79,13 +87,14 @@ class ClientStatusService::Stream final
 
  private:
   const ClientStatusService& service_;
+  const ClientIdentity reader_;
   ClientStatusRequest request_;
   ClientStatusResponse response_;
 };
 
 grpc::ServerBidiReactor<ClientStatusRequest, ClientStatusResponse>*
-ClientStatusService::StreamClientStatus(grpc::CallbackServerContext* /*context*/) {
-  return new Stream(*this);
+ClientStatusService::StreamClientStatus(grpc::CallbackServerContext* context) {
+  return new Stream(*this, IdentityOf(*context->auth_context()));
 }
 
 }  // namespace facet::xds

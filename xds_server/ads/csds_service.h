@@ -41,9 +41,12 @@ class ClientStatusService final
                           envoy::service::status::v3::ClientStatusResponse>*
   StreamClientStatus(grpc::CallbackServerContext* context) override;
 
-  // Answers one request: the response, its count of omitted clients, or
-  // Unimplemented for a node matcher Facet does not support.
+  // Answers one request from `reader` (the caller's identity: IdentityOf
+  // its auth context): the response, its count of omitted clients, or
+  // Unimplemented for a node matcher Facet does not support. Resources of
+  // authorities the reader may not read are left out (ClientStatusQuery).
   grpc::Status Answer(const envoy::service::status::v3::ClientStatusRequest& request,
+                      const ClientIdentity& reader,
                       envoy::service::status::v3::ClientStatusResponse* response,
                       int64_t* omitted_clients) const;
 

@@ -1088,7 +1088,9 @@ void StreamState::NoteSent(TypeState& state, uint64_t number, const std::set<std
   }
 }
 
-bool StreamState::DescribeClient(ClientStatus* out, size_t* budget) const {
+bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
+                                 const ClientStatusQuery* query) const {
+  const ClientAccess* access = query == nullptr ? nullptr : query->access.get();
   size_t node_cost = node_.ByteSizeLong() + kStatusOverheadBytes;
   for (const auto& [key, value] : node_params_->params) node_cost += key.size() + value.size();
   if (node_cost > *budget) return false;
@@ -1107,6 +1109,7 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget) const {
   };
   for (const auto& [url, state] : types_) {
     for (const auto& [name, ns] : state.names) {
+      if (access != nullptr && !access->MayRead(name, query->reader)) continue;
       if (ns.held.empty()) {
         if (ns.subscriptions.empty()) continue;  // Wildcard-covered, nothing held.
         bool answered = !HasUnknown(state, ns, name);

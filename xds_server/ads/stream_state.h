@@ -167,8 +167,10 @@ class StreamState {
   // costs its encoded size, each resource EstimatedBytes, and resources that
   // no longer fit are counted in out->omitted_resources. Returns false, with
   // nothing charged, when the node alone does not fit. O(names held or
-  // subscribed).
-  bool DescribeClient(ClientStatus* out, size_t* budget) const;
+  // subscribed). With a `query` whose access is set, names its reader may
+  // not read are left out.
+  bool DescribeClient(ClientStatus* out, size_t* budget,
+                      const ClientStatusQuery* query = nullptr) const;
 
   // Bytes of a NACK's error detail kept for DescribeClient (cut at a UTF-8
   // character boundary).

@@ -1140,6 +1140,33 @@ TEST_F(AccessTest, DeltaWildcardNeitherSendsNorRemovesRestrictedResources) {
   EXPECT_EQ(seen[0], seen[1]);
 }
 
+// Client status (CSDS) tells a reader no more about a restricted authority
+// than ADS would: another client's restricted resources are left out for a
+// reader who may not read them, and shown to one who may.
+TEST_F(AccessTest, ClientStatusLeavesOutRestrictedResourcesTheReaderMayNotRead) {
+  auto snapshot = Build();
+  auto allowed = Stream(Protocol::kSotw, snapshot, Identity(kAllowedId));
+  ASSERT_EQ((Exchange<DiscoveryRequest, DiscoveryResponse>(*allowed, Sotw(kCds, {}))).size(), 1u);
+  auto described = [&](const ClientStatusQuery* query) {
+    ClientStatus status;
+    size_t budget = 1 << 20;
+    EXPECT_TRUE(allowed->DescribeClient(&status, &budget, query));
+    std::vector<std::string> names;
+    for (const ResourceStatus& resource : status.resources) names.push_back(resource.name);
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  EXPECT_THAT(described(nullptr), ElementsAre("c-plain", kOpen, kSecure));
+  ClientStatusQuery query;
+  query.access = snapshot->snapshot().shared_access();
+  for (const ClientIdentity& reader : {Identity("spiffe://td/other"), ClientIdentity()}) {
+    query.reader = reader;
+    EXPECT_THAT(described(&query), ElementsAre("c-plain", kOpen)) << reader.ToString();
+  }
+  query.reader = Identity(kAllowedId);
+  EXPECT_THAT(described(&query), ElementsAre("c-plain", kOpen, kSecure));
+}
+
 TEST_F(AccessTest, SotwAnswerForARestrictedNameIsTheAnswerForANameThatDoesNotExist) {
   auto snapshot = Build();
   auto denied = Stream(Protocol::kSotw, snapshot, Identity("spiffe://td/other"));
