@@ -12,10 +12,10 @@
 #include "controller/cli/flags.h"
 #include "controller/cli/serving_common.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
+#include "xds_server/common/struct_json.h"
 #include "xds_server/relay/relay.h"
 #include "xds_server/relay_config/relay_config.h"
 
@@ -91,12 +91,7 @@ std::string RelayStatusJson(const xds::Relay& relay, const xds::AdsService& ads,
     n["count"].set_number_value(static_cast<double>(record.count));
     *nacks->add_values() = nack;
   }
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(root, &out, options);
-  return out + "\n";
+  return json::MessageToJson(root, /*pretty=*/true) + "\n";
 }
 
 }  // namespace

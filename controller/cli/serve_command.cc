@@ -18,41 +18,19 @@
 #include "controller/cli/serving_common.h"
 #include "controller/manifest/manifest_dir_source.h"
 #include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
+#include "xds_server/common/struct_json.h"
 
 namespace facet::controller {
 namespace {
 
 using google::protobuf::Struct;
 using google::protobuf::Value;
-
-Value StringValue(const std::string& s) {
-  Value v;
-  v.set_string_value(s);
-  return v;
-}
-Value NumberValue(double d) {
-  Value v;
-  v.set_number_value(d);
-  return v;
-}
-Value BoolValue(bool b) {
-  Value v;
-  v.set_bool_value(b);
-  return v;
-}
-
-std::string ToJson(const google::protobuf::Message& message, bool pretty) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = pretty;
-  options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
-}
+using json::BoolValue;
+using json::NumberValue;
+using json::StringValue;
 
 // The client bootstrap printed at start-up and written by --bootstrap-out.
 std::string ClientBootstrap(const std::string& xds_address,
@@ -77,7 +55,7 @@ std::string ClientBootstrap(const std::string& xds_address,
         *(*bootstrap.mutable_fields())["authorities"].mutable_struct_value()->mutable_fields();
     for (const std::string& authority : authorities) map[authority].mutable_struct_value();
   }
-  return ToJson(bootstrap, /*pretty=*/true);
+  return json::MessageToJson(bootstrap, /*pretty=*/true);
 }
 
 std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& ads,
@@ -150,7 +128,7 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
     }
     *objects->add_values() = object;
   }
-  return ToJson(root, /*pretty=*/true) + "\n";
+  return json::MessageToJson(root, /*pretty=*/true) + "\n";
 }
 
 std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& ads) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "xds_server/common/struct_json.h"
 
 namespace facet::xds {
 namespace {
@@ -13,6 +14,8 @@ using ::envoy::service::status::v3::ClientConfig;
 using ::envoy::service::status::v3::ClientStatusRequest;
 using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
+using json::NumberValue;
+using json::StringValue;
 
 // Bytes a resource status adds besides its strings (field tags, enums,
 // the GenericXdsConfig framing).
@@ -49,17 +52,6 @@ envoy::service::status::v3::ConfigStatus ConfigStatusOf(const ResourceStatus& st
   return envoy::service::status::v3::UNKNOWN;
 }
 
-Value StringValue(std::string text) {
-  Value value;
-  value.set_string_value(std::move(text));
-  return value;
-}
-
-Value NumberValue(int64_t number) {
-  Value value;
-  value.set_number_value(static_cast<double>(number));
-  return value;
-}
 
 }  // namespace
 
@@ -146,7 +138,7 @@ std::string ReportToJson(const ClientStatusReport& report) {
   for (const ClientStatus& client : report.clients) {
     Value entry;
     auto& e = *entry.mutable_struct_value()->mutable_fields();
-    e["stream_id"] = NumberValue(static_cast<int64_t>(client.stream_id));
+    e["stream_id"] = NumberValue(static_cast<double>(client.stream_id));
     e["peer"] = StringValue(client.peer);
     e["protocol"] = StringValue(client.delta ? "delta" : "SotW");
     // The CSDS message in its proto3 JSON form, nested as a value.
@@ -154,15 +146,12 @@ std::string ReportToJson(const ClientStatusReport& report) {
     (void)google::protobuf::util::MessageToJsonString(ToClientConfig(client), &config_json,
                                                       print);
     (void)google::protobuf::util::JsonStringToMessage(config_json, &e["client_config"]);
-    e["omitted_resources"] = NumberValue(client.omitted_resources);
+    e["omitted_resources"] = NumberValue(static_cast<double>(client.omitted_resources));
     *clients.add_values() = std::move(entry);
   }
-  fields["omitted_clients"] = NumberValue(report.omitted_clients);
-  fields["omitted_resources"] = NumberValue(report.omitted_resources);
-  print.add_whitespace = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(root, &out, print);
-  return out;
+  fields["omitted_clients"] = NumberValue(static_cast<double>(report.omitted_clients));
+  fields["omitted_resources"] = NumberValue(static_cast<double>(report.omitted_resources));
+  return json::MessageToJson(root, /*pretty=*/true);
 }
 
 }  // namespace facet::xds

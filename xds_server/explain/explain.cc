@@ -17,6 +17,7 @@
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "xds_server/common/struct_json.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -30,6 +31,8 @@ using ::envoy::extensions::filters::network::http_connection_manager::v3::HttpCo
 using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
 using Status = ExplainNode::Status;
+using json::BoolValue;
+using json::StringValue;
 
 constexpr char kListenerTemplatePrefix[] = "/envoy.config.listener.v3.Listener/";
 // Deepest graph followed (aggregate clusters may nest; gRPC stops at 16).
@@ -272,18 +275,6 @@ class Walker {
   std::set<std::pair<const ResourceType*, std::string>> expanded_;
 };
 
-Value StringValue(const std::string& text) {
-  Value value;
-  value.set_string_value(text);
-  return value;
-}
-
-Value BoolValue(bool b) {
-  Value value;
-  value.set_bool_value(b);
-  return value;
-}
-
 Value StringList(const std::vector<std::string>& items) {
   Value value;
   auto* list = value.mutable_list_value();
@@ -427,12 +418,7 @@ std::string ExplainToJson(const ExplainResult& result) {
   f["complete"] = BoolValue(result.complete());
   f["problems"] = StringList(result.problems);
   f["graph"] = NodeToValue(result.root);
-  google::protobuf::util::JsonPrintOptions options;
-  options.add_whitespace = true;
-  options.preserve_proto_field_names = true;
-  std::string out;
-  (void)google::protobuf::util::MessageToJsonString(root, &out, options);
-  return out;
+  return json::MessageToJson(root, /*pretty=*/true);
 }
 
 absl::StatusOr<ExplainResult> ExplainFromJson(absl::string_view json) {
