@@ -3,6 +3,7 @@
 // exercise (resource locators, delta, several parameter sets per stream).
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -385,6 +386,55 @@ spec: {type: endpoint, name: c, variants: [{resource: {endpoints: []}}]}
 )");
   EXPECT_EQ(ads_->stats().stream_wakes, before + 1);
   EXPECT_EQ(test->queued(), 0u);
+}
+
+// Who may read an authority changes while its resources stay the same: the
+// streams watching them are woken although their selected variants did not
+// change, and a client that may no longer read one is told it is gone.
+TEST_F(AdsWireTest, AChangeOfWhoMayReadAnAuthorityReachesOpenStreams) {
+  const std::string name = "xdstp://a.example/envoy.config.cluster.v3.Cluster/c";
+  auto publish = [&](std::optional<std::vector<xds::AllowedClient>> allowed) {
+    std::vector<xds::ResourceObject> objects;
+    for (const YAML::Node& document : YAML::LoadAll(R"(
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: cluster-c, namespace: demo}
+spec: {type: cluster, name: c, authority: a.example, variants: [{resource: {type: LOGICAL_DNS, load_assignment: {endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: c.example, port_value: 443}}}}]}]}}}]}
+)")) {
+      auto parsed = controller::ParseDocument(document, "test", "demo");
+      ASSERT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
+      objects.push_back(std::get<xds::ResourceObject>(parsed));
+    }
+    xds::AuthorityObject authority;
+    authority.ref = {xds::kXdsAuthorityKind, "", "a.example"};
+    authority.authority = "a.example";
+    authority.allowed_namespaces = {"demo"};
+    authority.allowed_clients = std::move(allowed);
+    xds::BuildResult result = xds::BuildSnapshot(objects, {authority}, last_.get(), {});
+    for (const auto& status : result.statuses) {
+      ASSERT_TRUE(status.accepted) << status.ref.ToString();
+    }
+    last_ = result.snapshot;
+    store_.Publish(last_);
+  };
+  publish(std::nullopt);
+  // A plaintext client: no identity.
+  auto stream = Sotw();
+  DiscoveryRequest request = MakeRequest(kCds, {name});
+  *request.mutable_node() = MakeNode("plain", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(request), IsOk());
+  auto served = stream->Next(kWait);
+  ASSERT_THAT(served, IsOk());
+  ASSERT_EQ(served->resources_size(), 1);
+  ASSERT_THAT(stream->Send(Ack(*served, MakeRequest(kCds, {name}))), IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& s) { return s.acks == 1; }));
+
+  publish(std::vector<xds::AllowedClient>{
+      {xds::AllowedClient::Kind::kSpiffeId, "spiffe://facet.test/ns/demo/sa/allowed"}});
+  auto withdrawn = stream->Next(kWait);
+  ASSERT_THAT(withdrawn, IsOk());
+  EXPECT_EQ(withdrawn->type_url(), kCds);
+  EXPECT_EQ(withdrawn->resources_size(), 0);
 }
 
 TEST_F(AdsWireTest, StreamSelectingWithTwoParameterSetsIsWokenForEitherVariant) {
