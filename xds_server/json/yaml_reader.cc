@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "yaml-cpp/anchor.h"
 #include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/exceptions.h"
 #include "yaml-cpp/mark.h"
 #include "yaml-cpp/parser.h"
 
@@ -42,6 +43,7 @@ class BoundedBuilder : public YAML::EventHandler {
     stack_.clear();
     anchors_.clear();
     anchor_names_.clear();
+    object_.reset();
     root_.reset(YAML::Node(YAML::NodeType::Null));
     scratch_.reset(YAML::Node(YAML::NodeType::Sequence));
     scratch_size_ = 0;
@@ -55,18 +57,24 @@ class BoundedBuilder : public YAML::EventHandler {
   }
 
   void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    if (failed() || !AcceptValue(mark, "null") || !Count(mark, 1, 0)) return;
+    if (failed() || !AcceptValue(mark, "null")) return;
+    BeginValue();
+    if (!Count(mark, 1, 0)) return;
     YAML::Node node(YAML::NodeType::Null);
     Place(mark, node);
     Anchor(anchor, node, 1, 0);
+    EndScalarObject();
   }
 
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
-    if (failed() || !Count(mark, 1, value.size())) return;
+    if (failed()) return;
+    const bool is_key = !stack_.empty() && stack_.back().is_map && !stack_.back().has_key;
+    if (!is_key) BeginValue();
+    if (!Count(mark, 1, value.size())) return;
     YAML::Node node = NewScalar(value);
     node.SetTag(tag);
-    if (!stack_.empty() && stack_.back().is_map && !stack_.back().has_key) {
+    if (is_key) {
       Open& map = stack_.back();
       // Keys are viewed in their nodes, which the document keeps unchanged.
       if (const YAML::Mark* first = map.AddKey(node.Scalar(), mark); first != nullptr) {
@@ -80,6 +88,7 @@ class BoundedBuilder : public YAML::EventHandler {
       Place(mark, node);
     }
     Anchor(anchor, node, 1, value.size());
+    if (!is_key) EndScalarObject();
   }
 
   void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
@@ -92,8 +101,10 @@ class BoundedBuilder : public YAML::EventHandler {
       return;
     }
     const Anchored& target = it->second;
+    BeginValue();
     if (!Count(mark, target.nodes, target.bytes, &name)) return;
     Place(mark, target.node);
+    EndScalarObject();
   }
 
   void OnSequenceStart(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
@@ -142,6 +153,15 @@ class BoundedBuilder : public YAML::EventHandler {
     }
     // The `items` list of a document's root map: record item positions.
     bool items = false;
+    size_t elements = 0;  // Lists: how many elements were placed.
+  };
+
+  // An object of YamlLimits::object_paths being read.
+  struct OpenObject {
+    size_t stack_index = 0;  // Where its container is (or would be) in stack_.
+    size_t nodes_before = 0;
+    size_t bytes_before = 0;
+    std::string label;  // Its path, e.g. "items[3]".
   };
 
   struct Anchored {
@@ -162,24 +182,77 @@ class BoundedBuilder : public YAML::EventHandler {
     return it == anchor_names_.end() ? absl::StrCat(anchor) : it->second;
   }
 
-  // Adds `nodes` and `bytes` to the document's totals; fails past a limit.
-  // `alias` names the alias that repeats them, if one does.
-  bool Count(const YAML::Mark& mark, size_t nodes, size_t bytes,
-             const std::string* alias = nullptr) {
+  // Starts an object of YamlLimits::object_paths when the value about to be
+  // placed is at one of them (and no object is open already).
+  void BeginValue() {
+    if (object_.has_value()) return;
+    for (const std::vector<absl::string_view>& path : limits_.object_paths) {
+      if (path.size() != stack_.size() || path.empty()) continue;
+      std::string label;
+      bool matches = true;
+      for (size_t i = 0; i < path.size() && matches; ++i) {
+        const Open& open = stack_[i];
+        const bool innermost = i + 1 == path.size();
+        if (path[i] == kEachElement) {
+          matches = !open.is_map;
+          // An enclosing list's current element was placed already.
+          absl::StrAppend(&label, "[", innermost ? open.elements : open.elements - 1, "]");
+        } else {
+          matches = open.is_map && (!innermost || open.has_key) && open.key.Scalar() == path[i];
+          absl::StrAppend(&label, i == 0 ? "" : ".", path[i]);
+        }
+      }
+      if (matches) {
+        object_ = OpenObject{stack_.size(), nodes_, bytes_, std::move(label)};
+        return;
+      }
+    }
+  }
+
+  // Ends an object that was a single scalar, null or alias.
+  void EndScalarObject() {
+    if (object_.has_value() && object_->stack_index == stack_.size()) object_.reset();
+  }
+
+  // Fails unless `nodes` and `bytes` more fit in `max_nodes` and `max_bytes`
+  // with `used_nodes` and `used_bytes` taken: the limits of `object` (its
+  // label), or of the whole text when null. `alias` as for Count.
+  bool Fits(const YAML::Mark& mark, size_t nodes, size_t bytes, size_t used_nodes,
+            size_t used_bytes, size_t max_nodes, size_t max_bytes, const std::string* object,
+            const std::string* alias) {
+    const bool too_many = nodes > max_nodes - used_nodes;
+    if (!too_many && bytes <= max_bytes - used_bytes) return true;
     const std::string via =
         alias == nullptr ? "" : absl::StrCat(" (alias *", *alias, " repeats ", nodes,
                                              " nodes and ", bytes, " bytes)");
-    if (nodes > limits_.max_nodes - nodes_) {
-      Fail(mark, absl::StrCat("more than ", limits_.max_nodes,
-                              " YAML nodes, counting each alias as the nodes it repeats", via,
-                              "; that is the limit per file: split it"));
+    const std::string per =
+        object != nullptr ? "object"
+                          : absl::StrCat(limits_.unit, limits_.advice.empty() ? "" : ": ",
+                                         limits_.advice);
+    Fail(mark, absl::StrCat(object != nullptr ? absl::StrCat(*object, " has more") : "more",
+                            " than ",
+                            too_many ? absl::StrCat(max_nodes, " YAML nodes, counting each alias "
+                                                               "as the nodes it repeats")
+                                     : absl::StrCat(max_bytes, " bytes of keys and values, "
+                                                               "counting each alias as the bytes "
+                                                               "it repeats"),
+                            via, "; that is the limit per ", per));
+    return false;
+  }
+
+  // Adds `nodes` and `bytes` to the document's totals (and the open
+  // object's); fails past a limit. `alias` names the alias that repeats
+  // them, if one does.
+  bool Count(const YAML::Mark& mark, size_t nodes, size_t bytes,
+             const std::string* alias = nullptr) {
+    if (object_.has_value() &&
+        !Fits(mark, nodes, bytes, nodes_ - object_->nodes_before, bytes_ - object_->bytes_before,
+              limits_.per_object.max_nodes, limits_.per_object.max_scalar_bytes, &object_->label,
+              alias)) {
       return false;
     }
-    if (bytes > limits_.max_scalar_bytes - bytes_) {
-      Fail(mark, absl::StrCat("more than ", limits_.max_scalar_bytes,
-                              " bytes of keys and values, counting each alias as the bytes it "
-                              "repeats",
-                              via, "; that is the limit per file: split it"));
+    if (!Fits(mark, nodes, bytes, nodes_, bytes_, limits_.max_nodes, limits_.max_scalar_bytes,
+              /*object=*/nullptr, alias)) {
       return false;
     }
     nodes_ += nodes;
@@ -220,6 +293,7 @@ class BoundedBuilder : public YAML::EventHandler {
     } else {
       if (parent.items) item_positions_.push_back(PositionOf(mark));
       parent.node.push_back(node);
+      ++parent.elements;
     }
   }
 
@@ -233,6 +307,13 @@ class BoundedBuilder : public YAML::EventHandler {
   void StartContainer(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                       YAML::EmitterStyle::value style, bool is_map) {
     if (failed() || !AcceptValue(mark, is_map ? "a map" : "a list")) return;
+    BeginValue();
+    if (object_.has_value() &&
+        stack_.size() - object_->stack_index >= static_cast<size_t>(limits_.per_object.max_depth)) {
+      Fail(mark, absl::StrCat(object_->label, " has lists and maps nested more than ",
+                              limits_.per_object.max_depth, " levels deep (the limit per object)"));
+      return;
+    }
     if (stack_.size() >= static_cast<size_t>(limits_.max_depth)) {
       Fail(mark, absl::StrCat("lists and maps nested more than ", limits_.max_depth,
                               " levels deep (the limit)"));
@@ -268,6 +349,7 @@ class BoundedBuilder : public YAML::EventHandler {
       anchored.bytes = bytes_ - open.bytes_before;
     }
     stack_.pop_back();
+    if (object_.has_value() && object_->stack_index == stack_.size()) object_.reset();
   }
 
   const YamlLimits& limits_;
@@ -285,6 +367,7 @@ class BoundedBuilder : public YAML::EventHandler {
   YamlPosition position_;
   std::vector<YamlPosition> item_positions_;
   std::vector<Open> stack_;
+  std::optional<OpenObject> object_;
   absl::flat_hash_map<YAML::anchor_t, Anchored> anchors_;
   absl::flat_hash_map<YAML::anchor_t, std::string> anchor_names_;
   std::string pending_anchor_name_;
@@ -313,7 +396,16 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
       out.documents.push_back(builder.TakeDocument());
     }
   } catch (const YAML::Exception& e) {
-    out.error = YamlReadError{PositionOf(e.mark), absl::StrCat("not valid YAML: ", e.msg)};
+    // What yaml-cpp says when a key is longer than YAML allows an implicit
+    // key to be (1,024 characters), even in valid JSON.
+    const bool maybe_long_key =
+        e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::MAP_VALUE;
+    out.error = YamlReadError{
+        PositionOf(e.mark),
+        absl::StrCat("not valid YAML: ", e.msg,
+                     maybe_long_key ? " (or a map key is longer than 1024 characters, the "
+                                      "limit for a key in YAML, JSON included)"
+                                    : "")};
   }
   if (!out.error.has_value() && builder.error().has_value()) out.error = builder.error();
   if (out.error.has_value()) out.documents.clear();

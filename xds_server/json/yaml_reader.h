@@ -27,10 +27,32 @@ inline constexpr size_t kMaxYamlScalarBytes = 16 * 1024 * 1024;
 // Deepest nesting of lists and maps.
 inline constexpr int kMaxYamlDepth = 100;
 
+// Bounds on one object inside a text (see YamlLimits::object_paths).
+struct YamlObjectLimits {
+  size_t max_nodes = kMaxYamlNodes;
+  size_t max_scalar_bytes = kMaxYamlScalarBytes;
+  int max_depth = kMaxYamlDepth;  // Counted from the object's own top level.
+};
+
+// Matches any element of a list in a YamlLimits::object_paths entry.
+inline constexpr absl::string_view kEachElement = "*";
+
 struct YamlLimits {
+  // Bounds on the whole text.
   size_t max_nodes = kMaxYamlNodes;
   size_t max_scalar_bytes = kMaxYamlScalarBytes;
   int max_depth = kMaxYamlDepth;
+  // In messages: what the bounds above are the limit per ("that is the limit
+  // per file"), and what to do about it ("split it"; may be empty).
+  absl::string_view unit = "file";
+  absl::string_view advice = "split it";
+  // Where a text wraps objects that must each stay within `per_object`
+  // besides the bounds above: paths of map keys from a document's root, with
+  // kEachElement for every element of a list. {"items", kEachElement} is each
+  // item of a `kind: List`; {"object"} the object of a watch event. Empty:
+  // no per-object bounds.
+  std::vector<std::vector<absl::string_view>> object_paths;
+  YamlObjectLimits per_object;
 };
 
 // A position in the text, 1-based.

@@ -118,5 +118,59 @@ TEST(ReadYamlDocumentsTest, LimitsApplyToTheWholeText) {
   EXPECT_THAT(ErrorOf("[1, 2]\n---\n[3, 4]\n", limits).message, HasSubstr("more than 5"));
 }
 
+YamlLimits ItemLimits() {
+  YamlLimits limits;
+  limits.max_nodes = 1000;
+  limits.unit = "response body";
+  limits.advice = "";
+  limits.object_paths = {{"items", kEachElement}, {"object"}};
+  limits.per_object.max_nodes = 6;
+  limits.per_object.max_scalar_bytes = 10;
+  limits.per_object.max_depth = 2;
+  return limits;
+}
+
+TEST(ReadYamlDocumentsTest, BoundsEachObjectSeparately) {
+  // Each item is 5 nodes (a map, two keys and two values): together more
+  // than the per-object limit, each within it.
+  const std::string list = R"({"kind": "List", "items": [{"a": 1, "b": [2]}, {"a": 3, "b": 4},
+                                                          {"c": 5}]})";
+  EXPECT_FALSE(ReadYamlDocuments(list, ItemLimits()).error.has_value());
+  EXPECT_FALSE(ReadYamlDocuments(R"({"type": "ADDED", "object": {"a": [1, 2]}})", ItemLimits())
+                   .error.has_value());
+}
+
+TEST(ReadYamlDocumentsTest, NamesTheObjectOverItsNodeLimit) {
+  const YamlReadError error =
+      ErrorOf(R"({"items": [{"a": 1}, {"a": 1, "b": 2, "c": 3}]})", ItemLimits());
+  EXPECT_THAT(error.message,
+              AllOf(HasSubstr("items[1] has more than 6 YAML nodes"),
+                    HasSubstr("the limit per object")));
+  EXPECT_EQ(error.position.line, 1);
+  EXPECT_EQ(error.position.column, 44);  // At the seventh node, the value 3.
+}
+
+TEST(ReadYamlDocumentsTest, NamesTheObjectOverItsByteAndDepthLimits) {
+  EXPECT_THAT(ErrorOf(R"({"object": {"name": "0123456789"}})", ItemLimits()).message,
+              HasSubstr("object has more than 10 bytes of keys and values"));
+  EXPECT_THAT(ErrorOf(R"({"items": [[1], [[[2]]]]})", ItemLimits()).message,
+              HasSubstr("items[1] has lists and maps nested more than 2 levels deep (the limit "
+                        "per object)"));
+  // An alias counts as the nodes it repeats inside the object.
+  EXPECT_THAT(ErrorOf("anchors: &x [1, 2, 3]\nitems: [[*x, *x]]\n", ItemLimits()).message,
+              HasSubstr("items[0] has more than 6 YAML nodes"));
+  // Outside the object paths only the limits of the whole text apply.
+  EXPECT_FALSE(ReadYamlDocuments(R"({"metadata": [[[[1, 2, 3, 4, 5, 6, 7]]]]})", ItemLimits())
+                   .error.has_value());
+}
+
+TEST(ReadYamlDocumentsTest, NamesTheUnitOfTheWholeTextLimit) {
+  YamlLimits limits = ItemLimits();
+  limits.max_nodes = 8;
+  EXPECT_THAT(ErrorOf(R"({"items": [{"a": 1}, {"a": 1}]})", limits).message,
+              AllOf(HasSubstr("more than 8 YAML nodes"),
+                    HasSubstr("that is the limit per response body")));
+}
+
 }  // namespace
 }  // namespace facet::json
