@@ -91,7 +91,7 @@ absl::Status StatusFromException(absl::string_view what, const std::exception& e
 // Returns the list's items with kind and apiVersion filled in from the list
 // (the API server omits them for built-in types).
 absl::StatusOr<ListResult> ParseList(absl::string_view what, const std::string& body) {
-  ASSIGN_OR_RETURN(YAML::Node list, ParseDocumentText(body, what));
+  ASSIGN_OR_RETURN(YAML::Node list, ParseDocumentText(body, what, ListLimits()));
   ListResult result;
   result.resource_version = StringAt(list, {"metadata", "resourceVersion"});
   result.continue_token = StringAt(list, {"metadata", "continue"});

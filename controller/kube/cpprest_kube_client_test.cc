@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "controller/kube/kube_errors.h"
+#include "controller/kube/reflector.h"
 #include "controller/kube/watch_stream.h"
 #include "controller/kube/yaml_fields.h"
 #include "gmock/gmock.h"
@@ -637,6 +639,71 @@ u1y48bJrIkmWO1tR8hZBDyIaHQIgZ8FJt5M+OGvbahT8+m6axkjvuZYSlS8Rbvdw
 UUn/px4=
 -----END CERTIFICATE-----
 )";
+
+// ---------------------------------------------------------------------------
+// A Reflector over the real client: what the API server sends is bounded.
+
+// An object of kCollection whose `spec` nests lists so that it is `depth`
+// levels deep.
+std::string ObjectOfDepth(const std::string& name, int resource_version, int depth) {
+  return absl::StrCat(R"({"kind":"XdsResource","metadata":{"name":")", name,
+                      R"(","namespace":"demo","resourceVersion":")", resource_version,
+                      R"("},"spec":)", std::string(depth - 1, '['), std::string(depth - 1, ']'),
+                      "}");
+}
+
+TEST(CpprestKubeClientTest, ReflectorKeepsItsObjectsWhenAListOrWatchIsOverTheBounds) {
+  // The first list is good. Then a watch event and every later list carry
+  // an object nested more than 100 levels deep (and the lists lack "b").
+  absl::Mutex mu;
+  int lists = 0;
+  int watches = 0;
+  ScriptedServer server([&](const HttpRequest& request, Connection& connection) {
+    const bool watch = absl::StrContains(request.target, "watch=true");
+    int count = 0;
+    {
+      absl::MutexLock lock(&mu);
+      count = watch ? ++watches : ++lists;
+    }
+    if (watch) {
+      connection.StartChunked();
+      connection.Chunk(absl::StrCat(R"({"type":"MODIFIED","object":)",
+                                    ObjectOfDepth("a", 12, 101), "}\n"));
+      connection.EndChunks();
+      return;
+    }
+    const std::string items = count == 1 ? absl::StrCat(ObjectOfDepth("a", 10, 100), ",",
+                                                        ObjectOfDepth("b", 11, 2))
+                                         : ObjectOfDepth("a", 13, 101);
+    connection.Respond(200, absl::StrCat(R"({"kind":"XdsResourceList","apiVersion":"v1",)",
+                                         R"("metadata":{"resourceVersion":")",
+                                         count == 1 ? 11 : 13, R"("},"items":[)", items, "]}"));
+  });
+  std::unique_ptr<CpprestKubeClient> client = NewClient(server.url());
+  Reflector::Options options;
+  options.collection_path = kCollection;
+  options.backoff.initial = absl::Milliseconds(1);
+  options.backoff.cap = absl::Milliseconds(5);
+  options.internal_error_retry = absl::ZeroDuration();
+  Reflector reflector(*client, options);
+  reflector.Start();
+  {
+    // Two refused relists (or, were the bounds missing, three watches).
+    absl::MutexLock lock(&mu);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return lists >= 3 || watches >= 3; };
+    ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(30)));
+  }
+  reflector.Stop();
+  EXPECT_TRUE(reflector.has_synced());
+  EXPECT_GE(reflector.counters().watch_errors, 2);
+  EXPECT_EQ(reflector.last_sync_resource_version(), "11");
+  std::shared_ptr<const ObjectCache::Objects> objects = reflector.Snapshot();
+  std::vector<std::string> held;
+  for (const auto& [key, object] : *objects) {
+    held.push_back(absl::StrCat(key, "@", ResourceVersionOf(object)));
+  }
+  EXPECT_THAT(held, ElementsAre("demo/a@10", "demo/b@11"));
+}
 
 TEST(CpprestKubeClientTest, CreateAcceptsAValidCaAndRejectsABadClientKey) {
   ClusterConfig config;

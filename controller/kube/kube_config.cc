@@ -105,7 +105,8 @@ absl::StatusOr<MergedKubeconfig> ReadKubeconfigs(const std::vector<std::string>&
     if (!text.ok()) {
       return absl::FailedPreconditionError(absl::StrCat("kubeconfig ", text.status().message()));
     }
-    ASSIGN_OR_RETURN(YAML::Node doc, ParseDocumentText(*text, absl::StrCat("kubeconfig ", path)));
+    ASSIGN_OR_RETURN(YAML::Node doc, ParseDocumentText(*text, absl::StrCat("kubeconfig ", path),
+                                                       ObjectLimits("kubeconfig file")));
     merged.files.push_back(path);
     if (!doc.IsDefined() || doc.IsNull()) continue;
     if (!doc.IsMap()) {

@@ -31,7 +31,7 @@ absl::Status NdjsonSplitter::Feed(absl::string_view bytes, std::vector<std::stri
 }
 
 absl::StatusOr<WatchEvent> ParseWatchEvent(absl::string_view line, absl::string_view what) {
-  absl::StatusOr<YAML::Node> parsed = ParseDocumentText(line, "watch event");
+  absl::StatusOr<YAML::Node> parsed = ParseDocumentText(line, "watch event", WatchEventLimits());
   if (!parsed.ok()) {
     return absl::InternalError(absl::StrCat(what, ": malformed ", parsed.status().message()));
   }

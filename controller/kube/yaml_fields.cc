@@ -1,7 +1,5 @@
 #include "controller/kube/yaml_fields.h"
 
-#include <exception>
-
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -42,16 +40,44 @@ absl::StatusOr<std::string> ObjectKey(const YAML::Node& object) {
   return ns.empty() ? name : absl::StrCat(ns, "/", name);
 }
 
-absl::StatusOr<YAML::Node> ParseDocumentText(absl::string_view text, absl::string_view what) {
-  try {
-    return YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", e.msg));
-    return absl::InvalidArgumentError(absl::StrCat(what, ": line ", e.mark.line + 1, ", column ",
-                                                   e.mark.column + 1, ": ", e.msg));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": ", e.what()));
+json::YamlLimits ObjectLimits(absl::string_view unit) {
+  json::YamlLimits limits;
+  limits.unit = unit;
+  limits.advice = "";
+  return limits;
+}
+
+json::YamlLimits ListLimits() {
+  json::YamlLimits limits = ObjectLimits("list response");
+  limits.max_nodes = kMaxListNodes;
+  limits.max_scalar_bytes = kMaxListScalarBytes;
+  limits.max_depth = json::kMaxYamlDepth + 2;  // The list's map and its items.
+  limits.object_paths = {{"items", json::kEachElement}};
+  return limits;
+}
+
+json::YamlLimits WatchEventLimits() {
+  json::YamlLimits limits = ObjectLimits("watch event");
+  limits.max_nodes = json::kMaxYamlNodes + kMaxEnvelopeNodes;
+  limits.max_scalar_bytes = json::kMaxYamlScalarBytes + kMaxEnvelopeScalarBytes;
+  limits.max_depth = json::kMaxYamlDepth + 1;  // The event's map.
+  limits.object_paths = {{"object"}};
+  return limits;
+}
+
+absl::StatusOr<YAML::Node> ParseDocumentText(absl::string_view text, absl::string_view what,
+                                             const json::YamlLimits& limits) {
+  json::YamlDocuments read = json::ReadYamlDocuments(text, limits);
+  if (read.error.has_value()) {
+    const json::YamlPosition& at = read.error->position;
+    if (at.line <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", read.error->message));
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": line ", at.line, ", column ", at.column, ": ", read.error->message));
   }
+  if (read.documents.empty()) return YAML::Node(YAML::NodeType::Null);
+  return read.documents.front().node;
 }
 
 }  // namespace facet::controller::kube
