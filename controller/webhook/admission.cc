@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "controller/kube/yaml_fields.h"
 #include "controller/manifest/object_parser.h"
+#include "xds_server/json/yaml_reader.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::controller {
@@ -53,6 +54,20 @@ std::string Response(const std::string& uid, bool allowed, int code, const std::
   return out;
 }
 
+// Bounds on an AdmissionReview: its object and oldObject each within those of
+// one object read from the API, the review around them within the
+// envelope's. (The server caps the body at 3 MiB before this.) The API server
+// encodes the review from Go structs, so it never has duplicate keys; one
+// that has them is refused like any other malformed body.
+json::YamlLimits AdmissionReviewLimits() {
+  json::YamlLimits limits = kube::ObjectLimits("AdmissionReview");
+  limits.max_nodes = 2 * json::kMaxYamlNodes + kube::kMaxEnvelopeNodes;
+  limits.max_scalar_bytes = 2 * json::kMaxYamlScalarBytes + kube::kMaxEnvelopeScalarBytes;
+  limits.max_depth = json::kMaxYamlDepth + 2;  // The review's map and its request.
+  limits.object_paths = {{"request", "object"}, {"request", "oldObject"}};
+  return limits;
+}
+
 // The problems of one object's status as `facet validate` prints them.
 void Describe(const xds::ObjectStatus& status, std::vector<std::string>* errors,
               std::vector<std::string>* warnings) {
@@ -75,13 +90,13 @@ void Describe(const xds::ObjectStatus& status, std::vector<std::string>* errors,
 std::string ReviewAdmission(absl::string_view request_body,
                             const std::vector<xds::AuthorityObject>& authorities,
                             const xds::BuildOptions& options) {
-  YAML::Node review;
-  try {
-    review = YAML::Load(std::string(request_body));
-  } catch (const YAML::Exception& e) {
-    return Response("", false, 400, "BadRequest",
-                    absl::StrCat("not an AdmissionReview: ", e.what()), {});
+  absl::StatusOr<YAML::Node> parsed_review =
+      kube::ParseDocumentText(request_body, "AdmissionReview", AdmissionReviewLimits());
+  if (!parsed_review.ok()) {
+    return Response("", false, 400, "BadRequest", std::string(parsed_review.status().message()),
+                    {});
   }
+  const YAML::Node& review = *parsed_review;
   const std::string uid = StringAt(review, {"request", "uid"});
   if (StringAt(review, {"kind"}) != "AdmissionReview" || uid.empty()) {
     return Response(uid, false, 400, "BadRequest",

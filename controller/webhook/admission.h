@@ -20,7 +20,10 @@ namespace facet::controller {
 // ("namespace/name: field: reason"), and allows what depends on the order of
 // applies (references: those stay in status). Warnings go into
 // response.warnings. The response carries the request's uid. A body that is
-// not an AdmissionReview is answered with allowed=false and a 400 status.
+// not an AdmissionReview, is not valid JSON or YAML, or exceeds the bounds on
+// what is read from the API (an object within those of a manifest file: see
+// kube::ParseDocumentText) is answered with allowed=false and a 400 status
+// whose message names the problem, its line and column, and the limit.
 // Pure; thread-safe.
 std::string ReviewAdmission(absl::string_view request_body,
                             const std::vector<xds::AuthorityObject>& authorities,

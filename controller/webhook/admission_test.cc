@@ -17,6 +17,7 @@ namespace facet::controller {
 namespace {
 
 using ::facet::testing::IsOk;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 std::string Review(const std::string& object_yaml, const std::string& operation = "CREATE") {
@@ -94,6 +95,43 @@ TEST(AdmissionTest, AnswersSomethingThatIsNotAReviewWith400) {
   YAML::Node response = Response(ReviewAdmission("{\"kind\": \"Pod\"}", {}, {}));
   EXPECT_FALSE(response["allowed"].as<bool>());
   EXPECT_EQ(response["status"]["code"].as<int>(), 400);
+}
+
+// A review of an XdsResource whose `spec.resource` holds `data` (JSON).
+std::string ReviewWithData(const std::string& data) {
+  return absl::StrCat(
+      R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{)",
+      R"("uid":"u1","operation":"CREATE","namespace":"demo","object":{)",
+      R"("apiVersion":"facet.dev/v1alpha1","kind":"XdsResource",)",
+      R"("metadata":{"name":"r","namespace":"demo"},"spec":{"type":"cluster","name":"c",)",
+      R"("variants":[{"resource":{"data":)", data, "}}]}}}}");
+}
+
+TEST(AdmissionTest, AnswersAReviewOverTheBoundsWith400NamingTheLimit) {
+  // The object is 5 levels deep around `data`: 95 more levels are allowed.
+  EXPECT_EQ(Response(ReviewAdmission(ReviewWithData(std::string(95, '[') + std::string(95, ']')),
+                                     {}, {}))["status"]["code"].as<int>(),
+            422);  // Read, then denied by validation.
+  YAML::Node deep = Response(
+      ReviewAdmission(ReviewWithData(std::string(96, '[') + std::string(96, ']')), {}, {}));
+  EXPECT_FALSE(deep["allowed"].as<bool>());
+  EXPECT_EQ(deep["status"]["code"].as<int>(), 400);
+  EXPECT_THAT(deep["status"]["message"].as<std::string>(),
+              AllOf(HasSubstr("AdmissionReview: line 1, column "),
+                    HasSubstr("request.object has lists and maps nested more than 100 levels "
+                              "deep (the limit per object)")));
+
+  std::string numbers = "[0";
+  for (int i = 0; i < 250'000; ++i) numbers += ",0";
+  YAML::Node large = Response(ReviewAdmission(ReviewWithData(numbers + "]"), {}, {}));
+  EXPECT_EQ(large["status"]["code"].as<int>(), 400);
+  EXPECT_THAT(large["status"]["message"].as<std::string>(),
+              HasSubstr("request.object has more than 250000 YAML nodes"));
+
+  YAML::Node invalid = Response(ReviewAdmission("{\"kind\": \"AdmissionReview\", [", {}, {}));
+  EXPECT_EQ(invalid["status"]["code"].as<int>(), 400);
+  EXPECT_THAT(invalid["status"]["message"].as<std::string>(),
+              AllOf(HasSubstr("AdmissionReview: line 1, column "), HasSubstr("not valid YAML")));
 }
 
 std::string WriteTemp(const std::string& name, const std::string& contents) {
