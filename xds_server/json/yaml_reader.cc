@@ -39,7 +39,14 @@ class BoundedBuilder : public YAML::EventHandler {
     return document;
   }
 
-  void OnDocumentStart(const YAML::Mark& /*mark*/) override {
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    // yaml-cpp reads some invalid text (a line of "?" in a block map, say) as
+    // an endless run of empty documents, all at one position: a document that
+    // does not start after the previous one is that loop.
+    if (last_document_start_.has_value() && mark.pos <= *last_document_start_) {
+      Fail(mark, "not valid YAML: the parser makes no progress here");
+    }
+    last_document_start_ = mark.pos;
     stack_.clear();
     anchors_.clear();
     anchor_names_.clear();
@@ -371,6 +378,7 @@ class BoundedBuilder : public YAML::EventHandler {
   absl::flat_hash_map<YAML::anchor_t, Anchored> anchors_;
   absl::flat_hash_map<YAML::anchor_t, std::string> anchor_names_;
   std::string pending_anchor_name_;
+  std::optional<int> last_document_start_;  // Mark::pos, in bytes.
 };
 
 // An input buffer over text that outlives it (no copy).

@@ -111,6 +111,17 @@ TEST(ReadYamlDocumentsTest, InvalidYamlHasAPosition) {
   EXPECT_GT(error.position.line, 1);
 }
 
+// yaml-cpp reads a "," outside a flow collection as an endless run of empty
+// documents at one position (each a null node): without the progress check
+// each such text costs the node limit, 250,000 nodes, and seconds.
+TEST(ReadYamlDocumentsTest, StopsWhereTheParserMakesNoProgress) {
+  for (const std::string text : {",", "'a',", "[a],\n"}) {
+    const YamlReadError error = ErrorOf(text);
+    EXPECT_EQ(error.message, "not valid YAML: the parser makes no progress here") << text;
+    EXPECT_GE(error.position.line, 1) << text;
+  }
+}
+
 TEST(ReadYamlDocumentsTest, LimitsApplyToTheWholeText) {
   YamlLimits limits;
   limits.max_nodes = 5;
