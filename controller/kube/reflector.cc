@@ -93,10 +93,11 @@ void Reflector::Run() {
     if (stopping()) break;
     if (!status.ok()) watch_errors_++;
     if (IsResourceExpired(status)) {
-      spdlog::info("reflector {}: {}; relisting", name_, std::string(status.message()));
+      spdlog::info("reflector {}: {}; relisting", name_,
+                   xds::SafeForLog(status.message(), xds::kMaxLoggedStatusBytes));
     } else if (!status.ok()) {
       spdlog::warn("reflector {}: {}; relisting after backoff", name_,
-                   std::string(status.message()));
+                   xds::SafeForLog(status.message(), xds::kMaxLoggedStatusBytes));
     }
     if (!SleepFor(backoff_.Next(clock_.Now()))) break;
   }
@@ -210,7 +211,8 @@ absl::Status Reflector::WatchLoop() {
       if (std::optional<ApiErrorInfo> info = GetApiErrorInfo(status); info.has_value()) {
         wait = std::max(wait, info->retry_after);
       }
-      spdlog::info("reflector {}: {}; watching again in {}", name_, std::string(status.message()),
+      spdlog::info("reflector {}: {}; watching again in {}", name_,
+                   xds::SafeForLog(status.message(), xds::kMaxLoggedStatusBytes),
                    absl::FormatDuration(wait));
       if (!SleepFor(wait)) return absl::OkStatus();
       continue;
@@ -220,7 +222,8 @@ absl::Status Reflector::WatchLoop() {
       if (!internal_errors_since.has_value()) internal_errors_since = now;
       if (now - *internal_errors_since <= options_.internal_error_retry) {
         const absl::Duration wait = backoff_.Next(now);
-        spdlog::info("reflector {}: {}; watching again in {}", name_, std::string(status.message()),
+        spdlog::info("reflector {}: {}; watching again in {}", name_,
+                     xds::SafeForLog(status.message(), xds::kMaxLoggedStatusBytes),
                      absl::FormatDuration(wait));
         if (!SleepFor(wait)) return absl::OkStatus();
         continue;

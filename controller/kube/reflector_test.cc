@@ -3,10 +3,13 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "absl/synchronization/mutex.h"
 #include "controller/kube/backoff.h"
 #include "controller/kube/object_cache.h"
@@ -23,7 +26,9 @@ namespace {
 using ::facet::testing::FakeClock;
 using ::facet::testing::FakeKubeClient;
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -369,6 +374,23 @@ TEST_F(ReflectorTest, ListErrorsBackOffExponentially) {
   EXPECT_THAT(clock_.sleeps(), ElementsAre(absl::Milliseconds(800), absl::Milliseconds(1600),
                                            absl::Milliseconds(3200), absl::Milliseconds(6400)));
   EXPECT_TRUE(reflector_->has_synced());
+}
+
+TEST_F(ReflectorTest, LogsListErrorsEscapedAndCut) {
+  // An error may quote what the API server sent (a key, a message).
+  std::ostringstream log;
+  std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  fake_.FailNextList(absl::InternalError(
+      absl::StrCat("LIST x: duplicate key \"a\n[error] forged\"", std::string(5000, 'k'))));
+  Start();
+  ASSERT_TRUE(fake_.WaitForOpenWatches(1));
+  reflector_->Stop();
+  spdlog::set_default_logger(previous);
+  EXPECT_THAT(log.str(), HasSubstr("duplicate key \"a\\n[error] forged\""));
+  EXPECT_THAT(log.str(), Not(HasSubstr("\n[error] forged")));
+  EXPECT_THAT(log.str(), HasSubstr("bytes)"));  // Cut.
 }
 
 TEST_F(ReflectorTest, ExpiredContinueTokenRetriesWithAQuorumRead) {
