@@ -66,9 +66,10 @@ json::YamlLimits WatchEventLimits() {
 }
 
 absl::StatusOr<YAML::Node> ParseDocumentText(absl::string_view text, absl::string_view what,
-                                             const json::YamlLimits& limits) {
+                                             const json::YamlLimits& limits, YAML::Node* partial) {
   json::YamlDocuments read = json::ReadYamlDocuments(text, limits);
   if (read.error.has_value()) {
+    if (partial != nullptr) partial->reset(read.partial);
     const json::YamlPosition& at = read.error->position;
     if (at.line <= 0) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": ", read.error->message));

@@ -70,9 +70,12 @@ json::YamlLimits WatchEventLimits();
 // parse or exceeds a limit. A map key may appear once: the API server never
 // sends duplicate keys (it encodes Go structs and maps), so refusing them
 // refuses nothing it produces, and a kubeconfig with one is ambiguous
-// (client-go keeps the last, yaml-cpp the first). Thread-safe.
+// (client-go keeps the last, yaml-cpp the first). When the text exceeds a
+// limit and `partial` is not null, it receives what was read before the
+// problem (json::YamlDocuments::partial). Thread-safe.
 absl::StatusOr<YAML::Node> ParseDocumentText(absl::string_view text, absl::string_view what,
-                                             const json::YamlLimits& limits = ObjectLimits());
+                                             const json::YamlLimits& limits = ObjectLimits(),
+                                             YAML::Node* partial = nullptr);
 
 }  // namespace facet::controller::kube
 

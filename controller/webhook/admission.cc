@@ -90,11 +90,15 @@ void Describe(const xds::ObjectStatus& status, std::vector<std::string>* errors,
 std::string ReviewAdmission(absl::string_view request_body,
                             const std::vector<xds::AuthorityObject>& authorities,
                             const xds::BuildOptions& options) {
-  absl::StatusOr<YAML::Node> parsed_review =
-      kube::ParseDocumentText(request_body, "AdmissionReview", AdmissionReviewLimits());
+  YAML::Node partial;
+  absl::StatusOr<YAML::Node> parsed_review = kube::ParseDocumentText(
+      request_body, "AdmissionReview", AdmissionReviewLimits(), &partial);
   if (!parsed_review.ok()) {
-    return Response("", false, 400, "BadRequest", std::string(parsed_review.status().message()),
-                    {});
+    // The API server sends request.uid before the objects; echoing it makes
+    // the refusal reach the user as this webhook's answer, not as a failed
+    // call.
+    return Response(StringAt(partial, {"request", "uid"}), false, 400, "BadRequest",
+                    std::string(parsed_review.status().message()), {});
   }
   const YAML::Node& review = *parsed_review;
   const std::string uid = StringAt(review, {"request", "uid"});

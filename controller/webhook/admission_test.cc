@@ -115,6 +115,7 @@ TEST(AdmissionTest, AnswersAReviewOverTheBoundsWith400NamingTheLimit) {
   YAML::Node deep = Response(
       ReviewAdmission(ReviewWithData(std::string(96, '[') + std::string(96, ']')), {}, {}));
   EXPECT_FALSE(deep["allowed"].as<bool>());
+  EXPECT_EQ(deep["uid"].as<std::string>(), "u1");  // Read before the object.
   EXPECT_EQ(deep["status"]["code"].as<int>(), 400);
   EXPECT_THAT(deep["status"]["message"].as<std::string>(),
               AllOf(HasSubstr("AdmissionReview: line 1, column "),

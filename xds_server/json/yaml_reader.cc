@@ -30,6 +30,8 @@ class BoundedBuilder : public YAML::EventHandler {
   explicit BoundedBuilder(const YamlLimits& limits) : limits_(limits) {}
 
   const std::optional<YamlReadError>& error() const { return error_; }
+  // The document being read (complete or not).
+  const YAML::Node& root() const { return root_; }
 
   // Returns the document read since the last call.
   YamlDocument TakeDocument() {
@@ -415,7 +417,10 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
                                       "limit for a key in YAML, JSON included)"
                                     : "")};
   }
-  if (!out.error.has_value() && builder.error().has_value()) out.error = builder.error();
+  if (!out.error.has_value() && builder.error().has_value()) {
+    out.error = builder.error();
+    out.partial.reset(builder.root());
+  }
   if (out.error.has_value()) out.documents.clear();
   return out;
 }

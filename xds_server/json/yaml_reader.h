@@ -77,6 +77,11 @@ struct YamlReadError {
 struct YamlDocuments {
   std::vector<YamlDocument> documents;  // Empty when `error` is set.
   std::optional<YamlReadError> error;
+  // When `error` is a bound exceeded, a duplicate key or another problem
+  // found in the events (not invalid YAML): what was read of the document
+  // with the problem, up to it, to find an identifier to answer with. Null
+  // otherwise.
+  YAML::Node partial;
 };
 
 // Reads every document of `text`. Stops at the first problem: invalid YAML,

@@ -175,6 +175,17 @@ TEST(ReadYamlDocumentsTest, NamesTheObjectOverItsByteAndDepthLimits) {
                    .error.has_value());
 }
 
+TEST(ReadYamlDocumentsTest, KeepsWhatWasReadBeforeTheProblem) {
+  YamlDocuments read =
+      ReadYamlDocuments(R"({"id": "u1", "object": {"name": "0123456789"}, "after": 1})",
+                        ItemLimits());
+  ASSERT_TRUE(read.error.has_value());
+  EXPECT_TRUE(read.documents.empty());
+  ASSERT_TRUE(read.partial.IsMap());
+  EXPECT_EQ(Child(read.partial, "id").Scalar(), "u1");
+  EXPECT_FALSE(Child(read.partial, "after").IsDefined());
+}
+
 TEST(ReadYamlDocumentsTest, NamesTheUnitOfTheWholeTextLimit) {
   YamlLimits limits = ItemLimits();
   limits.max_nodes = 8;
