@@ -2,7 +2,8 @@
 # The test command: installs what is missing, builds everything, runs every
 # test (unit, command-line and end-to-end) through CTest, runs the sanitizer
 # and fuzzing stage (scripts/test-sanitizers.sh: the suite under ASan+UBSan,
-# each fuzzer for a bounded time), then builds the container image from the
+# each fuzzer for a bounded time, the server, relay and controller tests under
+# TSan), then builds the container image from the
 # Dockerfile and tests it (scripts/build-image.sh, scripts/test-image.sh).
 # FACET_SANITIZER_TEST=0 and FACET_IMAGE_TEST=0 leave those stages out, saying
 # so; CI always runs them.

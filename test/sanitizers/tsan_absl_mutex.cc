@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -49,6 +50,17 @@ constexpr unsigned kRead = __tsan_mutex_read_lock;
 // on a thread is annotated.
 thread_local int nesting = 0;
 
+// What TSan has been told about the outermost call in progress on this
+// thread: it is taking `mu` (pre-lock announced, post-lock not yet) or
+// releasing it (pre-unlock announced).
+enum class Phase { kNone, kLocking, kUnlocking };
+struct Operation {
+  const Mutex* mu = nullptr;
+  Phase phase = Phase::kNone;
+  unsigned flags = 0;
+};
+thread_local Operation current;
+
 class Nested {
  protected:
   Nested() : outer_(nesting++ == 0) {}
@@ -67,32 +79,91 @@ class Signal : Nested {
   using Nested::outer;
 };
 
+// A waiter's Condition, which the library evaluates while it holds the mutex
+// internally: in the waiting thread in the middle of taking the mutex, or in
+// another thread in the middle of releasing it. TSan, told about the outer
+// operation only, would see the evaluation outside the mutex, so the wrapper
+// tells it the mutex is held for the evaluation and then restores the state
+// of the operation in progress (abseil does the same when built with TSan:
+// EvalConditionAnnotated in absl/synchronization/mutex.cc).
+class AnnotatedCondition {
+ public:
+  AnnotatedCondition(const Mutex* mu, const Condition& cond) : mu_(mu), cond_(cond) {}
+  AnnotatedCondition(const AnnotatedCondition&) = delete;
+  AnnotatedCondition& operator=(const AnnotatedCondition&) = delete;
+
+  Condition condition() { return Condition(&Eval, this); }
+
+ private:
+  static bool Eval(AnnotatedCondition* self) {
+    void* mu = const_cast<Mutex*>(self->mu_);
+    const Operation op = current;
+    if (op.mu != self->mu_ || op.phase == Phase::kNone) return self->cond_.Eval();
+    // A try-lock flag belongs to the pending lock, not to the pretended one.
+    const unsigned flags = op.flags & ~(__tsan_mutex_try_lock | __tsan_mutex_try_lock_failed);
+    bool result = false;
+    if (op.phase == Phase::kLocking) {
+      __tsan_mutex_post_lock(mu, op.flags, 0);
+      result = self->cond_.Eval();
+      __tsan_mutex_pre_unlock(mu, flags);
+      __tsan_mutex_post_unlock(mu, flags);
+      __tsan_mutex_pre_lock(mu, op.flags);
+    } else {
+      __tsan_mutex_post_unlock(mu, flags);
+      __tsan_mutex_pre_lock(mu, flags);
+      __tsan_mutex_post_lock(mu, flags, 0);
+      result = self->cond_.Eval();
+      __tsan_mutex_pre_unlock(mu, flags);
+    }
+    return result;
+  }
+
+  const Mutex* const mu_;
+  const Condition& cond_;
+};
+
 // Tells TSan, around the library call in its scope, that `mu` is acquired
-// (in `flags` mode).
+// (in `flags` mode). condition() wraps the call's Condition.
 class Acquire : Nested {
  public:
   Acquire(Mutex* mu, unsigned flags) : mu_(mu), flags_(flags) {
-    if (outer()) __tsan_mutex_pre_lock(mu_, flags_);
+    if (!outer()) return;
+    __tsan_mutex_pre_lock(mu_, flags_);
+    current = {mu_, Phase::kLocking, flags_};
+  }
+  Acquire(Mutex* mu, unsigned flags, const Condition& cond) : Acquire(mu, flags) {
+    wrapped_.emplace(mu, cond);
   }
   ~Acquire() {
-    if (outer()) __tsan_mutex_post_lock(mu_, flags_, 0);
+    if (!outer()) return;
+    current = {};
+    __tsan_mutex_post_lock(mu_, flags_, 0);
   }
   // For try-locks: the call did not take the mutex.
   void Failed() { flags_ |= __tsan_mutex_try_lock_failed; }
+  // The Condition to pass to the library: annotated on the outermost call.
+  Condition condition(const Condition& cond) {
+    return outer() && wrapped_ ? wrapped_->condition() : cond;
+  }
 
  private:
   Mutex* const mu_;
   unsigned flags_;
+  std::optional<AnnotatedCondition> wrapped_;
 };
 
 // Tells TSan that `mu` is released around the library call in its scope.
 class Release : Nested {
  public:
   Release(Mutex* mu, unsigned flags) : mu_(mu), flags_(flags) {
-    if (outer()) __tsan_mutex_pre_unlock(mu_, flags_);
+    if (!outer()) return;
+    __tsan_mutex_pre_unlock(mu_, flags_);
+    current = {mu_, Phase::kUnlocking, flags_};
   }
   ~Release() {
-    if (outer()) __tsan_mutex_post_unlock(mu_, flags_);
+    if (!outer()) return;
+    current = {};
+    __tsan_mutex_post_unlock(mu_, flags_);
   }
 
  private:
@@ -101,23 +172,34 @@ class Release : Nested {
 };
 
 // Waits (CondVar::Wait, Mutex::Await) release `mu` and take it again before
-// they return. The mode it is held in is not known here; Facet waits with
-// writer locks only.
+// they return: TSan is told the mutex is released at once and taken again
+// when the wait returns (a taking in progress all along, so that conditions
+// evaluated meanwhile are annotated like those of LockWhen). The mode it is
+// held in is not known here; Facet waits with writer locks only.
 class ReleaseWhileWaiting : Nested {
  public:
   explicit ReleaseWhileWaiting(Mutex* mu) : mu_(mu) {
     if (!outer()) return;
     __tsan_mutex_pre_unlock(mu_, 0);
     __tsan_mutex_post_unlock(mu_, 0);
+    __tsan_mutex_pre_lock(mu_, 0);
+    current = {mu_, Phase::kLocking, 0};
+  }
+  ReleaseWhileWaiting(Mutex* mu, const Condition& cond) : ReleaseWhileWaiting(mu) {
+    wrapped_.emplace(mu, cond);
   }
   ~ReleaseWhileWaiting() {
     if (!outer()) return;
-    __tsan_mutex_pre_lock(mu_, 0);
+    current = {};
     __tsan_mutex_post_lock(mu_, 0, 0);
+  }
+  Condition condition(const Condition& cond) {
+    return outer() && wrapped_ ? wrapped_->condition() : cond;
   }
 
  private:
   Mutex* const mu_;
+  std::optional<AnnotatedCondition> wrapped_;
 };
 
 }  // namespace
@@ -168,15 +250,15 @@ bool Mutex::ReaderTryLock() {
 void Mutex::LockWhen(const Condition& cond) {
   FACET_NEXT(void (*)(Mutex*, const Condition&),
              "_ZN" FACET_ABSL_NS "5Mutex8LockWhenERKNS0_9ConditionE");
-  Acquire scope(this, 0);
-  real(this, cond);
+  Acquire scope(this, 0, cond);
+  real(this, scope.condition(cond));
 }
 
 void Mutex::ReaderLockWhen(const Condition& cond) {
   FACET_NEXT(void (*)(Mutex*, const Condition&),
              "_ZN" FACET_ABSL_NS "5Mutex14ReaderLockWhenERKNS0_9ConditionE");
-  Acquire scope(this, kRead);
-  real(this, cond);
+  Acquire scope(this, kRead, cond);
+  real(this, scope.condition(cond));
 }
 
 // The ...WithTimeout/...WithDeadline forms hold the mutex on return whether
@@ -184,52 +266,52 @@ void Mutex::ReaderLockWhen(const Condition& cond) {
 bool Mutex::LockWhenWithTimeout(const Condition& cond, Duration timeout) {
   FACET_NEXT(bool (*)(Mutex*, const Condition&, Duration),
              "_ZN" FACET_ABSL_NS "5Mutex19LockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  Acquire scope(this, 0);
-  return real(this, cond, timeout);
+  Acquire scope(this, 0, cond);
+  return real(this, scope.condition(cond), timeout);
 }
 
 bool Mutex::LockWhenWithDeadline(const Condition& cond, Time deadline) {
   FACET_NEXT(bool (*)(Mutex*, const Condition&, Time),
              "_ZN" FACET_ABSL_NS "5Mutex20LockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  Acquire scope(this, 0);
-  return real(this, cond, deadline);
+  Acquire scope(this, 0, cond);
+  return real(this, scope.condition(cond), deadline);
 }
 
 bool Mutex::ReaderLockWhenWithTimeout(const Condition& cond, Duration timeout) {
   FACET_NEXT(
       bool (*)(Mutex*, const Condition&, Duration),
       "_ZN" FACET_ABSL_NS "5Mutex25ReaderLockWhenWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  Acquire scope(this, kRead);
-  return real(this, cond, timeout);
+  Acquire scope(this, kRead, cond);
+  return real(this, scope.condition(cond), timeout);
 }
 
 bool Mutex::ReaderLockWhenWithDeadline(const Condition& cond, Time deadline) {
   FACET_NEXT(
       bool (*)(Mutex*, const Condition&, Time),
       "_ZN" FACET_ABSL_NS "5Mutex26ReaderLockWhenWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  Acquire scope(this, kRead);
-  return real(this, cond, deadline);
+  Acquire scope(this, kRead, cond);
+  return real(this, scope.condition(cond), deadline);
 }
 
 void Mutex::Await(const Condition& cond) {
   FACET_NEXT(void (*)(Mutex*, const Condition&),
              "_ZN" FACET_ABSL_NS "5Mutex5AwaitERKNS0_9ConditionE");
-  ReleaseWhileWaiting scope(this);
-  real(this, cond);
+  ReleaseWhileWaiting scope(this, cond);
+  real(this, scope.condition(cond));
 }
 
 bool Mutex::AwaitWithTimeout(const Condition& cond, Duration timeout) {
   FACET_NEXT(bool (*)(Mutex*, const Condition&, Duration),
              "_ZN" FACET_ABSL_NS "5Mutex16AwaitWithTimeoutERKNS0_9ConditionENS0_8DurationE");
-  ReleaseWhileWaiting scope(this);
-  return real(this, cond, timeout);
+  ReleaseWhileWaiting scope(this, cond);
+  return real(this, scope.condition(cond), timeout);
 }
 
 bool Mutex::AwaitWithDeadline(const Condition& cond, Time deadline) {
   FACET_NEXT(bool (*)(Mutex*, const Condition&, Time),
              "_ZN" FACET_ABSL_NS "5Mutex17AwaitWithDeadlineERKNS0_9ConditionENS0_4TimeE");
-  ReleaseWhileWaiting scope(this);
-  return real(this, cond, deadline);
+  ReleaseWhileWaiting scope(this, cond);
+  return real(this, scope.condition(cond), deadline);
 }
 
 void CondVar::Wait(Mutex* mu) {
