@@ -153,6 +153,10 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
 
 ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
   ClientIdentity identity;
+  // gRPC reports a peer as authenticated only when its certificate names a
+  // SAN or a common name; a verified certificate is there either way.
+  identity.has_certificate = auth.IsPeerAuthenticated() ||
+                             !auth.FindPropertyValues(GRPC_X509_PEM_CERT_PROPERTY_NAME).empty();
   if (!auth.IsPeerAuthenticated()) return identity;
   std::vector<grpc::string_ref> spiffe = auth.FindPropertyValues(GRPC_PEER_SPIFFE_ID_PROPERTY_NAME);
   if (spiffe.size() == 1) identity.spiffe_id.assign(spiffe[0].data(), spiffe[0].size());
@@ -188,8 +192,7 @@ class Core final : public AdsService::StreamCore {
   bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                 bool* fits) const override {
     absl::MutexLock lock(&mu_);
-    if (query.filter_node_id &&
-        (!state_.has_node() || state_.node().id() != query.node_id)) {
+    if (!query.Selects(state_.identity(), state_.has_node() ? &state_.node() : nullptr)) {
       return false;
     }
     out->stream_id = id();
@@ -502,7 +505,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
 AdsService::AdsService(SnapshotStore& store, Options options)
     : options_(std::move(options)),
       current_(std::make_shared<ServingSnapshot>(store.Current())),
-      client_status_(std::make_unique<ClientStatusService>(*this)) {
+      client_status_(std::make_unique<ClientStatusService>(*this, options_.csds_readers)) {
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
     OnSnapshot(std::move(snapshot));
   });

@@ -84,8 +84,8 @@ class DemandObserver {
 class ClientStatusService;
 
 // Returns the identity of a peer whose certificate gRPC verified: its SPIFFE
-// ID (set by gRPC only for exactly one URI SAN that is one) and DNS SANs.
-// Empty without a verified client certificate.
+// ID (set by gRPC only for exactly one URI SAN that is one) and DNS SANs,
+// and has_certificate. Empty without a verified client certificate.
 ClientIdentity IdentityOf(const grpc::AuthContext& auth);
 
 class AdsService final
@@ -115,6 +115,10 @@ class AdsService final
     // Told every subscription started and ended, when set. Not owned; must
     // outlive the service.
     DemandObserver* demand_observer = nullptr;
+    // The client identities (valid allowedClients entries) whose CSDS calls
+    // report every client; any other caller sees only the clients with its
+    // own identity (ClientStatusService).
+    std::vector<AllowedClient> csds_readers;
   };
 
   // Serves the snapshots published to `store`, which must outlive the service.

@@ -104,6 +104,12 @@ absl::StatusOr<ClientStatusQuery> QueryFromRequest(const ClientStatusRequest& re
   return query;
 }
 
+bool ClientStatusQuery::Selects(const ClientIdentity& identity,
+                                const envoy::config::core::v3::Node* node) const {
+  if (filter_node_id && (node == nullptr || node->id() != node_id)) return false;
+  return !only_readers_identity || SameIdentity(identity, reader);
+}
+
 ClientConfig ToClientConfig(const ClientStatus& client) {
   ClientConfig config;
   *config.mutable_node() = client.node;

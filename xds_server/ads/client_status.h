@@ -67,6 +67,14 @@ struct ClientStatusQuery {
   // restricted authority than ADS would.
   std::shared_ptr<const ClientAccess> access;
   ClientIdentity reader;
+  // When set, only the clients whose identity is the reader's
+  // (SameIdentity) are reported: CSDS on the xDS port shows a caller that is
+  // not a CSDS reader only the clients that connected as itself.
+  bool only_readers_identity = false;
+
+  // Returns whether the client of a stream with `identity` and `node` (null
+  // until its first request names one) is reported.
+  bool Selects(const ClientIdentity& identity, const envoy::config::core::v3::Node* node) const;
 };
 
 // What the server reports for a query.

@@ -6,6 +6,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/ads/ads_service.h"
+#include "xds_server/ads/csds_service.h"
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/snapshot/builder.h"
@@ -21,6 +23,7 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 using ::envoy::service::status::v3::ClientStatusRequest;
 using ::facet::testing::IsOk;
 using ::facet::testing::StatusIs;
+using ::facet::xds::testing::Certified;
 using ::facet::xds::testing::MakeObject;
 using ::testing::ElementsAre;
 using ::testing::Field;
@@ -292,6 +295,56 @@ TEST(QueryFromRequestTest, RefusesOtherMatchersAsUnimplemented) {
   two.add_node_matchers()->mutable_node_id()->set_exact("b");
   EXPECT_THAT(QueryFromRequest(two, 100).status(),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("2 matchers")));
+}
+
+TEST(ClientStatusQueryTest, ReportsEveryClientUnlessScopedToTheReadersIdentity) {
+  const ClientIdentity a = Certified("spiffe://td/ns/demo/sa/a", {"localhost"});
+  const ClientIdentity b = Certified("spiffe://td/ns/demo/sa/b", {"localhost"});
+  const envoy::config::core::v3::Node node = Node();
+  ClientStatusQuery query;  // As /clients on the admin port asks.
+  for (const ClientIdentity& client : {a, b, ClientIdentity()}) {
+    EXPECT_TRUE(query.Selects(client, &node)) << client.ToString();
+    EXPECT_TRUE(query.Selects(client, nullptr)) << client.ToString();
+  }
+
+  query.only_readers_identity = true;
+  query.reader = a;
+  EXPECT_TRUE(query.Selects(a, &node));
+  EXPECT_TRUE(query.Selects(a, nullptr));
+  EXPECT_FALSE(query.Selects(b, &node));
+  EXPECT_FALSE(query.Selects(ClientIdentity(), &node));
+
+  // A caller without a certificate sees the clients without one.
+  query.reader = ClientIdentity();
+  EXPECT_TRUE(query.Selects(ClientIdentity(), &node));
+  EXPECT_FALSE(query.Selects(a, &node));
+  EXPECT_FALSE(query.Selects(b, &node));
+
+  // The node id filter applies within the scope.
+  query.reader = a;
+  query.filter_node_id = true;
+  query.node_id = "client-1";
+  EXPECT_TRUE(query.Selects(a, &node));
+  EXPECT_FALSE(query.Selects(a, nullptr));
+  EXPECT_FALSE(query.Selects(b, &node));
+  query.node_id = "client-2";
+  EXPECT_FALSE(query.Selects(a, &node));
+}
+
+TEST(ClientStatusServiceTest, OnlyListedReadersSeeEveryClient) {
+  SnapshotStore store;
+  AdsService::Options options;
+  options.csds_readers = {{AllowedClient::Kind::kSpiffeId, "spiffe://td/ns/ops/*"},
+                          {AllowedClient::Kind::kDnsName, "csds.ops.example"}};
+  AdsService ads(store, options);
+  ClientStatusService listed(ads, options.csds_readers);
+  EXPECT_TRUE(listed.SeesEveryClient(Certified("spiffe://td/ns/ops/sa/csds", {"localhost"})));
+  EXPECT_TRUE(listed.SeesEveryClient(Certified("", {"localhost", "CSDS.ops.example"})));
+  EXPECT_FALSE(listed.SeesEveryClient(Certified("spiffe://td/ns/demo/sa/a", {"localhost"})));
+  EXPECT_FALSE(listed.SeesEveryClient(Certified("", {})));
+  EXPECT_FALSE(listed.SeesEveryClient(ClientIdentity()));
+  ClientStatusService unlisted(ads);
+  EXPECT_FALSE(unlisted.SeesEveryClient(Certified("spiffe://td/ns/ops/sa/csds", {"localhost"})));
 }
 
 TEST(ToClientConfigTest, CarriesParametersAndNackState) {

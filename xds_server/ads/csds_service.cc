@@ -11,6 +11,13 @@ namespace facet::xds {
 using ::envoy::service::status::v3::ClientStatusRequest;
 using ::envoy::service::status::v3::ClientStatusResponse;
 
+bool ClientStatusService::SeesEveryClient(const ClientIdentity& identity) const {
+  for (const AllowedClient& reader : readers_) {
+    if (Admits(reader, identity)) return true;
+  }
+  return false;
+}
+
 grpc::Status ClientStatusService::Answer(const ClientStatusRequest& request,
                                          const ClientIdentity& reader,
                                          ClientStatusResponse* response,
@@ -19,9 +26,10 @@ grpc::Status ClientStatusService::Answer(const ClientStatusRequest& request,
   if (!query.ok()) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, std::string(query.status().message()));
   }
+  query->reader = reader;
+  query->only_readers_identity = !SeesEveryClient(reader);
   if (std::shared_ptr<const Snapshot> snapshot = ads_.CurrentSnapshot(); snapshot != nullptr) {
     query->access = snapshot->shared_access();
-    query->reader = reader;
   }
   const ClientStatusReport report = ads_.ClientStatuses(*query);
   response->Clear();

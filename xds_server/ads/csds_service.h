@@ -4,6 +4,8 @@
 #define FACET_XDS_SERVER_ADS_CSDS_SERVICE_H_
 
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 #include "envoy/service/status/v3/csds.grpc.pb.h"
 #include "xds_server/ads/client_status.h"
@@ -17,7 +19,11 @@ class AdsService;
 // stream id, within a byte bound: clients that no longer fit are left out and
 // counted in the trailing metadata kOmittedClientsHeader (FetchClientStatus)
 // and in the log. node_matchers: see QueryFromRequest (Unimplemented
-// otherwise). Thread-safe.
+// otherwise). A caller (IdentityOf its auth context) sees only the clients
+// that connected with its own identity (SameIdentity: without a
+// certificate, the clients without one), unless a reader entry admits it
+// (Admits), and of every client only the resources it may read.
+// Thread-safe.
 class ClientStatusService final
     : public envoy::service::status::v3::ClientStatusDiscoveryService::CallbackService {
  public:
@@ -27,10 +33,11 @@ class ClientStatusService final
   // by default).
   static constexpr size_t kDefaultMaxResponseBytes = 4 << 20;
 
-  // `ads` must outlive the service.
-  explicit ClientStatusService(const AdsService& ads,
+  // `ads` must outlive the service. `readers`: the valid allowedClients
+  // entries whose callers see every client.
+  explicit ClientStatusService(const AdsService& ads, std::vector<AllowedClient> readers = {},
                                size_t max_response_bytes = kDefaultMaxResponseBytes)
-      : ads_(ads), max_response_bytes_(max_response_bytes) {}
+      : ads_(ads), readers_(std::move(readers)), max_response_bytes_(max_response_bytes) {}
 
   grpc::ServerUnaryReactor* FetchClientStatus(
       grpc::CallbackServerContext* context,
@@ -41,10 +48,16 @@ class ClientStatusService final
                           envoy::service::status::v3::ClientStatusResponse>*
   StreamClientStatus(grpc::CallbackServerContext* context) override;
 
+  // Returns whether a caller with `identity` sees every client (a reader
+  // entry admits it), not only the clients with its own identity.
+  bool SeesEveryClient(const ClientIdentity& identity) const;
+
   // Answers one request from `reader` (the caller's identity: IdentityOf
   // its auth context): the response, its count of omitted clients, or
-  // Unimplemented for a node matcher Facet does not support. Resources of
-  // authorities the reader may not read are left out (ClientStatusQuery).
+  // Unimplemented for a node matcher Facet does not support. Only the
+  // clients with the reader's identity, unless SeesEveryClient, and of
+  // them no resource of an authority the reader may not read
+  // (ClientStatusQuery).
   grpc::Status Answer(const envoy::service::status::v3::ClientStatusRequest& request,
                       const ClientIdentity& reader,
                       envoy::service::status::v3::ClientStatusResponse* response,
@@ -54,6 +67,7 @@ class ClientStatusService final
   class Stream;
 
   const AdsService& ads_;
+  const std::vector<AllowedClient> readers_;
   const size_t max_response_bytes_;
 };
 

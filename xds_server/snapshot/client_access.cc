@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -135,6 +136,40 @@ bool Admits(const AllowedClient& client, const ClientIdentity& identity) {
       absl::string_view(client.value).substr(0, client.value.size() - 1);
   return identity.spiffe_id.size() > prefix.size() &&
          absl::StartsWith(identity.spiffe_id, prefix) && CheckSpiffeId(identity.spiffe_id).ok();
+}
+
+bool SameIdentity(const ClientIdentity& a, const ClientIdentity& b) {
+  if (a.has_certificate != b.has_certificate) return false;
+  if (!a.has_certificate) return true;
+  if (a.empty() || b.empty() || a.spiffe_id != b.spiffe_id) return false;
+  auto names = [](const ClientIdentity& identity) {
+    std::set<std::string> out;
+    for (const std::string& name : identity.dns_names) out.insert(absl::AsciiStrToLower(name));
+    return out;
+  };
+  return names(a) == names(b);
+}
+
+absl::StatusOr<std::vector<AllowedClient>> ParseAllowedClientList(absl::string_view list) {
+  std::vector<AllowedClient> clients;
+  for (absl::string_view entry : absl::StrSplit(list, ',')) {
+    AllowedClient client;
+    client.kind = absl::StrContains(entry, "://") ? AllowedClient::Kind::kSpiffeId
+                                                  : AllowedClient::Kind::kDnsName;
+    client.value = std::string(entry);
+    if (absl::Status valid = CheckAllowedClient(client); !valid.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          client.kind == AllowedClient::Kind::kSpiffeId ? "SPIFFE ID \"" : "DNS name \"",
+          absl::CHexEscape(entry.substr(0, 256)), entry.size() > 256 ? "...\" " : "\" ",
+          valid.message()));
+    }
+    clients.push_back(std::move(client));
+  }
+  if (clients.size() > kMaxAllowedClients) {
+    return absl::InvalidArgumentError(absl::StrCat("has ", clients.size(), " entries; at most ",
+                                                   kMaxAllowedClients, " are allowed"));
+  }
+  return clients;
 }
 
 ClientAccess::ClientAccess(Restrictions restricted) : restricted_(std::move(restricted)) {

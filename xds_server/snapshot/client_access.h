@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "xds_server/snapshot/objects.h"
 
@@ -29,6 +30,9 @@ inline constexpr size_t kMaxDnsNameBytes = 253;
 struct ClientIdentity {
   std::string spiffe_id;               // Empty: none (no URI SAN, or more than one).
   std::vector<std::string> dns_names;  // The certificate's DNS SANs.
+  // Whether the client presented a certificate the server verified; true
+  // also for a certificate with neither a SPIFFE ID nor a DNS SAN.
+  bool has_certificate = false;
 
   bool empty() const { return spiffe_id.empty() && dns_names.empty(); }
   // Returns the identity for logs: "spiffe://..." and/or "dns:a.example,...",
@@ -45,6 +49,20 @@ absl::Status CheckAllowedClient(const AllowedClient& client);
 // is a valid SPIFFE ID below "spiffe://td/path/"; a DNS name equals one of
 // the identity's DNS SANs, ignoring ASCII case.
 bool Admits(const AllowedClient& client, const ClientIdentity& identity);
+
+// Returns whether `a` and `b` are the same client identity: both without a
+// certificate, or both with certificates of the same SPIFFE ID (or none)
+// and the same set of DNS SANs (ignoring ASCII case, order and repeats). A
+// certificate with neither a SPIFFE ID nor a DNS SAN has no identity to
+// compare: it is the same as no other.
+bool SameIdentity(const ClientIdentity& a, const ClientIdentity& b);
+
+// Parses a comma-separated list of client identities as a flag takes them:
+// each a SPIFFE ID (anything with "://"; "spiffe://td/path/*" for every ID
+// below a path) or a DNS name, checked as CheckAllowedClient checks
+// allowedClients; 1 to kMaxAllowedClients entries. InvalidArgument naming
+// the entry and the reason otherwise.
+absl::StatusOr<std::vector<AllowedClient>> ParseAllowedClientList(absl::string_view list);
 
 // The restricted authorities of a snapshot and who may read each.
 // Immutable (thread-safe).

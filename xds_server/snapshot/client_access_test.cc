@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/snapshot/builder.h"
@@ -12,6 +13,7 @@
 namespace facet::xds {
 namespace {
 
+using ::facet::xds::testing::Certified;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -98,6 +100,64 @@ TEST(AllowedClientTest, DnsNamesMatchAnySanIgnoringCase) {
   EXPECT_FALSE(Admits(dns, WithDns({"client.demo.svc.evil"})));
   EXPECT_FALSE(Admits(dns, WithDns({"*.demo.svc"})));
   EXPECT_FALSE(Admits(dns, WithSpiffe("spiffe://client.demo.svc")));
+}
+
+TEST(SameIdentityTest, ClientsWithoutCertificatesShareTheEmptyIdentity) {
+  EXPECT_TRUE(SameIdentity(ClientIdentity(), ClientIdentity()));
+  EXPECT_FALSE(SameIdentity(ClientIdentity(), Certified("spiffe://td/a", {})));
+  EXPECT_FALSE(SameIdentity(Certified("spiffe://td/a", {}), ClientIdentity()));
+  // A certificate that names nobody is the same as no other client, with or
+  // without a certificate.
+  EXPECT_FALSE(SameIdentity(Certified("", {}), Certified("", {})));
+  EXPECT_FALSE(SameIdentity(Certified("", {}), ClientIdentity()));
+}
+
+TEST(SameIdentityTest, CertificatesMatchOnTheWholeIdentityNotOneSharedName) {
+  EXPECT_TRUE(SameIdentity(Certified("spiffe://td/a", {"localhost"}),
+                           Certified("spiffe://td/a", {"localhost"})));
+  EXPECT_TRUE(SameIdentity(Certified("", {"a.example", "B.example", "a.example"}),
+                           Certified("", {"b.example", "A.EXAMPLE"})));
+  // One shared DNS SAN (every test certificate carries "localhost") does not
+  // make two SPIFFE identities the same.
+  EXPECT_FALSE(SameIdentity(Certified("spiffe://td/a", {"localhost"}),
+                            Certified("spiffe://td/b", {"localhost"})));
+  EXPECT_FALSE(
+      SameIdentity(Certified("", {"a.example", "b.example"}), Certified("", {"b.example"})));
+  EXPECT_FALSE(
+      SameIdentity(Certified("spiffe://td/a", {"a.example"}), Certified("", {"a.example"})));
+  EXPECT_FALSE(SameIdentity(Certified("spiffe://td/a", {}), Certified("spiffe://td/A", {})));
+}
+
+TEST(ParseAllowedClientListTest, ReadsSpiffeIdsPrefixesAndDnsNames) {
+  absl::StatusOr<std::vector<AllowedClient>> clients =
+      ParseAllowedClientList("spiffe://td/ns/ops/sa/csds,ops.example.com,spiffe://td/ns/ops/*");
+  ASSERT_TRUE(clients.ok()) << clients.status();
+  EXPECT_THAT(*clients, ElementsAre(Spiffe("spiffe://td/ns/ops/sa/csds"), Dns("ops.example.com"),
+                                    Spiffe("spiffe://td/ns/ops/*")));
+}
+
+TEST(ParseAllowedClientListTest, RejectsBadEntriesNamingThem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "DNS name \"\" is empty"},
+      {"a.example,,b.example", "DNS name \"\" is empty"},
+      {"a.example,", "DNS name \"\" is empty"},
+      {"ops_1.example", "DNS name \"ops_1.example\" is not a DNS name"},
+      {"*.example", "wildcards are not supported"},
+      {"https://td/a", "SPIFFE ID \"https://td/a\" must start with \"spiffe://\""},
+      {"spiffe://Td/a", "SPIFFE ID \"spiffe://Td/a\" has a trust domain"},
+      {"spiffe://td/a*", "contains '*'"},
+      {"spiffe://td/a\n", "SPIFFE ID \"spiffe://td/a\\n\""},
+  };
+  for (const auto& [list, message] : cases) {
+    absl::StatusOr<std::vector<AllowedClient>> clients = ParseAllowedClientList(list);
+    EXPECT_EQ(clients.status().code(), absl::StatusCode::kInvalidArgument) << list;
+    EXPECT_THAT(clients.status().message(), HasSubstr(message)) << list;
+  }
+  std::vector<std::string> many(kMaxAllowedClients + 1, "a.example");
+  EXPECT_THAT(ParseAllowedClientList(absl::StrJoin(many, ",")).status().message(),
+              HasSubstr("257 entries; at most 256"));
+  many.pop_back();
+  EXPECT_TRUE(ParseAllowedClientList(absl::StrJoin(many, ",")).ok());
 }
 
 TEST(ClientAccessTest, RestrictsOnlyTheListedAuthorities) {

@@ -1,5 +1,5 @@
 // Test and benchmark helper: XdsResource objects written compactly, as the
-// sources would parse them. Not for production code.
+// sources would parse them, and client identities. Not for production code.
 #ifndef FACET_XDS_SERVER_SNAPSHOT_TEST_OBJECTS_H_
 #define FACET_XDS_SERVER_SNAPSHOT_TEST_OBJECTS_H_
 
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "xds_server/constraints/match_syntax.h"
+#include "xds_server/snapshot/client_access.h"
 #include "xds_server/snapshot/objects.h"
 #include "yaml-cpp/yaml.h"
 
@@ -44,6 +45,16 @@ inline ResourceObject MakeObject(const std::string& ns, const std::string& name,
   }
   object.spec = std::move(spec);
   return object;
+}
+
+// Returns the identity of a client whose verified certificate names
+// `spiffe_id` ("" for none) and `dns_names`.
+inline ClientIdentity Certified(const std::string& spiffe_id, std::vector<std::string> dns_names) {
+  ClientIdentity identity;
+  identity.spiffe_id = spiffe_id;
+  identity.dns_names = std::move(dns_names);
+  identity.has_certificate = true;
+  return identity;
 }
 
 }  // namespace facet::xds::testing
