@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "controller/admin/admin_server.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
@@ -175,6 +176,9 @@ void DefineXdsServerFlags(Flags& flags) {
                "cancel a stream whose write has not completed for this long (0: never)");
   flags.Define("response-memory-budget-bytes", absl::StrCat(d.ads.response_memory_budget_bytes),
                "bytes of responses being written at once; more wait (0: unlimited)");
+  flags.Define("csds-readers", "",
+               "client identities (SPIFFE IDs, spiffe://td/path/* or DNS SANs, comma-separated) "
+               "whose CSDS calls see every client; others see only their own identity's");
   DefineTlsFlags(flags, "xds-tls", "the xDS port");
 }
 
@@ -231,6 +235,14 @@ absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
     absl::StatusOr<int64_t> value = ParseIntFlag(flags, f.flag, f.min, f.max);
     if (!value.ok()) return value.status();
     f.set(*value);
+  }
+  if (const std::string readers = flags.Get("csds-readers"); !readers.empty()) {
+    absl::StatusOr<std::vector<xds::AllowedClient>> parsed = xds::ParseAllowedClientList(readers);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--csds-readers: ", parsed.status().message()));
+    }
+    options.ads.csds_readers = *std::move(parsed);
   }
   absl::StatusOr<TlsFiles> tls = TlsFilesFromFlags(flags, "xds-tls");
   if (!tls.ok()) return tls.status();
@@ -312,6 +324,11 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
   spdlog::info("{}", DescribeXdsServerBounds(options));
+  std::vector<std::string> readers;
+  for (const xds::AllowedClient& reader : options.ads.csds_readers) readers.push_back(reader.value);
+  spdlog::info("CSDS: callers see the clients with their own identity{}",
+               readers.empty() ? std::string()
+                               : absl::StrCat("; every client: ", absl::StrJoin(readers, ", ")));
   if (options.tls.enabled()) {
     spdlog::info(
         "xDS over TLS with {}{}", options.tls.cert_file,

@@ -1,5 +1,7 @@
 #include "test/ads_client/csds_test_client.h"
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
@@ -42,6 +44,16 @@ CsdsTestClient::CsdsTestClient(absl::string_view address, absl::Duration timeout
     : stub_(envoy::service::status::v3::ClientStatusDiscoveryService::NewStub(
           grpc::CreateChannel(std::string(address), grpc::InsecureChannelCredentials()))),
       timeout_(timeout) {}
+
+CsdsTestClient::CsdsTestClient(absl::string_view address,
+                               std::shared_ptr<grpc::ChannelCredentials> credentials,
+                               absl::Duration timeout)
+    : timeout_(timeout) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  stub_ = envoy::service::status::v3::ClientStatusDiscoveryService::NewStub(
+      grpc::CreateCustomChannel(std::string(address), std::move(credentials), args));
+}
 
 absl::StatusOr<ClientStatusResponse> CsdsTestClient::Fetch(const ClientStatusRequest& request,
                                                            std::string* omitted_clients) {

@@ -35,6 +35,11 @@ class CsdsTestClient {
   // Connects an insecure channel to `address` (host:port). Calls wait up to
   // `timeout` each.
   explicit CsdsTestClient(absl::string_view address, absl::Duration timeout = absl::Seconds(10));
+  // Connects to `address` with `credentials` (e.g. TLS with a client
+  // certificate), on a channel of its own (no connection shared with other
+  // clients of the process, so each presents its own certificate).
+  CsdsTestClient(absl::string_view address, std::shared_ptr<grpc::ChannelCredentials> credentials,
+                 absl::Duration timeout = absl::Seconds(10));
 
   // FetchClientStatus. Fails with the call's status (as absl::Status).
   // `omitted_clients`, when given, receives the trailing metadata

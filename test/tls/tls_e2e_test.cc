@@ -23,6 +23,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
+#include "test/ads_client/csds_test_client.h"
 #include "test/e2e/process.h"
 #include "test/kube_api_server/tls.h"
 #include "xds_server/common/status_matchers.h"
@@ -337,6 +338,12 @@ TEST_F(TlsE2eTest, FlagErrorsNameTheFlagBeforeServing) {
        1,
        "--xds-tls-client-ca: " + key_ + ": holds no PEM certificate"},
       {{"--admin-tls-cert", cert_}, 2, "--admin-tls-cert: needs --admin-tls-key"},
+      {{"--csds-readers", "ops_1.example"},
+       2,
+       "--csds-readers: DNS name \"ops_1.example\" is not a DNS name"},
+      {{"--csds-readers", "spiffe://facet.test/ns/ops/*,"},
+       2,
+       "--csds-readers: DNS name \"\" is empty"},
       {{"--admin-tls-cert", cert_, "--admin-tls-key", other_key_},
        1,
        "--admin-tls-key: " + other_key_ + ": is not the key"},
@@ -353,6 +360,15 @@ TEST_F(TlsE2eTest, FlagErrorsNameTheFlagBeforeServing) {
   }
   // The relay and the controller take the same flags, checked as early.
   std::string stderr_text;
+  EXPECT_EQ(RunFailing({"relay", "--config", missing, "--csds-readers", "https://x"}, &stderr_text)
+                .exit_code,
+            2);
+  EXPECT_THAT(stderr_text, HasSubstr("--csds-readers: SPIFFE ID \"https://x\" must start with"));
+  EXPECT_EQ(RunFailing({"controller", "--kubeconfig", missing, "--csds-readers", "*.ops.example"},
+                       &stderr_text)
+                .exit_code,
+            2);
+  EXPECT_THAT(stderr_text, HasSubstr("--csds-readers: DNS name \"*.ops.example\" contains '*'"));
   EXPECT_EQ(
       RunFailing({"relay", "--config", missing, "--xds-tls-cert", cert_}, &stderr_text).exit_code,
       2);
@@ -521,6 +537,108 @@ TEST_F(TlsE2eTest, OnlyAllowedClientIdentitiesReadARestrictedAuthority) {
   absl::StatusOr<Running> plaintext = Serve({});
   ASSERT_THAT(plaintext, IsOk());
   EXPECT_EQ(SeenBy(plaintext->xds_address, grpc::InsecureChannelCredentials()), does_not_exist);
+}
+
+// A client holding an open ADS stream with node `node_id` that has
+// received cluster greeter-prod.
+struct HeldStream {
+  std::unique_ptr<AdsTestClient> client;
+  std::unique_ptr<SotwStream> stream;
+};
+
+absl::StatusOr<HeldStream> Hold(const std::string& address,
+                                std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                const std::string& node_id) {
+  HeldStream held;
+  absl::StatusOr<std::unique_ptr<AdsTestClient>> client =
+      Connect(address, std::move(credentials), kFetchTimeout);
+  if (!client.ok()) return client.status();
+  held.client = *std::move(client);
+  absl::StatusOr<std::unique_ptr<SotwStream>> stream = held.client->OpenSotw();
+  if (!stream.ok()) return stream.status();
+  held.stream = *std::move(stream);
+  auto request = ::facet::testing::MakeRequest(kClusterTypeUrl, {"greeter-prod"});
+  *request.mutable_node() = ::facet::testing::MakeNode(node_id);
+  if (absl::Status sent = held.stream->Send(request); !sent.ok()) return sent;
+  absl::StatusOr<::facet::testing::DiscoveryResponse> response = held.stream->Next(kFetchTimeout);
+  if (!response.ok()) return response.status();
+  return held;
+}
+
+// The node ids CSDS reports to a caller with `credentials`, sorted and joined
+// by spaces, or the error.
+std::string CsdsNodesSeenBy(const std::string& address,
+                            std::shared_ptr<grpc::ChannelCredentials> credentials) {
+  ::facet::testing::CsdsTestClient csds(address, std::move(credentials), kFetchTimeout);
+  absl::StatusOr<::facet::testing::ClientStatusResponse> response = csds.Fetch({});
+  if (!response.ok()) return response.status().ToString();
+  std::vector<std::string> ids;
+  for (const auto& config : response->config()) ids.push_back(config.node().id());
+  std::sort(ids.begin(), ids.end());
+  return absl::StrJoin(ids, " ");
+}
+
+TEST_F(TlsE2eTest, CsdsShowsACallerOnlyItsOwnIdentitysClientsUnlessItIsAReader) {
+  // Every generated certificate also carries the DNS SAN "localhost": one
+  // shared name does not make two identities the same.
+  absl::StatusOr<TlsCredentials> a =
+      ::facet::testing::GenerateTestCredentials({"spiffe://facet.test/ns/tls/sa/a"});
+  absl::StatusOr<TlsCredentials> b =
+      ::facet::testing::GenerateTestCredentials({"spiffe://facet.test/ns/tls/sa/b"});
+  absl::StatusOr<TlsCredentials> ops =
+      ::facet::testing::GenerateTestCredentials({"spiffe://facet.test/ns/ops/sa/csds"});
+  absl::StatusOr<TlsCredentials> ops_dns =
+      ::facet::testing::GenerateTestCredentials({"csds.ops.test"});
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  ASSERT_THAT(ops, IsOk());
+  ASSERT_THAT(ops_dns, IsOk());
+  const std::string client_ca =
+      Write("client-cas.pem", absl::StrCat(a->ca_pem, b->ca_pem, ops->ca_pem, ops_dns->ca_pem));
+  absl::StatusOr<Running> serve =
+      Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", client_ca,
+             "--csds-readers", "spiffe://facet.test/ns/ops/*,csds.ops.test"});
+  ASSERT_THAT(serve, IsOk());
+  const std::string& address = serve->xds_address;
+  absl::StatusOr<HeldStream> a1 = Hold(address, TlsClient(good_.ca_pem, &*a), "client-a1");
+  absl::StatusOr<HeldStream> a2 = Hold(address, TlsClient(good_.ca_pem, &*a), "client-a2");
+  absl::StatusOr<HeldStream> b1 = Hold(address, TlsClient(good_.ca_pem, &*b), "client-b1");
+  ASSERT_THAT(a1, IsOk());
+  ASSERT_THAT(a2, IsOk());
+  ASSERT_THAT(b1, IsOk());
+
+  EXPECT_EQ(CsdsNodesSeenBy(address, TlsClient(good_.ca_pem, &*a)), "client-a1 client-a2");
+  EXPECT_EQ(CsdsNodesSeenBy(address, TlsClient(good_.ca_pem, &*b)), "client-b1");
+  EXPECT_EQ(CsdsNodesSeenBy(address, TlsClient(good_.ca_pem, &*ops)),
+            "client-a1 client-a2 client-b1");
+  EXPECT_EQ(CsdsNodesSeenBy(address, TlsClient(good_.ca_pem, &*ops_dns)),
+            "client-a1 client-a2 client-b1");
+
+  // The admin port's /clients still reports every client.
+  httplib::Client admin("127.0.0.1", PortOf(serve->admin_address));
+  httplib::Result clients = admin.Get("/clients");
+  ASSERT_TRUE(clients) << httplib::to_string(clients.error());
+  EXPECT_THAT(clients->body, HasSubstr("client-a1"));
+  EXPECT_THAT(clients->body, HasSubstr("client-b1"));
+
+  // Without the flag, nobody sees another identity's clients.
+  absl::StatusOr<Running> no_readers =
+      Serve({"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", client_ca});
+  ASSERT_THAT(no_readers, IsOk());
+  absl::StatusOr<HeldStream> b2 =
+      Hold(no_readers->xds_address, TlsClient(good_.ca_pem, &*b), "client-b2");
+  ASSERT_THAT(b2, IsOk());
+  EXPECT_EQ(CsdsNodesSeenBy(no_readers->xds_address, TlsClient(good_.ca_pem, &*ops)), "");
+  EXPECT_EQ(CsdsNodesSeenBy(no_readers->xds_address, TlsClient(good_.ca_pem, &*b)), "client-b2");
+
+  // Plaintext: a caller without a certificate sees the clients without one.
+  absl::StatusOr<Running> plaintext = Serve({});
+  ASSERT_THAT(plaintext, IsOk());
+  absl::StatusOr<HeldStream> p1 =
+      Hold(plaintext->xds_address, grpc::InsecureChannelCredentials(), "client-p1");
+  ASSERT_THAT(p1, IsOk());
+  EXPECT_EQ(CsdsNodesSeenBy(plaintext->xds_address, grpc::InsecureChannelCredentials()),
+            "client-p1");
 }
 
 }  // namespace
