@@ -72,7 +72,7 @@ if render_case default facet facet-system; then
     --arg=--allow-old-style-names=true --arg=--leader-election=true \
     --arg=--leader-election-namespace=facet-system --arg=--leader-election-lease=facet-controller \
     --arg=--log-level=info --absent-flag=--namespaces --absent-flag=--node-metadata-params \
-    --absent-flag=--kubeconfig --webhook generated \
+    --absent-flag=--kubeconfig --absent-flag=--csds-readers --webhook generated \
     --failure-policy Fail --webhook-timeout 10 --webhook-port 9443
 fi
 
@@ -91,7 +91,8 @@ if render_case overrides prod xds "${here}/testdata/overrides.yaml"; then
     --arg=--namespaces=team-a,team-b --arg=--node-metadata-params=env,version=app_version \
     --arg=--allow-old-style-names=false --arg=--leader-election=true \
     --arg=--leader-election-namespace=xds --arg=--leader-election-lease=facet-leader \
-    --arg=--log-level=debug --authorities-out "${work}/overrides.authorities.yaml" \
+    --arg=--log-level=debug '--arg=--csds-readers=spiffe://cluster.local/ns/ops/*,ops.example.com' \
+    --authorities-out "${work}/overrides.authorities.yaml" \
     --webhook certManager --issuer ClusterIssuer/cluster-ca --failure-policy Ignore \
     --webhook-timeout 5 --webhook-port 8443 \
     --xds-tls certManager --xds-tls-secret prod-facet-xds-tls --xds-issuer ClusterIssuer/mesh-ca \

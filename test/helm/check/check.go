@@ -42,7 +42,7 @@ var controllerFlags = map[string]bool{
 	"--leader-election-namespace": true, "--leader-election-lease": true, "--log-level": true,
 	"--webhook-address": true, "--webhook-tls-cert": true, "--webhook-tls-key": true,
 	"--xds-tls-cert": true, "--xds-tls-key": true, "--xds-tls-client-ca": true,
-	"--admin-tls-cert": true, "--admin-tls-key": true,
+	"--csds-readers": true, "--admin-tls-cert": true, "--admin-tls-key": true,
 }
 
 var namespacedKinds = map[string]bool{
