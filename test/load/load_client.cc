@@ -125,8 +125,9 @@ class LoadClient::Stream {
   virtual ~Stream() = default;
   virtual void Start(AggregatedDiscoveryService::Stub& stub) = 0;
   virtual void Cancel() = 0;
-  // The time the watched resource arrived in a new version, if it has.
-  virtual std::optional<absl::Time> edited_at() const = 0;
+  // When the watched resource arrived in its (change+1)-th new version
+  // (change 0 is the first version after the one it synced with), if it has.
+  virtual std::optional<absl::Time> arrival(int change) const = 0;
 };
 
 // One ADS stream. Reads run one at a time (each StartRead follows the previous
@@ -159,9 +160,10 @@ class LoadClient::Reactor final : public LoadClient::Stream,
 
   void Cancel() override { context_.TryCancel(); }
 
-  std::optional<absl::Time> edited_at() const override {
+  std::optional<absl::Time> arrival(int change) const override {
     absl::MutexLock lock(&mu_);
-    return edited_at_;
+    if (change < 0 || change >= static_cast<int>(arrivals_.size())) return std::nullopt;
+    return arrivals_[change];
   }
 
   void OnReadDone(bool ok) override {
@@ -218,7 +220,8 @@ class LoadClient::Reactor final : public LoadClient::Stream,
     }
   }
 
-  // Records the watched resource's first version, and the arrival of a new one.
+  // Records the watched resource's first version, and the arrival of each
+  // version that differs from the one before it.
   void CheckWatched(absl::Time now) {
     const std::string& watched = client_.options_.watched_name;
     for (const auto& resource : response_.resources()) {
@@ -232,20 +235,19 @@ class LoadClient::Reactor final : public LoadClient::Stream,
         if (ResourceName(resource) != watched) continue;
         fingerprint = Fingerprint(resource.value());
       }
-      if (!baseline_.has_value()) {
-        baseline_ = fingerprint;
+      if (!last_.has_value()) {
+        last_ = fingerprint;
         continue;
       }
-      if (fingerprint == *baseline_) continue;
-      bool first = false;
+      if (fingerprint == *last_) continue;
+      last_ = fingerprint;
+      int change = 0;
       {
         absl::MutexLock lock(&mu_);
-        if (!edited_at_.has_value()) {
-          edited_at_ = now;
-          first = true;
-        }
+        arrivals_.push_back(now);
+        change = static_cast<int>(arrivals_.size()) - 1;
       }
-      if (first) client_.OnEdited(expects_edit_);
+      client_.OnEdited(expects_edit_, change);
     }
   }
 
@@ -270,12 +272,12 @@ class LoadClient::Reactor final : public LoadClient::Stream,
   Response response_;
   std::vector<bool> answered_;
   int answered_count_ = 0;
-  std::optional<size_t> baseline_;
+  std::optional<size_t> last_;  // Fingerprint of the watched resource's last version.
 
   mutable absl::Mutex mu_;
   std::deque<Request> pending_ ABSL_GUARDED_BY(mu_);  // front() is in flight.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<absl::Time> edited_at_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Time> arrivals_ ABSL_GUARDED_BY(mu_);  // Of each new version.
 };
 
 LoadClient::LoadClient(LoadOptions options, std::vector<StreamPlan> plans)
@@ -331,21 +333,25 @@ absl::StatusOr<absl::Duration> LoadClient::OpenAndSync(absl::Time deadline) {
   return took;
 }
 
-bool LoadClient::WaitForEdit(absl::Time deadline) {
+bool LoadClient::WaitForChange(int change, absl::Time deadline) {
   int expected = 0;
   for (const StreamPlan& plan : plans_) expected += plan.expects_edit ? 1 : 0;
   absl::MutexLock lock(&mu_);
-  auto edited_or_failed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return edited_expected_ == expected || done_ > 0;
+  auto received = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto it = edited_expected_.find(change);
+    return it == edited_expected_.end() ? 0 : it->second;
   };
-  mu_.AwaitWithDeadline(absl::Condition(&edited_or_failed), deadline);
-  return edited_expected_ == expected;
+  auto arrived_or_failed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return received() == expected || done_ > 0;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&arrived_or_failed), deadline);
+  return received() == expected;
 }
 
-EditResults LoadClient::Edits(absl::Time trigger) const {
+EditResults LoadClient::Edits(int change, absl::Time trigger) const {
   EditResults results;
   for (size_t i = 0; i < streams_.size(); ++i) {
-    const std::optional<absl::Time> at = streams_[i]->edited_at();
+    const std::optional<absl::Time> at = streams_[i]->arrival(change);
     if (plans_[i].expects_edit) {
       ++results.expected;
       if (at.has_value()) results.latencies.push_back(*at - trigger);
@@ -383,10 +389,10 @@ void LoadClient::OnSynced() {
   ++synced_;
 }
 
-void LoadClient::OnEdited(bool expected) {
+void LoadClient::OnEdited(bool expected, int change) {
   if (!expected) return;
   absl::MutexLock lock(&mu_);
-  ++edited_expected_;
+  ++edited_expected_[change];
 }
 
 void LoadClient::OnDone(int index, const grpc::Status& status) {

@@ -76,12 +76,13 @@ class LoadClient {
   // (naming how many synced) at `deadline`; Unavailable if a stream ends.
   absl::StatusOr<absl::Duration> OpenAndSync(absl::Time deadline);
 
-  // Waits until every stream that expects the edit has received it. Returns
+  // Waits until every stream that expects edits has received the watched
+  // resource in its (change+1)-th new version (change 0: the first). Returns
   // false at `deadline` or once a stream has ended.
-  bool WaitForEdit(absl::Time deadline);
+  bool WaitForChange(int change, absl::Time deadline);
 
-  // Returns what the streams saw of the change triggered at `trigger`.
-  EditResults Edits(absl::Time trigger) const;
+  // Returns what the streams saw of change `change`, triggered at `trigger`.
+  EditResults Edits(int change, absl::Time trigger) const;
 
   // Returns a description of the first stream that ended, if any ended.
   std::string FirstFailure() const;
@@ -95,9 +96,10 @@ class LoadClient {
   template <typename Request, typename Response>
   class Reactor;
 
-  // Called by streams, each once.
+  // Called by streams: OnSynced and OnDone once each, OnEdited for each new
+  // version of the watched resource (`change` counts them from 0).
   void OnSynced();
-  void OnEdited(bool expected);
+  void OnEdited(bool expected, int change);
   void OnDone(int index, const grpc::Status& status);
 
   const LoadOptions options_;
@@ -107,7 +109,8 @@ class LoadClient {
 
   mutable absl::Mutex mu_;
   int synced_ ABSL_GUARDED_BY(mu_) = 0;
-  int edited_expected_ ABSL_GUARDED_BY(mu_) = 0;
+  // Per change: the streams expecting edits that have received it.
+  std::map<int, int> edited_expected_ ABSL_GUARDED_BY(mu_);
   int done_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::string first_failure_ ABSL_GUARDED_BY(mu_);

@@ -69,6 +69,12 @@ ABSL_FLAG(std::string, null_push, "selected",
           "which streams the null server writes the change to: selected (whose parameters select "
           "the changed variant, the streams Facet must push to) or all (subscribed to routes)");
 ABSL_FLAG(absl::Duration, deadline, absl::Seconds(120), "bound on the whole run");
+ABSL_FLAG(int, changes, 5,
+          "route changes triggered one after another (edit, restore, edit, ...); the latencies "
+          "of all of them are pooled");
+ABSL_FLAG(absl::Duration, change_gap, absl::Seconds(1),
+          "mean wait before each change (after the settle, then after the previous change "
+          "arrived everywhere), drawn uniformly from [gap/4, 7*gap/4) with --seed");
 ABSL_FLAG(absl::Duration, settle, absl::Seconds(1),
           "wait after the sync before reading RSS and triggering the change");
 ABSL_FLAG(std::string, work_dir, "",
@@ -194,12 +200,21 @@ absl::StatusOr<std::string> XdsAddress(absl::string_view ready) {
   return address;
 }
 
+// Returns the q-quantile (nearest rank) of the sorted `latencies` in ms, or
+// NaN when there are none.
+double LatencyQuantileMs(const std::vector<absl::Duration>& latencies, double q) {
+  if (latencies.empty()) return NAN;
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(latencies.size())));
+  return absl::ToDoubleMilliseconds(latencies[std::clamp<size_t>(rank, 1, latencies.size()) - 1]);
+}
+
 struct TargetResult {
   std::string name;
   std::string error;                    // Empty when the run succeeded.
   std::optional<absl::Duration> ready;  // From spawning the server to its ready file.
   std::optional<absl::Duration> sync;
-  EditResults edits;
+  EditResults edits;                   // Every change's, pooled.
+  std::vector<double> change_p99_ms;   // Each change's p99.
   int64_t rss_before_kib = -1;
   int64_t rss_after_kib = -1;
   int streams = 0;
@@ -209,13 +224,9 @@ struct TargetResult {
                ? NAN
                : static_cast<double>(rss_after_kib - rss_before_kib) / streams;
   }
-  // Returns the q-quantile (nearest rank) of the latencies in ms, or NaN.
-  double LatencyMs(double q) const {
-    const std::vector<absl::Duration>& l = edits.latencies;
-    if (l.empty()) return NAN;
-    const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(l.size())));
-    return absl::ToDoubleMilliseconds(l[std::clamp<size_t>(rank, 1, l.size()) - 1]);
-  }
+  // Returns the q-quantile (nearest rank) of the latencies of every change in
+  // ms, or NaN.
+  double LatencyMs(double q) const { return LatencyQuantileMs(edits.latencies, q); }
   double SyncMs() const { return sync.has_value() ? absl::ToDoubleMilliseconds(*sync) : NAN; }
   double ReadyMs() const { return ready.has_value() ? absl::ToDoubleMilliseconds(*ready) : NAN; }
 };
@@ -227,6 +238,7 @@ struct RunConfig {
   std::vector<StreamPlan> plans;
   int services = 0;
   int change_service = 0;
+  int changes = 1;
   absl::Time deadline;
 };
 
@@ -272,15 +284,17 @@ absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& target,
   return Process::Start(options);
 }
 
-// Triggers the change; returns the moment it became visible to the server.
+// Triggers change `change` (even: the edit; odd: back to the original);
+// returns the moment it became visible to the server.
 absl::StatusOr<absl::Time> TriggerChange(const std::string& target, const RunConfig& config,
-                                         Process& server) {
+                                         Process& server, int change) {
   absl::Time trigger;
   if (target == "facet" || target == "relay") {
     const std::string path =
         absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service));
-    absl::Status written = WriteFileByRename(path, ServiceManifest(config.change_service, true),
-                                             [&] { trigger = absl::Now(); });
+    absl::Status written =
+        WriteFileByRename(path, ServiceManifest(config.change_service, change % 2 == 0),
+                          [&] { trigger = absl::Now(); });
     if (!written.ok()) return written;
     return trigger;
   }
@@ -345,17 +359,35 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
     result.sync = *sync;
     absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
     result.rss_after_kib = ReadRssKib((*server)->pid());
-    absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, **server);
-    if (!trigger.ok()) return trigger.status();
-    const bool complete = client.WaitForEdit(config.deadline);
-    result.edits = client.Edits(*trigger);
-    client.Shutdown(config.deadline);
-    if (!complete) {
-      const std::string failure = client.FirstFailure();
-      return absl::DeadlineExceededError(
-          absl::StrCat(result.edits.latencies.size(), " of ", result.edits.expected,
-                       " streams received the change", failure.empty() ? "" : "; ", failure));
+    // Each change waits a gap drawn with the seed (the first one too, after
+    // the settle): every target sees the same gaps, and no change keeps one
+    // phase to a periodic timer of the client's or the server's. (A change
+    // exactly 1 s after the sync lands on the idle wake-up of the client's
+    // gRPC pollers and reads about 90 ms late.)
+    std::mt19937 gaps(absl::GetFlag(FLAGS_seed));
+    const absl::Duration mean_gap = absl::GetFlag(FLAGS_change_gap);
+    std::uniform_real_distribution<double> gap_fraction(0.25, 1.75);
+    for (int change = 0; change < config.changes; ++change) {
+      absl::SleepFor(std::min(mean_gap * gap_fraction(gaps), config.deadline - absl::Now()));
+      absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, **server, change);
+      if (!trigger.ok()) return trigger.status();
+      const bool complete = client.WaitForChange(change, config.deadline);
+      EditResults edits = client.Edits(change, *trigger);
+      result.change_p99_ms.push_back(LatencyQuantileMs(edits.latencies, 0.99));
+      result.edits.expected += edits.expected;
+      result.edits.unexpected += edits.unexpected;
+      result.edits.latencies.insert(result.edits.latencies.end(), edits.latencies.begin(),
+                                    edits.latencies.end());
+      if (!complete) {
+        client.Shutdown(config.deadline);
+        const std::string failure = client.FirstFailure();
+        return absl::DeadlineExceededError(absl::StrCat(
+            "change ", change + 1, " of ", config.changes, ": ", edits.latencies.size(), " of ",
+            edits.expected, " streams received it", failure.empty() ? "" : "; ", failure));
+      }
     }
+    std::sort(result.edits.latencies.begin(), result.edits.latencies.end());
+    client.Shutdown(config.deadline);
     return absl::OkStatus();
   }();
   absl::Status stopped = StopServer(**server, config.deadline);
@@ -384,9 +416,10 @@ std::string JsonNumber(double value) {
 void PrintReport(const std::vector<TargetResult>& results, const RunConfig& config) {
   const std::string mode =
       absl::StrCat(config.load.delta ? "delta" : "sotw", config.load.locators ? "+locators" : "");
-  std::cout << absl::StrFormat("\n%d %s streams over %d connections, %d services (%d objects)\n",
-                               config.plans.size(), mode, config.load.connections, config.services,
-                               config.services * 6);
+  std::cout << absl::StrFormat(
+      "\n%d %s streams over %d connections, %d services (%d objects), %d changes\n",
+      config.plans.size(), mode, config.load.connections, config.services, config.services * 6,
+      config.changes);
   std::cout << absl::StrFormat("%-8s %9s %10s %9s %9s %9s %13s %7s %10s %10s %12s  %s\n", "target",
                                "ready_ms", "sync_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect",
                                "other", "rss0_MiB", "rss_MiB", "KiB/stream", "result");
@@ -446,10 +479,14 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         ",\"max_ms\":", JsonNumber(r.LatencyMs(1.0)), ",\"pushes\":", r.edits.latencies.size(),
         ",\"expected\":", r.edits.expected, ",\"unexpected\":", r.edits.unexpected,
         ",\"rss_before_kib\":", r.rss_before_kib, ",\"rss_after_kib\":", r.rss_after_kib,
-        ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()), "}"));
+        ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()), ",\"change_p99_ms\":[",
+        absl::StrJoin(r.change_p99_ms, ",",
+                      [](std::string* out, double v) { out->append(JsonNumber(v)); }),
+        "]}"));
   }
   std::cout << absl::StrCat("{\"streams\":", config.plans.size(),
-                            ",\"connections\":", config.load.connections, ",\"mode\":\"", mode,
+                            ",\"connections\":", config.load.connections,
+                            ",\"changes\":", config.changes, ",\"mode\":\"", mode,
                             "\",\"services\":", config.services, ",\"targets\":{",
                             absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
 }
@@ -469,6 +506,7 @@ int Main() {
   config.deadline = deadline;
   config.services = absl::GetFlag(FLAGS_services);
   config.change_service = absl::GetFlag(FLAGS_change_service);
+  config.changes = absl::GetFlag(FLAGS_changes);
   const int streams = absl::GetFlag(FLAGS_streams);
   config.load.connections = absl::GetFlag(FLAGS_connections);
   config.load.delta = absl::GetFlag(FLAGS_delta);
@@ -481,11 +519,12 @@ int Main() {
   std::string usage_error;
   if (!dists.ok()) usage_error = std::string(dists.status().message());
   if (!subscriptions.ok()) usage_error = std::string(subscriptions.status().message());
-  if (streams < 1 || config.load.connections < 1 || config.services < 1 ||
-      config.change_service < 0 || config.change_service >= config.services) {
+  if (streams < 1 || config.load.connections < 1 || config.services < 1 || config.changes < 1 ||
+      config.change_service < 0 || config.change_service >= config.services ||
+      absl::GetFlag(FLAGS_change_gap) < absl::ZeroDuration()) {
     usage_error =
-        "--streams, --connections and --services must be positive, and "
-        "--change-service below --services";
+        "--streams, --connections, --services and --changes must be positive, "
+        "--change-service below --services, and --change-gap not negative";
   }
   for (const std::string& target : targets) {
     if (target != "facet" && target != "null" && target != "relay") {

@@ -141,11 +141,11 @@ class NullAdsService::Stream final : public grpc::ServerGenericBidiReactor {
     StartRead(&request_);
   }
 
-  // Queues the edited route response if this stream should get it; returns
-  // whether it did. Called with service_.mu_ held.
-  bool PushEdit(bool selected_only) {
+  // Queues the route response, edited or as it was, if this stream should
+  // get it; returns whether it did. Called with service_.mu_ held.
+  bool PushEdit(bool selected_only, bool edited) {
     if (routes_ == nullptr || (selected_only && !selected_)) return false;
-    Enqueue(routes_->edited);
+    Enqueue(edited ? routes_->edited : routes_->initial);
     return true;
   }
 
@@ -294,9 +294,10 @@ grpc::ServerGenericBidiReactor* NullAdsService::CreateReactor(
 
 int NullAdsService::PushEdit() {
   absl::MutexLock lock(&mu_);
+  const bool edited = pushes_++ % 2 == 0;
   int pushed = 0;
   for (Stream* stream : streams_) {
-    if (stream->PushEdit(options_.push_selected_only)) ++pushed;
+    if (stream->PushEdit(options_.push_selected_only, edited)) ++pushed;
   }
   return pushed;
 }

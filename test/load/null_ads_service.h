@@ -3,7 +3,8 @@
 // answers each subscription request with a response serialized once per
 // distinct subscription and shared by every stream, ignores ACKs and NACKs,
 // and on PushEdit() writes one shared, pre-serialized response with the
-// edited route to every open stream (one write in flight per stream).
+// edited route to every open stream (one write in flight per stream); the
+// next PushEdit() writes the route as it was, and so on, alternating.
 #ifndef FACET_TEST_LOAD_NULL_ADS_SERVICE_H_
 #define FACET_TEST_LOAD_NULL_ADS_SERVICE_H_
 
@@ -43,7 +44,8 @@ class NullAdsService final : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(
       grpc::GenericCallbackServerContext* context) override;
 
-  // Queues the edited response for every open stream that subscribed to
+  // Queues the edited response (on the first call, the third, ...; the
+  // original one on the second, ...) for every open stream that subscribed to
   // routes (and, with push_selected_only, selects the edited variant). Returns
   // how many streams it queued a write for.
   int PushEdit();
@@ -66,6 +68,7 @@ class NullAdsService final : public grpc::CallbackGenericService {
   // it queues writes, so a stream cannot be deleted meanwhile.
   std::set<Stream*> streams_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<const Responses>> cache_ ABSL_GUARDED_BY(mu_);
+  int pushes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace facet::load

@@ -1,6 +1,7 @@
 // facet_null_server: the load benchmark's null ADS server (null_ads_service.h).
 // Listens on 127.0.0.1 only, writes {"xds_address": ...} to --ready-file once
-// serving, writes the edited route to every open stream on SIGUSR1, and shuts
+// serving, writes the edited route to every open stream on SIGUSR1 (the route
+// as it was on the next SIGUSR1, and so on, alternating), and shuts
 // down cleanly on SIGTERM or SIGINT.
 //
 //   facet_null_server --xds-address 127.0.0.1:0 --ready-file F [--services N]
@@ -25,8 +26,9 @@ ABSL_FLAG(std::string, xds_address, "127.0.0.1:0", "127.0.0.1:PORT to listen on 
 ABSL_FLAG(std::string, ready_file, "", "write {\"xds_address\": ...} here once serving");
 ABSL_FLAG(int, services, 2000, "services in the world (for wildcard subscriptions)");
 ABSL_FLAG(std::string, push, "selected",
-          "on SIGUSR1, write the edited route to all streams subscribed to routes, or only to "
-          "those whose parameters select the edited variant (selected)");
+          "on SIGUSR1, write the edited route (then, alternating, the original) to all streams "
+          "subscribed to routes, or only to those whose parameters select the edited variant "
+          "(selected)");
 
 int main(int argc, char** argv) {
   facet::e2e::ParseDashedCommandLine(argc, argv);
@@ -73,7 +75,7 @@ int main(int argc, char** argv) {
     if (signo != SIGUSR1) break;
     const absl::Time start = absl::Now();
     const int pushed = service.PushEdit();
-    std::cerr << "facet_null_server: queued the edit for " << pushed << " streams in "
+    std::cerr << "facet_null_server: queued the change for " << pushed << " streams in "
               << absl::FormatDuration(absl::Now() - start) << "\n";
   }
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
