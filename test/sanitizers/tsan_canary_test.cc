@@ -27,8 +27,11 @@ class TsanCanaryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    // The child's reports go to its stderr, not to the stage's report files.
-    setenv("TSAN_OPTIONS", "halt_on_error=1:exitcode=66:report_signal_unsafe=0", 1);
+    // The child's reports go to its stderr, not to the stage's report files
+    // (TSan's runtime also reads UBSAN_OPTIONS, whose log_path the stage
+    // sets).
+    setenv("TSAN_OPTIONS", "halt_on_error=1:exitcode=66:report_signal_unsafe=0:log_path=stderr", 1);
+    unsetenv("UBSAN_OPTIONS");
   }
 };
 
