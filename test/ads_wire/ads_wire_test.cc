@@ -191,6 +191,17 @@ class AdsWireTest : public ::testing::Test {
     return stream.ok() ? *std::move(stream) : nullptr;
   }
 
+  // Subscribes `stream` to the greeter route as a node with env=`env`, and
+  // ACKs the first response.
+  void SubscribeToRouteAndAck(SotwStream& stream, const std::string& env) {
+    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
+    *request.mutable_node() = MakeNode(env, {{"env", env}});
+    ASSERT_THAT(stream.Send(request), IsOk());
+    auto response = stream.Next(kWait);
+    ASSERT_THAT(response, IsOk());
+    ASSERT_THAT(stream.Send(Ack(*response, MakeRequest(kRds, {"greeter"}))), IsOk());
+  }
+
   xds::SnapshotStore store_;
   std::shared_ptr<const xds::Snapshot> last_;
   int port_ = 0;
@@ -336,14 +347,9 @@ TEST_F(AdsWireTest, NackIsRecordedPerVariantAndNotResentUntilTheSnapshotChanges)
 TEST_F(AdsWireTest, AChangePushesOnlyToStreamsWhoseVariantChanged) {
   auto prod = Sotw();
   auto test = Sotw();
-  for (auto [stream, env] : {std::pair{prod.get(), "prod"}, std::pair{test.get(), "test"}}) {
-    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
-    *request.mutable_node() = MakeNode(env, {{"env", env}});
-    ASSERT_THAT(stream->Send(request), IsOk());
-    auto response = stream->Next(kWait);
-    ASSERT_THAT(response, IsOk());
-    ASSERT_THAT(stream->Send(Ack(*response, MakeRequest(kRds, {"greeter"}))), IsOk());
-  }
+  SubscribeToRouteAndAck(*prod, "prod");
+  SubscribeToRouteAndAck(*test, "test");
+  if (HasFatalFailure()) return;
   // 1: only the prod variant changes. 2: then only the other variant.
   Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " + RouteVariant("other", "{env: {not: prod}}", "b") + "]");
   Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " + RouteVariant("other", "{env: {not: prod}}", "a") + "]");
@@ -360,14 +366,9 @@ TEST_F(AdsWireTest, AChangePushesOnlyToStreamsWhoseVariantChanged) {
 TEST_F(AdsWireTest, AChangeWakesOnlyStreamsWhoseSelectedVariantChanged) {
   auto prod = Sotw();
   auto test = Sotw();
-  for (auto [stream, env] : {std::pair{prod.get(), "prod"}, std::pair{test.get(), "test"}}) {
-    DiscoveryRequest request = MakeRequest(kRds, {"greeter"});
-    *request.mutable_node() = MakeNode(env, {{"env", env}});
-    ASSERT_THAT(stream->Send(request), IsOk());
-    auto response = stream->Next(kWait);
-    ASSERT_THAT(response, IsOk());
-    ASSERT_THAT(stream->Send(Ack(*response, MakeRequest(kRds, {"greeter"}))), IsOk());
-  }
+  SubscribeToRouteAndAck(*prod, "prod");
+  SubscribeToRouteAndAck(*test, "test");
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(WaitForStats([](const xds::AdsStats& s) { return s.acks == 2; }));
   const int64_t before = ads_->stats().stream_wakes;
   // Only the prod variant changes: the test stream is not even looked at.
