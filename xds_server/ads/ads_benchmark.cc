@@ -66,6 +66,26 @@ std::shared_ptr<const Snapshot> Build(const std::vector<ResourceObject>& objects
   return BuildSnapshot(objects, {}, previous, options).snapshot;
 }
 
+// Subscribes `s` to `names` of `type` with node metadata env=`env`, as a
+// SotW client does, and ACKs every response.
+void SubscribeAndAck(StreamState& s, const ResourceType& type, const std::vector<std::string>& names,
+                     const std::string& env) {
+  DiscoveryRequest request;
+  request.set_type_url(type.type_url());
+  for (const std::string& name : names) request.add_resource_names(name);
+  (*request.mutable_node()->mutable_metadata()->mutable_fields())["env"].set_string_value(env);
+  RequestOutcome outcome;
+  (void)s.OnRequest(request, &outcome);
+  DiscoveryResponse response;
+  PushRecord record;
+  while (s.NextResponse(&response, &record)) {
+    DiscoveryRequest ack = request;
+    ack.set_version_info(response.version_info());
+    ack.set_response_nonce(response.nonce());
+    (void)s.OnRequest(ack, &outcome);
+  }
+}
+
 // Validating and building a snapshot of N two-variant routes.
 void BM_BuildSnapshot(benchmark::State& state) {
   const auto objects = Objects(static_cast<int>(state.range(0)), "a");
@@ -87,17 +107,7 @@ void BM_PushVariantChange(benchmark::State& state) {
   for (int i = 0; i < streams; ++i) {
     auto s = std::make_unique<StreamState>(Protocol::kSotw, mapping);
     s->SetSnapshot(a);
-    DiscoveryRequest request;
-    request.set_type_url(RouteConfigurationType().type_url());
-    request.add_resource_names("route-0");
-    (*request.mutable_node()->mutable_metadata()->mutable_fields())["env"].set_string_value(
-        i % 2 == 0 ? "prod" : "test");
-    RequestOutcome outcome;
-    (void)s->OnRequest(request, &outcome);
-    DiscoveryResponse response;
-    PushRecord record;
-    while (s->NextResponse(&response, &record)) {
-    }
+    SubscribeAndAck(*s, RouteConfigurationType(), {"route-0"}, i % 2 == 0 ? "prod" : "test");
     states.push_back(std::move(s));
   }
   int64_t pushes = 0;
@@ -117,6 +127,48 @@ void BM_PushVariantChange(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * streams);
 }
 BENCHMARK(BM_PushVariantChange)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+// BM_PushVariantChange with streams that hold what a gRPC client dialling
+// one service holds, several types at once (here CDS: two clusters, and RDS:
+// the route), as in the load benchmark: the change to the route's prod
+// variant is found and sent among the stream's other types.
+void BM_PushToClientStream(benchmark::State& state) {
+  const int streams = static_cast<int>(state.range(0));
+  auto base = Build(Objects(1000, "a"));
+  auto other = Build(Objects(1, "b"));
+  auto a = std::make_shared<ServingSnapshot>(base);
+  auto b = std::make_shared<ServingSnapshot>(Snapshot::Derive(
+      *base, {other->resources(RouteConfigurationType()).at("route-0")}, {}));
+  auto a2 = std::make_shared<ServingSnapshot>(Snapshot::Derive(
+      b->snapshot(), {base->resources(RouteConfigurationType()).at("route-0")}, {}));
+  auto mapping = std::make_shared<ParameterMapping>();
+  std::vector<std::unique_ptr<StreamState>> states;
+  for (int i = 0; i < streams; ++i) {
+    auto s = std::make_unique<StreamState>(Protocol::kSotw, mapping);
+    s->SetSnapshot(a);
+    const std::string env = i % 2 == 0 ? "prod" : "test";
+    SubscribeAndAck(*s, ClusterType(), {"a", "b"}, env);
+    SubscribeAndAck(*s, RouteConfigurationType(), {"route-0"}, env);
+    states.push_back(std::move(s));
+  }
+  int64_t pushes = 0;
+  bool flip = false;
+  DiscoveryResponse response;
+  PushRecord record;
+  for (auto _ : state) {
+    flip = !flip;
+    const auto& next = flip ? b : a2;
+    for (auto& s : states) {
+      s->AdoptSnapshot(next);
+      s->MarkDirty(RouteConfigurationType(), "route-0");
+      while (s->NextResponse(&response, &record)) ++pushes;
+    }
+  }
+  state.counters["pushes_per_change"] =
+      benchmark::Counter(static_cast<double>(pushes) / state.iterations());
+  state.SetItemsProcessed(state.iterations() * streams);
+}
+BENCHMARK(BM_PushToClientStream)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 // One route changed (an incremental snapshot, as the builder derives it),
 // fanned out to S streams subscribed to 1,000 routes (S/1,000 watch each).
@@ -138,16 +190,7 @@ void BM_FanOutOneChange(benchmark::State& state) {
   for (int i = 0; i < streams; ++i) {
     auto s = std::make_unique<StreamState>(Protocol::kSotw, mapping);
     s->SetSnapshot(a);
-    DiscoveryRequest request;
-    request.set_type_url(RouteConfigurationType().type_url());
-    request.add_resource_names(absl::StrCat("route-", i % kRoutes));
-    (*request.mutable_node()->mutable_metadata()->mutable_fields())["env"].set_string_value("prod");
-    RequestOutcome outcome;
-    (void)s->OnRequest(request, &outcome);
-    DiscoveryResponse response;
-    PushRecord record;
-    while (s->NextResponse(&response, &record)) {
-    }
+    SubscribeAndAck(*s, RouteConfigurationType(), {absl::StrCat("route-", i % kRoutes)}, "prod");
     index[i % kRoutes].push_back(s.get());
     states.push_back(std::move(s));
   }
@@ -162,7 +205,7 @@ void BM_FanOutOneChange(benchmark::State& state) {
     for (StreamState* s : index[0]) {
       ++touched;
       s->AdoptSnapshot(next);
-      s->MarkDirty(RouteConfigurationType().type_url(), "route-0");
+      s->MarkDirty(RouteConfigurationType(), "route-0");
       while (s->NextResponse(&response, &record)) ++pushes;
     }
   }

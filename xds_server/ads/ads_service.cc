@@ -45,7 +45,7 @@ struct AdsService::Wake {
   bool all = false;
   // Wildcard types: every changed name of the type.
   std::vector<const ResourceType*> types;
-  std::vector<std::pair<const std::string*, const std::string*>> names;  // (type URL, name)
+  std::vector<std::pair<const ResourceType*, const std::string*>> names;
 };
 
 namespace {
@@ -302,6 +302,7 @@ class Core final : public AdsService::StreamCore {
 
   void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
               const AdsService::Wake& wake) override {
+    Next next;  // One critical section: take in the change and decide.
     {
       absl::MutexLock lock(&mu_);
       if (sequence > sequence_) {
@@ -316,13 +317,14 @@ class Core final : public AdsService::StreamCore {
           auto it = changes.by_type.find(type);
           if (it == changes.by_type.end()) continue;
           for (const auto* list : {&it->second.added, &it->second.changed, &it->second.removed}) {
-            for (const std::string& name : *list) state_.MarkDirty(type->type_url(), name);
+            for (const std::string& name : *list) state_.MarkDirty(*type, name);
           }
         }
-        for (const auto& [type_url, name] : wake.names) state_.MarkDirty(*type_url, *name);
+        for (const auto& [type, name] : wake.names) state_.MarkDirty(*type, *name);
       }
+      DecideLocked(&next);
     }
-    TryWrite();
+    Act(next);
   }
 
   std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const override {
@@ -395,43 +397,54 @@ class Core final : public AdsService::StreamCore {
     TryWrite();
   }
 
-  // Decides under the lock, acts outside it: at most one write in flight, and
-  // Finish only when no write is.
-  void TryWrite() {
+  // What the stream does next, decided under its lock and done outside it.
+  struct Next {
     Action action = Action::kNone;
-    PushRecord record;
     Reactor* reactor = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      reactor = reactor_;
-      if (reactor_ == nullptr || finished_ || writing_) return;
-      if (finish_requested_) {
-        finished_ = true;
-        action = Action::kFinish;
-      } else if (waiting_for_budget_) {
-        return;  // Resume() comes once the budget allows.
-      } else if (!AdmitResponse()) {
-        waiting_for_budget_ = true;
-        return;
-      } else if (state_.NextResponse(&response_, &record)) {
-        writing_ = true;
-        write_started_ = absl::Now();
-        response_bytes_ = static_cast<int64_t>(response_.ByteSizeLong());
-        AddResponseBytes(response_bytes_);
-        action = Action::kWrite;
-      }
+    PushRecord record;
+  };
+
+  // At most one write in flight, and Finish only when no write is.
+  void DecideLocked(Next* next) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    next->reactor = reactor_;
+    if (reactor_ == nullptr || finished_ || writing_) return;
+    if (finish_requested_) {
+      finished_ = true;
+      next->action = Action::kFinish;
+    } else if (waiting_for_budget_) {
+      return;  // Resume() comes once the budget allows.
+    } else if (!AdmitResponse()) {
+      waiting_for_budget_ = true;
+    } else if (state_.NextResponse(&response_, &next->record)) {
+      writing_ = true;
+      write_started_ = absl::Now();
+      response_bytes_ = static_cast<int64_t>(response_.ByteSizeLong());
+      AddResponseBytes(response_bytes_);
+      next->action = Action::kWrite;
     }
-    switch (action) {
+  }
+
+  void Act(const Next& next) {
+    switch (next.action) {
       case Action::kWrite:
-        Record(nullptr, &record);
-        reactor->StartWrite(&response_);
+        Record(nullptr, &next.record);
+        next.reactor->StartWrite(&response_);
         break;
       case Action::kFinish:
-        reactor->Finish(finish_status_);
+        next.reactor->Finish(finish_status_);
         break;
       case Action::kNone:
         break;
     }
+  }
+
+  void TryWrite() {
+    Next next;
+    {
+      absl::MutexLock lock(&mu_);
+      DecideLocked(&next);
+    }
+    Act(next);
   }
 
   mutable absl::Mutex mu_;
@@ -566,9 +579,14 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   const Snapshot& next = serving->snapshot();
   const ChangeSet& changes = next.changes();
   // Streams to wake, with what to re-examine; a stream watching nothing that
-  // changed is not touched.
-  std::map<StreamCore*, Wake> wakes;
-  std::vector<std::shared_ptr<StreamCore>> cores;
+  // changed is not touched. Each woken stream once, in the order first found.
+  std::vector<std::pair<std::shared_ptr<StreamCore>, Wake>> wakes;
+  absl::flat_hash_map<StreamCore*, size_t> woken;
+  auto wake_of = [&](StreamCore* core) -> Wake& {
+    auto [it, inserted] = woken.try_emplace(core, wakes.size());
+    if (inserted) wakes.emplace_back(core->shared_from_this(), Wake());
+    return wakes[it->second].second;
+  };
   uint64_t sequence;
   bool all;
   size_t open;
@@ -579,15 +597,16 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
     sequence = ++sequence_;
     open = streams_.size();
     if (all) {
+      wakes.reserve(streams_.size());
       for (const auto& [key, core] : streams_) {
-        wakes[core.get()].all = true;
-        cores.push_back(core);
+        wakes.emplace_back(core, Wake());
+        wakes.back().second.all = true;
       }
     } else {
       for (const auto& [type, names] : changes.by_type) {
         auto index = index_.find(type->type_url());
         if (index == index_.end()) continue;
-        for (StreamCore* core : index->second.wildcard) wakes[core].types.push_back(type);
+        for (StreamCore* core : index->second.wildcard) wake_of(core).types.push_back(type);
         for (const auto* list : {&names.added, &names.changed, &names.removed}) {
           for (const std::string& name : *list) {
             auto watchers = index->second.by_name.find(name);
@@ -600,19 +619,18 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
               if (core->uniform_params_ != nullptr && !selection.Changed(*core->uniform_params_)) {
                 continue;
               }
-              wakes[core].names.emplace_back(&type->type_url(), &name);
+              wake_of(core).names.emplace_back(type, &name);
             }
           }
         }
       }
-      for (const auto& [core, wake] : wakes) cores.push_back(streams_.at(core));
     }
   }
   snapshots_++;
-  stream_wakes_ += static_cast<int64_t>(cores.size());
+  stream_wakes_ += static_cast<int64_t>(wakes.size());
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
-               next.size(), all ? next.size() : changes.size(), cores.size(), open);
-  for (const auto& core : cores) core->Notify(serving, sequence, wakes[core.get()]);
+               next.size(), all ? next.size() : changes.size(), wakes.size(), open);
+  for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake);
 }
 
 std::shared_ptr<const ServingSnapshot> AdsService::Register(
@@ -666,25 +684,34 @@ void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, b
 }
 
 bool AdsService::AdmitResponse(StreamCore& core) {
-  if (options_.response_memory_budget_bytes <= 0) return true;
+  const int64_t budget = options_.response_memory_budget_bytes;
+  if (budget <= 0 || response_bytes_.load() < budget) return true;
   absl::MutexLock lock(&budget_mu_);
-  if (response_bytes_ < options_.response_memory_budget_bytes) return true;
   waiting_for_budget_.push_back(core.shared_from_this());
+  waiting_count_.store(waiting_for_budget_.size());
+  // A write that completed since the first look may have found no stream
+  // waiting (it reads waiting_count_ after it releases its bytes, this reads
+  // the bytes after it counts itself in): look again before waiting.
+  if (response_bytes_.load() < budget) {
+    waiting_for_budget_.pop_back();
+    waiting_count_.store(waiting_for_budget_.size());
+    return true;
+  }
   responses_deferred_++;
   return false;
 }
 
 void AdsService::AddResponseBytes(int64_t bytes) {
-  absl::MutexLock lock(&budget_mu_);
-  response_bytes_ += bytes;
-  response_bytes_peak_ = std::max(response_bytes_peak_, response_bytes_);
+  const int64_t now = response_bytes_.fetch_add(bytes) + bytes;
+  int64_t peak = response_bytes_peak_.load(std::memory_order_relaxed);
+  while (now > peak && !response_bytes_peak_.compare_exchange_weak(peak, now,
+                                                                   std::memory_order_relaxed)) {
+  }
 }
 
 void AdsService::ReleaseResponseBytes(int64_t bytes) {
-  {
-    absl::MutexLock lock(&budget_mu_);
-    response_bytes_ -= bytes;
-  }
+  response_bytes_.fetch_sub(bytes);
+  if (waiting_count_.load() == 0) return;
   // One stream at a time, each admitted (or not) before the next is looked
   // at: O(1) per resumed stream.
   while (true) {
@@ -692,11 +719,12 @@ void AdsService::ReleaseResponseBytes(int64_t bytes) {
     {
       absl::MutexLock lock(&budget_mu_);
       if (waiting_for_budget_.empty() ||
-          response_bytes_ >= options_.response_memory_budget_bytes) {
+          response_bytes_.load() >= options_.response_memory_budget_bytes) {
         return;
       }
       next = std::move(waiting_for_budget_.front());
       waiting_for_budget_.pop_front();
+      waiting_count_.store(waiting_for_budget_.size());
     }
     next->Resume();  // No lock held: it may write.
   }
@@ -822,11 +850,8 @@ AdsStats AdsService::stats() const {
       }
     }
   }
-  {
-    absl::MutexLock lock(&budget_mu_);
-    stats.response_bytes_in_flight = response_bytes_;
-    stats.response_bytes_in_flight_peak = response_bytes_peak_;
-  }
+  stats.response_bytes_in_flight = response_bytes_.load();
+  stats.response_bytes_in_flight_peak = response_bytes_peak_.load();
   stats.responses_deferred = responses_deferred_;
   stats.streams_total = streams_total_;
   stats.pushes = pushes_;

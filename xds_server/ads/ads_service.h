@@ -225,11 +225,16 @@ class AdsService final
   std::atomic<int64_t> nack_records_dropped_{0};
   std::atomic<int64_t> nack_details_truncated_{0};
   std::atomic<int64_t> responses_deferred_{0};
-  // Taken after a stream's own lock, never with mu_.
+  // Bytes of responses being written, and the most there ever were: counted
+  // without a lock (every push and every completed write touches them).
+  std::atomic<int64_t> response_bytes_{0};
+  std::atomic<int64_t> response_bytes_peak_{0};
+  // Streams waiting for the budget. budget_mu_ is taken after a stream's own
+  // lock, never with mu_, and only once the budget is spent.
   mutable absl::Mutex budget_mu_;
-  int64_t response_bytes_ ABSL_GUARDED_BY(budget_mu_) = 0;
-  int64_t response_bytes_peak_ ABSL_GUARDED_BY(budget_mu_) = 0;
   std::deque<std::shared_ptr<StreamCore>> waiting_for_budget_ ABSL_GUARDED_BY(budget_mu_);
+  // waiting_for_budget_.size(), read without the lock by ReleaseResponseBytes.
+  std::atomic<size_t> waiting_count_{0};
   // The write-stall check: one thread, started last by the constructor and
   // joined first by the destructor, so it never sees a half-built service.
   absl::Mutex stall_mu_;

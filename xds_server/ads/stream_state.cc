@@ -69,11 +69,26 @@ std::string FormKey(bool locator, const std::string& rest) {
 }
 
 // A digest of one held variant, summed (mod 2^64) per type into the SotW
-// version_info: order-independent and the same on every replica.
+// version_info: order-independent and the same on every replica and build
+// (FNV-1a over the name and key, then a 64-bit finalizer so that the sum of
+// digests mixes every bit). Computed for every push: no allocation.
 uint64_t EntryDigest(const std::string& name, const std::string& key) {
-  uint64_t out = 0;
-  (void)absl::SimpleHexAtoi(ContentDigest(absl::StrCat(name, "\n", key)), &out);
-  return out;
+  uint64_t hash = 0xcbf29ce484222325u;
+  auto add = [&hash](absl::string_view bytes) {
+    for (const char c : bytes) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 0x100000001b3u;
+    }
+  };
+  add(name);
+  add("\n");
+  add(key);
+  hash ^= hash >> 33;
+  hash *= 0xff51afd7ed558ccdu;
+  hash ^= hash >> 33;
+  hash *= 0xc4ceb93fe1ac353bu;
+  hash ^= hash >> 33;
+  return hash;
 }
 
 std::string DigestVersion(uint64_t digest) {
@@ -129,6 +144,12 @@ StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
   if (state.type != nullptr && state.type->type_url() != type_url) {
     state.type = nullptr;  // Only full type URLs are served.
   }
+  const auto after = std::upper_bound(
+      ranked_.begin(), ranked_.end(), state, [](const TypeState& added, const RankedType& held) {
+        return std::make_pair(RankOf(added.type), std::cref(added.type_url)) <
+               std::make_pair(RankOf(held.type), std::cref(held.state->type_url));
+      });
+  ranked_.insert(after, RankedType{state.type, &state});
   return &state;
 }
 
@@ -670,16 +691,20 @@ void StreamState::SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
   }
   for (const auto& [type, changes] : snapshot_->snapshot().changes().by_type) {
     for (const auto* list : {&changes.added, &changes.changed, &changes.removed}) {
-      for (const std::string& name : *list) MarkDirty(type->type_url(), name);
+      for (const std::string& name : *list) MarkDirty(*type, name);
     }
   }
 }
 
-void StreamState::MarkDirty(const std::string& type_url, const std::string& name) {
-  auto it = types_.find(type_url);
-  if (it == types_.end()) return;
-  TypeState& state = it->second;
-  if (state.wildcard || state.names.count(name) > 0) state.dirty.insert(name);
+void StreamState::MarkDirty(const ResourceType& type, const std::string& name) {
+  // A stream holds a few types: a scan of a vector by pointer beats
+  // comparing type URLs (long and alike) down the map.
+  for (const RankedType& ranked : ranked_) {
+    if (ranked.type != &type) continue;
+    TypeState& state = *ranked.state;
+    if (state.wildcard || state.names.count(name) > 0) state.dirty.insert(name);
+    return;
+  }
 }
 
 void StreamState::MarkAllDirty() {
@@ -806,29 +831,23 @@ void StreamState::Refresh(TypeState& state) {
 }
 
 StreamState::TypeState* StreamState::PickNext(bool* removal_phase) {
-  std::vector<TypeState*> ordered;
-  for (auto& [url, state] : types_) {
-    Refresh(state);
-    ordered.push_back(&state);
-  }
-  std::stable_sort(ordered.begin(), ordered.end(), [](TypeState* a, TypeState* b) {
-    return RankOf(a->type) < RankOf(b->type);
-  });
-  *removal_phase = false;
+  for (const RankedType& ranked : ranked_) Refresh(*ranked.state);
   // Full-state SotW responses wait while they would omit an unknown name.
-  std::erase_if(ordered, [this](TypeState* state) { return OmitsUnknown(*state); });
+  auto ready = [this](const TypeState& state) { return !OmitsUnknown(state); };
+  *removal_phase = false;
   // Additions and updates, referenced types first.
-  for (TypeState* state : ordered) {
-    if (!state->upserts.empty()) return state;
+  for (const RankedType& ranked : ranked_) {
+    if (!ranked.state->upserts.empty() && ready(*ranked.state)) return ranked.state;
   }
   // Answers to subscription changes that bring nothing new.
-  for (TypeState* state : ordered) {
-    if (state->response_due || !state->unanswered.empty()) return state;
+  for (const RankedType& ranked : ranked_) {
+    TypeState& state = *ranked.state;
+    if ((state.response_due || !state.unanswered.empty()) && ready(state)) return &state;
   }
   // Removals, referencing types first.
   *removal_phase = true;
-  for (size_t i = ordered.size(); i-- > 0;) {
-    if (!ordered[i]->removals.empty()) return ordered[i];
+  for (auto ranked = ranked_.rbegin(); ranked != ranked_.rend(); ++ranked) {
+    if (!ranked->state->removals.empty() && ready(*ranked->state)) return ranked->state;
   }
   return nullptr;
 }

@@ -95,6 +95,9 @@ class StreamState {
   StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping)
       : StreamState(protocol, std::move(mapping), Limits()) {}
   StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping, Limits limits);
+  // Holds pointers into itself.
+  StreamState(const StreamState&) = delete;
+  StreamState& operator=(const StreamState&) = delete;
 
   // Applies a request. Returns InvalidArgument for requests that break the
   // protocol badly enough to end the stream (no type URL, or one longer than
@@ -114,8 +117,8 @@ class StreamState {
   // Adopts `snapshot` without re-examining anything: the caller marks what
   // changed with MarkDirty / MarkAllDirty.
   void AdoptSnapshot(std::shared_ptr<const ServingSnapshot> snapshot);
-  // Re-examines (type URL, name) on the next NextResponse, if it is watched.
-  void MarkDirty(const std::string& type_url, const std::string& name);
+  // Re-examines (type, name) on the next NextResponse, if it is watched.
+  void MarkDirty(const ResourceType& type, const std::string& name);
   // Re-examines every subscription of every type.
   void MarkAllDirty();
 
@@ -306,6 +309,13 @@ class StreamState {
   ClientIdentity identity_;
   bool mixed_params_ = false;  // See uniform_params().
   std::map<std::string, TypeState> types_;
+  // types_ in the order responses go out (push rank, then type URL), with
+  // each one's type: read on every push without walking the map.
+  struct RankedType {
+    const ResourceType* type;
+    TypeState* state;
+  };
+  std::vector<RankedType> ranked_;
   std::vector<WatchChange> watch_changes_;
   bool record_demand_ = false;
   std::vector<DemandChange> demand_changes_;
