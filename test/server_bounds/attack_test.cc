@@ -22,6 +22,7 @@
 #include "controller/manifest/object_parser.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "spdlog/sinks/base_sink.h"
@@ -298,6 +299,55 @@ TEST_F(AttackTest, OverlongNamesAndTypeUrlsEndTheStreamNamingTheLimit) {
   ASSERT_THAT((*delta)->Send(MakeDeltaRequest(std::string(100000, 't'), {"x"})), IsOk());
   EXPECT_THAT(EndStatus(**delta), StatusIs(absl::StatusCode::kInvalidArgument,
                                            HasSubstr("100000 bytes; the limit is 512 bytes")));
+}
+
+// Bytes that are not a DiscoveryRequest (here field 1, version_info, holding
+// invalid UTF-8, which proto3 refuses), sent on a raw stream: the server
+// parses requests itself and ends that stream with INVALID_ARGUMENT naming
+// the message type; other streams are served as before.
+TEST_F(AttackTest, RequestBytesThatAreNotADiscoveryRequestEndTheStream) {
+  Start(controller::XdsServerOptions(), Endpoints(1));
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  auto call = stub.PrepareCall(
+      &context, "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources",
+      &cq);
+  auto await = [&cq](intptr_t expected) {
+    void* tag = nullptr;
+    bool ok = false;
+    EXPECT_TRUE(cq.Next(&tag, &ok));
+    EXPECT_EQ(reinterpret_cast<intptr_t>(tag), expected);
+    return ok;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(await(1));
+  const char bytes[] = "\x0a\x02\xff\xfe";
+  grpc::Slice slice(bytes, sizeof(bytes) - 1);
+  call->Write(grpc::ByteBuffer(&slice, 1), reinterpret_cast<void*>(2));
+  ASSERT_TRUE(await(2));
+  grpc::ByteBuffer response;
+  call->Read(&response, reinterpret_cast<void*>(3));
+  EXPECT_FALSE(await(3));  // The stream ends without a response.
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(4));
+  ASSERT_TRUE(await(4));
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("not a valid envoy.service.discovery.v3.DiscoveryRequest"));
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+
+  auto sotw = client_->OpenSotw();
+  ASSERT_THAT(sotw, IsOk());
+  ASSERT_THAT((*sotw)->Send(MakeRequest(kEds, {"e-0"})), IsOk());
+  auto answer = (*sotw)->Next(kWait);
+  ASSERT_THAT(answer, IsOk());
+  EXPECT_EQ(answer->resources_size(), 1);
 }
 
 // The 10,000 distinct bogus type URLs on one stream (quadratic time

@@ -9,6 +9,7 @@
 #include "grpc/grpc_security_constants.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/csds_service.h"
+#include "xds_server/ads/wire.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -168,10 +169,15 @@ ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
 
 namespace {
 
-template <typename Request, typename Response>
+grpc::ByteBuffer Encode(const SotwResponse& response) { return EncodeSotwResponse(response); }
+grpc::ByteBuffer Encode(const DeltaDiscoveryResponse& response) { return EncodeMessage(response); }
+
+// One stream of either protocol: Request is the request message, Plan what
+// StreamState::NextResponse decides (encoded for the wire by Encode).
+template <typename Request, typename Plan>
 class Core final : public AdsService::StreamCore {
  public:
-  using Reactor = grpc::ServerBidiReactor<Request, Response>;
+  using Reactor = grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>;
 
   Core(AdsService* service, uint64_t id, std::string peer, Protocol protocol,
        std::shared_ptr<const ParameterMapping> mapping, StreamState::Limits limits,
@@ -187,7 +193,7 @@ class Core final : public AdsService::StreamCore {
     }
   }
 
-  Request* request() { return &request_; }
+  grpc::ByteBuffer* read_buffer() { return &read_buffer_; }
 
   bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                 bool* fits) const override {
@@ -213,6 +219,14 @@ class Core final : public AdsService::StreamCore {
   void OnReadDone(bool ok) {
     if (!ok) {
       RequestFinish(grpc::Status::OK);
+      return;
+    }
+    if (!DecodeMessage(&read_buffer_, &request_)) {
+      spdlog::warn("stream {} node \"{}\" ({}): closing: a request is not a valid {}", id(),
+                   node_id(), peer(), request_.GetTypeName());
+      RequestFinish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("the request is not a valid ",
+                                              request_.GetTypeName())));
       return;
     }
     RequestOutcome outcome;
@@ -259,7 +273,7 @@ class Core final : public AdsService::StreamCore {
       reactor = reactor_;
     }
     // gRPC calls OnDone, which clears reactor_, only after this reaction.
-    reactor->StartRead(&request_);
+    reactor->StartRead(&read_buffer_);
   }
 
   void OnWriteDone(bool ok) {
@@ -268,7 +282,7 @@ class Core final : public AdsService::StreamCore {
       absl::MutexLock lock(&mu_);
       writing_ = false;
       write_started_ = absl::InfiniteFuture();
-      response_ = Response();  // Frees the response's bytes.
+      response_.Clear();  // Frees the response's bytes.
       written = std::exchange(response_bytes_, 0);
       if (!ok) finish_requested_ = true;
     }
@@ -415,10 +429,11 @@ class Core final : public AdsService::StreamCore {
       return;  // Resume() comes once the budget allows.
     } else if (!AdmitResponse()) {
       waiting_for_budget_ = true;
-    } else if (state_.NextResponse(&response_, &next->record)) {
+    } else if (Plan plan; state_.NextResponse(&plan, &next->record)) {
+      response_ = Encode(plan);  // The plan, and what it held on to, go here.
       writing_ = true;
       write_started_ = absl::Now();
-      response_bytes_ = static_cast<int64_t>(response_.ByteSizeLong());
+      response_bytes_ = static_cast<int64_t>(response_.Length());
       AddResponseBytes(response_bytes_);
       next->action = Action::kWrite;
     }
@@ -462,8 +477,9 @@ class Core final : public AdsService::StreamCore {
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_;  // Written before finished_ is set; read after.
-  Request request_;    // Owned by the pending read.
-  Response response_;  // Owned by the write in flight.
+  grpc::ByteBuffer read_buffer_;  // Owned by the pending read.
+  Request request_;               // Parsed from it; used by the read path only.
+  grpc::ByteBuffer response_;     // Owned by the write in flight.
   // The context is valid until OnDone; a stall cancel borrows it.
   absl::Mutex cancel_mu_;
   grpc::CallbackServerContext* context_ ABSL_GUARDED_BY(cancel_mu_);
@@ -472,12 +488,12 @@ class Core final : public AdsService::StreamCore {
 
 }  // namespace
 
-template <typename Request, typename Response>
-class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Response> {
+template <typename Request, typename Plan>
+class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   Reactor(AdsService* service, Protocol protocol, grpc::CallbackServerContext* context)
       : service_(service) {
-    auto core = std::make_shared<Core<Request, Response>>(
+    auto core = std::make_shared<Core<Request, Plan>>(
         service, 0, context->peer(), protocol, service->options_.mapping,
         service->options_.stream_limits, service->options_.demand_observer, this, context);
     uint64_t sequence = 0;
@@ -490,7 +506,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
     core_->Start(std::move(serving), sequence);
     spdlog::info("stream {} open: {} from {}", core_->id(),
                  protocol == Protocol::kSotw ? "SotW" : "delta", core_->peer());
-    this->StartRead(core_->request());
+    this->StartRead(core_->read_buffer());
   }
 
   void OnReadDone(bool ok) override { core_->OnReadDone(ok); }
@@ -512,7 +528,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<Request, Respon
 
  private:
   AdsService* service_;
-  std::shared_ptr<Core<Request, Response>> core_;
+  std::shared_ptr<Core<Request, Plan>> core_;
 };
 
 AdsService::AdsService(SnapshotStore& store, Options options)
@@ -563,13 +579,13 @@ void AdsService::CheckStallsUntilStopped() {
   stall_mu_.Unlock();
 }
 
-grpc::ServerBidiReactor<DiscoveryRequest, DiscoveryResponse>*
-AdsService::StreamAggregatedResources(grpc::CallbackServerContext* context) {
-  return new Reactor<DiscoveryRequest, DiscoveryResponse>(this, Protocol::kSotw, context);
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::StreamAggregatedResources(
+    grpc::CallbackServerContext* context) {
+  return new Reactor<DiscoveryRequest, SotwResponse>(this, Protocol::kSotw, context);
 }
 
-grpc::ServerBidiReactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>*
-AdsService::DeltaAggregatedResources(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::DeltaAggregatedResources(
+    grpc::CallbackServerContext* context) {
   return new Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(this, Protocol::kDelta,
                                                                     context);
 }

@@ -88,8 +88,15 @@ class ClientStatusService;
 // and has_certificate. Empty without a verified client certificate.
 ClientIdentity IdentityOf(const grpc::AuthContext& auth);
 
+// Both methods are raw (ByteBuffer) callback methods: requests are parsed
+// here, and SotW responses are encoded from the variants' shared bytes
+// without building a message per stream (wire.h).
 class AdsService final
-    : public envoy::service::discovery::v3::AggregatedDiscoveryService::CallbackService {
+    : public envoy::service::discovery::v3::AggregatedDiscoveryService::
+          WithRawCallbackMethod_StreamAggregatedResources<
+              envoy::service::discovery::v3::AggregatedDiscoveryService::
+                  WithRawCallbackMethod_DeltaAggregatedResources<
+                      envoy::service::discovery::v3::AggregatedDiscoveryService::Service>> {
  public:
   struct Options {
     std::shared_ptr<const ParameterMapping> mapping = std::make_shared<ParameterMapping>();
@@ -125,13 +132,11 @@ class AdsService final
   AdsService(SnapshotStore& store, Options options);
   ~AdsService() override;
 
-  grpc::ServerBidiReactor<envoy::service::discovery::v3::DiscoveryRequest,
-                          envoy::service::discovery::v3::DiscoveryResponse>*
-  StreamAggregatedResources(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StreamAggregatedResources(
+      grpc::CallbackServerContext* context) override;
 
-  grpc::ServerBidiReactor<envoy::service::discovery::v3::DeltaDiscoveryRequest,
-                          envoy::service::discovery::v3::DeltaDiscoveryResponse>*
-  DeltaAggregatedResources(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* DeltaAggregatedResources(
+      grpc::CallbackServerContext* context) override;
 
   // Ends every open stream with UNAVAILABLE (clients reconnect elsewhere) and
   // refuses new ones. Call before grpc::Server::Shutdown.

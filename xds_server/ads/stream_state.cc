@@ -18,7 +18,6 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 using ::envoy::service::discovery::v3::DynamicParameterConstraints;
 using ::envoy::service::discovery::v3::Resource;
 
-constexpr char kResourceTypeUrl[] = "type.googleapis.com/envoy.service.discovery.v3.Resource";
 constexpr char kWildcard[] = "*";
 // Bytes a client's status adds besides its node and parameters.
 constexpr size_t kStatusOverheadBytes = 64;
@@ -908,7 +907,29 @@ void StreamState::ResumeFromClientVersions() {
   }
 }
 
+const std::string& SotwResponse::Resource::EncodedAny() const {
+  return wrapped ? variant->EncodedWrappedAny(locator) : variant->EncodedAny();
+}
+
+DiscoveryResponse SotwResponse::ToMessage() const {
+  DiscoveryResponse message;
+  message.set_version_info(version_info);
+  for (const Resource& resource : resources) {
+    (void)message.add_resources()->ParseFromString(resource.EncodedAny());
+  }
+  message.set_type_url(type_url);
+  message.set_nonce(nonce);
+  return message;
+}
+
 bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) {
+  SotwResponse next;
+  if (!NextResponse(&next, record)) return false;
+  *response = next.ToMessage();
+  return true;
+}
+
+bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
   ResumeFromClientVersions();
   while (true) {
     bool removal_phase = false;
@@ -940,32 +961,27 @@ bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) 
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
-    response->Clear();
-    response->set_type_url(state->type_url);
-    response->set_version_info(DigestVersion(state->held_digest));
-    response->set_nonce(NextNonce());
+    response->type_url = state->type_url;
+    response->version_info = DigestVersion(state->held_digest);
+    response->nonce = NextNonce();
     record->type_url = state->type_url;
-    record->version_info = response->version_info();
-    record->nonce = response->nonce();
+    record->version_info = response->version_info;
+    record->nonce = response->nonce;
     record->items.clear();
     record->items.reserve(carried.size());
     const bool wrap_plain = wraps_plain_resources();
-    response->mutable_resources()->Reserve(static_cast<int>(carried.size()));
-    for (const auto& [name, entry] : carried) {
+    response->resources.clear();
+    response->resources.reserve(carried.size());
+    for (auto& [name, entry] : carried) {
       const Variant& variant = *entry.variant;
-      auto* any = response->add_resources();
-      if (entry.locator || wrap_plain) {
-        // The shared, pre-encoded Resource wrapper.
-        any->set_type_url(kResourceTypeUrl);
-        any->set_value(variant.EncodedWrapper(entry.locator));
-      } else {
-        any->set_type_url(state->type_url);
-        any->set_value(variant.serialized);
-      }
       record->items.push_back({name, variant.label, variant.version, false});
+      // A locator's variant, or any for a client that reads wrappers, goes
+      // in the shared, pre-encoded Resource wrapper.
+      response->resources.push_back(
+          {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
     }
     state->response_due = false;
-    state->last_nonce = response->nonce();
+    state->last_nonce = response->nonce;
     state->last_items = record->items;
     NoteSent(*state, nonce_counter_, names, full_state);
     return true;

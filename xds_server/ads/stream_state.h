@@ -38,6 +38,26 @@ struct PushedItem {
   bool removal = false;
 };
 
+// A SotW response as a stream decides it, ready to be encoded for the wire
+// (EncodeSotwResponse) or turned into a DiscoveryResponse (ToMessage). The
+// resources are the variants' shared, pre-encoded bytes, not copies.
+struct SotwResponse {
+  struct Resource {
+    std::shared_ptr<const Variant> variant;  // Keeps the bytes valid.
+    bool wrapped = false;  // In a TP2 Resource wrapper.
+    bool locator = false;  // The wrapper names the variant by its constraints.
+    // Returns the resource as a serialized google.protobuf.Any.
+    const std::string& EncodedAny() const;
+  };
+  std::string type_url;
+  std::string version_info;
+  std::string nonce;
+  std::vector<Resource> resources;
+
+  // Returns the response as a message (the same bytes on the wire).
+  envoy::service::discovery::v3::DiscoveryResponse ToMessage() const;
+};
+
 // What a response carried, for logs, stats and NACK attribution.
 struct PushRecord {
   std::string type_url;
@@ -140,6 +160,8 @@ class StreamState {
   // Builds the next response, if one is due. Within one snapshot change,
   // additions and updates go out first in push-rank order (endpoints,
   // clusters, routes, listeners), then removals in reverse order.
+  bool NextResponse(SotwResponse* response, PushRecord* record);
+  // The same as a message.
   bool NextResponse(envoy::service::discovery::v3::DiscoveryResponse* response, PushRecord* record);
   bool NextResponse(envoy::service::discovery::v3::DeltaDiscoveryResponse* response,
                     PushRecord* record);

@@ -34,12 +34,28 @@ const std::string& Variant::EncodedAny() const {
   return any_;
 }
 
-const std::string& Variant::EncodedWrapper(bool locator) const {
+namespace {
+
+// Appends a length-delimited field's tag and length (protobuf wire format).
+void AppendFieldHead(int field, size_t length, std::string* out) {
+  out->push_back(static_cast<char>((field << 3) | 2));
+  uint64_t rest = length;
+  while (rest >= 0x80) {
+    out->push_back(static_cast<char>((rest & 0x7f) | 0x80));
+    rest >>= 7;
+  }
+  out->push_back(static_cast<char>(rest));
+}
+
+}  // namespace
+
+const std::string& Variant::EncodedWrappedAny(bool locator) const {
   const int index = locator ? 1 : 0;
   absl::call_once(wrapper_once_[index], [this, locator, index] {
     // Serialized by hand around the shared Any bytes, so the resource is not
-    // copied into a message first. Field numbers from discovery.proto:
-    // Resource.name = 3, version = 1, resource = 2, resource_name = 8.
+    // copied into a message first. Field numbers from discovery.proto and
+    // any.proto: Any.type_url = 1, value = 2; Resource.name = 3, version =
+    // 1, resource = 2, resource_name = 8.
     envoy::service::discovery::v3::Resource head;
     if (locator) {
       auto* resource_name = head.mutable_resource_name();
@@ -49,20 +65,27 @@ const std::string& Variant::EncodedWrapper(bool locator) const {
       head.set_name(name);
     }
     head.set_version(version);
-    std::string out = head.SerializeAsString();
+    const std::string head_bytes = head.SerializeAsString();
     const std::string& any = EncodedAny();
-    // Field 2 (resource), wire type 2: tag, length, bytes.
-    out.push_back(static_cast<char>((2 << 3) | 2));
-    uint64_t length = any.size();
-    while (length >= 0x80) {
-      out.push_back(static_cast<char>((length & 0x7f) | 0x80));
-      length >>= 7;
-    }
-    out.push_back(static_cast<char>(length));
+    std::string resource_head;
+    AppendFieldHead(2, any.size(), &resource_head);
+    const size_t wrapper_size = head_bytes.size() + resource_head.size() + any.size();
+    std::string out;
+    AppendFieldHead(1, kResourceWrapperTypeUrl.size(), &out);
+    out.append(kResourceWrapperTypeUrl.data(), kResourceWrapperTypeUrl.size());
+    AppendFieldHead(2, wrapper_size, &out);
+    wrapper_offset_[index] = out.size();
+    out.append(head_bytes);
+    out.append(resource_head);
     out.append(any);
     wrapper_[index] = std::move(out);
   });
   return wrapper_[index];
+}
+
+absl::string_view Variant::EncodedWrapper(bool locator) const {
+  const std::string& any = EncodedWrappedAny(locator);
+  return absl::string_view(any).substr(wrapper_offset_[locator ? 1 : 0]);
 }
 
 bool Resolution::Knows(const ParameterSet& params) const {

@@ -48,15 +48,23 @@ struct Variant {
   // Returns the serialized TP2 envoy.service.discovery.v3.Resource wrapper:
   // `name` (or, when `locator`, `resource_name` with the variant's
   // constraints), `version` and the resource. Encoded on first use, then
-  // shared.
-  const std::string& EncodedWrapper(bool locator) const;
+  // shared: a view into EncodedWrappedAny(locator).
+  absl::string_view EncodedWrapper(bool locator) const;
+  // Returns the wrapper as a serialized google.protobuf.Any (type URL
+  // kResourceWrapperTypeUrl), as SotW responses carry it.
+  const std::string& EncodedWrappedAny(bool locator) const;
 
  private:
   mutable absl::once_flag any_once_;
   mutable std::string any_;
   mutable absl::once_flag wrapper_once_[2];
   mutable std::string wrapper_[2];
+  mutable size_t wrapper_offset_[2] = {0, 0};  // Where the wrapper starts in wrapper_.
 };
+
+// The type URL of the TP2 resource wrapper (envoy.service.discovery.v3.Resource).
+inline constexpr absl::string_view kResourceWrapperTypeUrl =
+    "type.googleapis.com/envoy.service.discovery.v3.Resource";
 
 // Which parameter sets a source that knows a resource only in part (the
 // relay's cache) has an answer for: a variant, or that none exists.

@@ -1,0 +1,84 @@
+#include "xds_server/ads/wire.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "envoy/config/cluster/v3/cluster.pb.h"
+#include "gtest/gtest.h"
+#include "xds_server/resources/resource_type.h"
+
+namespace facet::xds {
+namespace {
+
+using ::envoy::service::discovery::v3::DiscoveryRequest;
+using ::envoy::service::discovery::v3::DiscoveryResponse;
+
+std::string Bytes(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  EXPECT_TRUE(buffer.Dump(&slices).ok());
+  std::string out;
+  for (const grpc::Slice& slice : slices) {
+    out.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return out;
+}
+
+std::shared_ptr<const Variant> ClusterVariant(const std::string& name, int padding) {
+  envoy::config::cluster::v3::Cluster cluster;
+  cluster.set_name(name);
+  cluster.set_alt_stat_name(std::string(padding, 'p'));  // Lengths past one varint byte.
+  auto variant = std::make_shared<Variant>();
+  variant->type = &ClusterType();
+  variant->name = name;
+  variant->label = "all";
+  variant->serialized = cluster.SerializeAsString();
+  variant->version = "v-" + name;
+  return variant;
+}
+
+// The hand encoding is byte for byte what protobuf serializes for the same
+// message: plain, wrapped and locator-wrapped resources, one-byte and
+// multi-byte lengths, and an empty version_info (omitted, as proto3 does).
+TEST(WireTest, SotwResponseEncodesAsProtobufSerializesIt) {
+  SotwResponse response;
+  response.type_url = std::string(ClusterType().type_url());
+  response.nonce = "17";
+  response.resources.push_back({ClusterVariant("a", 3), false, false});
+  response.resources.push_back({ClusterVariant("b", 300), true, false});
+  response.resources.push_back({ClusterVariant("c", 20000), true, true});
+  for (const std::string version : {"", "0123456789abcdef"}) {
+    response.version_info = version;
+    const DiscoveryResponse message = response.ToMessage();
+    ASSERT_EQ(message.resources_size(), 3);
+    EXPECT_EQ(message.resources(0).type_url(), ClusterType().type_url());
+    EXPECT_EQ(message.resources(1).type_url(), kResourceWrapperTypeUrl);
+    EXPECT_EQ(Bytes(EncodeSotwResponse(response)), message.SerializeAsString()) << version;
+    DiscoveryResponse parsed;
+    ASSERT_TRUE(parsed.ParseFromString(Bytes(EncodeSotwResponse(response))));
+    EXPECT_EQ(parsed.nonce(), "17");
+    EXPECT_EQ(parsed.version_info(), version);
+  }
+}
+
+TEST(WireTest, DecodeMessageRefusesBytesThatAreNotTheMessage) {
+  DiscoveryRequest request;
+  request.set_type_url("t");
+  grpc::ByteBuffer good = EncodeMessage(request);
+  DiscoveryRequest decoded;
+  decoded.set_version_info("left over");
+  ASSERT_TRUE(DecodeMessage(&good, &decoded));
+  EXPECT_EQ(decoded.type_url(), "t");
+  EXPECT_EQ(decoded.version_info(), "");  // Cleared first.
+
+  // Field 1 (version_info, a proto3 string) holding invalid UTF-8; then a
+  // truncated length.
+  for (const std::string bytes : {std::string("\x0a\x02\xff\xfe", 4), std::string("\x0a\x05ab", 4)}) {
+    grpc::Slice slice(bytes.data(), bytes.size());
+    grpc::ByteBuffer bad(&slice, 1);
+    EXPECT_FALSE(DecodeMessage(&bad, &decoded)) << bytes.size();
+  }
+}
+
+}  // namespace
+}  // namespace facet::xds
