@@ -73,7 +73,8 @@ TEST(WireTest, DecodeMessageRefusesBytesThatAreNotTheMessage) {
 
   // Field 1 (version_info, a proto3 string) holding invalid UTF-8; then a
   // truncated length.
-  for (const std::string bytes : {std::string("\x0a\x02\xff\xfe", 4), std::string("\x0a\x05ab", 4)}) {
+  for (const std::string& bytes :
+       {std::string("\x0a\x02\xff\xfe", 4), std::string("\x0a\x05" "ab", 4)}) {
     grpc::Slice slice(bytes.data(), bytes.size());
     grpc::ByteBuffer bad(&slice, 1);
     EXPECT_FALSE(DecodeMessage(&bad, &decoded)) << bytes.size();

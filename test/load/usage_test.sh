@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Checks that facet_load refuses bad flags with exit status 2 and a message
+# naming them, before starting a server.
+set -u
+load=$1
+failures=0
+expect_usage_error() {
+  local want=$1
+  shift
+  local output
+  output=$("${load}" "$@" 2>&1 >/dev/null)
+  local got=$?
+  if [[ ${got} -ne 2 ]]; then
+    echo "FAIL: facet_load $* exited ${got}, want 2"
+    failures=$((failures + 1))
+  elif [[ ${output} != *"${want}"* ]]; then
+    echo "FAIL: facet_load $*: message \"${output}\" lacks \"${want}\""
+    failures=$((failures + 1))
+  fi
+}
+expect_usage_error '--changes must be positive' --changes=0
+expect_usage_error '--change-gap not negative' --change-gap=-1s
+expect_usage_error '--streams, --connections, --services and --changes must be positive' --streams=0
+expect_usage_error '--change-service below --services' --services=5 --change-service=5
+expect_usage_error '--targets: facet, null and/or relay' --targets=facet,envoy
+expect_usage_error '--null-push: all or selected' --null-push=some
+expect_usage_error '--resources must include the changed route' --resources=lds:*
+if [[ ${failures} -ne 0 ]]; then
+  exit 1
+fi
+echo "all usage errors refused"
