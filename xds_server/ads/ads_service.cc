@@ -216,44 +216,56 @@ class Core final : public AdsService::StreamCore {
     sequence_ = sequence;
   }
 
+  // Applies request_ to the stream's state: outcome, status and demand
+  // changes for the caller; new watches are registered with the service.
+  void ApplyRequestLocked(RequestOutcome* outcome, absl::Status* status,
+                          std::vector<DemandChange>* demand) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    *status = state_.OnRequest(request_, outcome);
+    *demand = state_.TakeDemandChanges();
+    if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
+    std::vector<WatchChange> changes = state_.TakeWatchChanges();
+    std::shared_ptr<const Parameters> uniform = state_.uniform_params();
+    if (!changes.empty() || uniform != reported_uniform_) {
+      // Register and read the current snapshot in one step: a snapshot
+      // published after this wakes the stream for its new names (and,
+      // once its subscriptions no longer share one parameter set, for
+      // every change to a name it watches).
+      reported_uniform_ = uniform;
+      uint64_t sequence = 0;
+      auto serving = UpdateWatches(changes, std::move(uniform), &sequence);
+      if (sequence > sequence_) {
+        state_.AdoptSnapshot(std::move(serving));
+        sequence_ = sequence;
+      }
+    }
+  }
+
   void OnReadDone(bool ok) {
     if (!ok) {
       RequestFinish(grpc::Status::OK);
       return;
     }
-    if (!DecodeMessage(&read_buffer_, &request_)) {
-      spdlog::warn("stream {} node \"{}\" ({}): closing: a request is not a valid {}", id(),
-                   node_id(), peer(), request_.GetTypeName());
-      RequestFinish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 absl::StrCat("the request is not a valid ",
-                                              request_.GetTypeName())));
-      return;
-    }
     RequestOutcome outcome;
     absl::Status status;
     std::vector<DemandChange> demand;
+    bool decoded = false;
     {
       absl::MutexLock lock(&mu_);
-      status = state_.OnRequest(request_, &outcome);
-      demand = state_.TakeDemandChanges();
-      if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
-      std::vector<WatchChange> changes = state_.TakeWatchChanges();
-      std::shared_ptr<const Parameters> uniform = state_.uniform_params();
-      if (!changes.empty() || uniform != reported_uniform_) {
-        // Register and read the current snapshot in one step: a snapshot
-        // published after this wakes the stream for its new names (and,
-        // once its subscriptions no longer share one parameter set, for
-        // every change to a name it watches).
-        reported_uniform_ = uniform;
-        uint64_t sequence = 0;
-        auto serving = UpdateWatches(changes, std::move(uniform), &sequence);
-        if (sequence > sequence_) {
-          state_.AdoptSnapshot(std::move(serving));
-          sequence_ = sequence;
-        }
-      }
+      // Parsed under the stream's lock, like everything else the read path
+      // keeps: gRPC orders a stream's reads, but on changing threads and
+      // through synchronization ThreadSanitizer cannot see.
+      decoded = DecodeMessage(&read_buffer_, &request_);
+      if (decoded) ApplyRequestLocked(&outcome, &status, &demand);
+      request_.Clear();
     }
-    request_.Clear();
+    if (!decoded) {
+      const std::string& type = Request::GetDescriptor()->full_name();
+      spdlog::warn("stream {} node \"{}\" ({}): closing: a request is not a valid {}", id(),
+                   node_id(), peer(), type);
+      RequestFinish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 absl::StrCat("the request is not a valid ", type)));
+      return;
+    }
     if (!demand.empty()) demand_observer_->OnDemand(demand);
     if (!status.ok()) {
       Record(&outcome, nullptr);
@@ -478,7 +490,7 @@ class Core final : public AdsService::StreamCore {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   grpc::Status finish_status_;  // Written before finished_ is set; read after.
   grpc::ByteBuffer read_buffer_;  // Owned by the pending read.
-  Request request_;               // Parsed from it; used by the read path only.
+  Request request_ ABSL_GUARDED_BY(mu_);  // Parsed from it by the read path.
   grpc::ByteBuffer response_;     // Owned by the write in flight.
   // The context is valid until OnDone; a stall cancel borrows it.
   absl::Mutex cancel_mu_;
