@@ -518,13 +518,17 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
     core_->Start(std::move(serving), sequence);
     spdlog::info("stream {} open: {} from {}", core_->id(),
                  protocol == Protocol::kSotw ? "SotW" : "delta", core_->peer());
+    // gRPC runs this stream's reactions on its threads after this
+    // constructor, ordered by synchronization ThreadSanitizer cannot see:
+    // this release store and each reaction's acquire load say so.
+    started_.store(core_.get(), std::memory_order_release);
     this->StartRead(core_->read_buffer());
   }
 
-  void OnReadDone(bool ok) override { core_->OnReadDone(ok); }
-  void OnWriteDone(bool ok) override { core_->OnWriteDone(ok); }
+  void OnReadDone(bool ok) override { started()->OnReadDone(ok); }
+  void OnWriteDone(bool ok) override { started()->OnWriteDone(ok); }
   void OnDone() override {
-    if (core_ != nullptr) {
+    if (started() != nullptr) {
       core_->OnDone();
       service_->Unregister(core_.get(), core_->AllWatches());
       if (DemandObserver* observer = service_->options_.demand_observer; observer != nullptr) {
@@ -539,8 +543,12 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
   }
 
  private:
+  // Null when the stream was refused.
+  Core<Request, Plan>* started() const { return started_.load(std::memory_order_acquire); }
+
   AdsService* service_;
   std::shared_ptr<Core<Request, Plan>> core_;
+  std::atomic<Core<Request, Plan>*> started_{nullptr};  // core_.get(), once started.
 };
 
 AdsService::AdsService(SnapshotStore& store, Options options)
