@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
+#include "test/support/test_snapshot.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/constraints/match_syntax.h"
@@ -146,21 +147,7 @@ class AdsWireTest : public ::testing::Test {
                                              const std::string& extra = "") {
     std::string text = absl::StrReplaceAll(kManifests, {{"ROUTE_VARIANTS", route_variants}});
     if (!extra.empty()) absl::StrAppend(&text, "\n---\n", extra);
-    std::vector<xds::ResourceObject> objects;
-    for (const YAML::Node& document : YAML::LoadAll(text)) {
-      auto parsed = controller::ParseDocument(document, "test", "demo");
-      EXPECT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
-      if (!std::holds_alternative<xds::ResourceObject>(parsed)) return last_;
-      if (without.count(std::get<xds::ResourceObject>(parsed).ref.name) > 0) continue;
-      objects.push_back(std::get<xds::ResourceObject>(parsed));
-    }
-    xds::BuildOptions options;
-    options.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
-    xds::BuildResult result = xds::BuildSnapshot(objects, {}, last_.get(), options);
-    for (const auto& status : result.statuses) {
-      EXPECT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
-    }
-    last_ = result.snapshot;
+    if (auto built = BuildTestSnapshot(text, last_.get(), without)) last_ = std::move(built);
     return last_;
   }
 

@@ -9,7 +9,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -19,7 +18,6 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "controller/cli/serving_common.h"
-#include "controller/manifest/object_parser.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/generic/generic_stub.h"
@@ -28,10 +26,10 @@
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 #include "test/ads_client/ads_test_client.h"
+#include "test/support/test_snapshot.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/names/names.h"
-#include "xds_server/snapshot/builder.h"
 
 namespace facet::testing {
 namespace {
@@ -90,20 +88,9 @@ class CapturingSink final : public spdlog::sinks::base_sink<std::mutex> {
 class AttackTest : public ::testing::Test {
  protected:
   void Start(controller::XdsServerOptions options, const std::string& manifests) {
-    std::vector<xds::ResourceObject> objects;
-    for (const YAML::Node& document : YAML::LoadAll(manifests)) {
-      if (!document.IsMap()) continue;
-      auto parsed = controller::ParseDocument(document, "test", "demo");
-      ASSERT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
-      objects.push_back(std::get<xds::ResourceObject>(parsed));
-    }
-    xds::BuildOptions build;
-    build.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
-    xds::BuildResult result = xds::BuildSnapshot(objects, {}, nullptr, build);
-    for (const auto& status : result.statuses) {
-      ASSERT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
-    }
-    store_.Publish(result.snapshot);
+    auto snapshot = BuildTestSnapshot(manifests);
+    ASSERT_NE(snapshot, nullptr);
+    store_.Publish(snapshot);
     options.keepalive_time = absl::ZeroDuration();
     options.max_connection_age = absl::ZeroDuration();
     ads_ = std::make_unique<xds::AdsService>(store_, options.ads);

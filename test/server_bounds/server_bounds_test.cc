@@ -11,7 +11,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <variant>
 #include <vector>
 
 #include "absl/algorithm/container.h"
@@ -24,15 +23,14 @@
 #include "absl/time/time.h"
 #include "controller/cli/flags.h"
 #include "controller/cli/serving_common.h"
-#include "controller/manifest/object_parser.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
+#include "test/support/test_snapshot.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/common/status_matchers.h"
-#include "xds_server/snapshot/builder.h"
 
 namespace facet::testing {
 namespace {
@@ -183,19 +181,9 @@ class RawHttp2Connection {
 class ServerBoundsTest : public ::testing::Test {
  protected:
   void Start(const controller::XdsServerOptions& options) {
-    std::vector<xds::ResourceObject> objects;
-    for (const YAML::Node& document : YAML::LoadAll(kEndpoints)) {
-      auto parsed = controller::ParseDocument(document, "test", "demo");
-      ASSERT_TRUE(std::holds_alternative<xds::ResourceObject>(parsed));
-      objects.push_back(std::get<xds::ResourceObject>(parsed));
-    }
-    xds::BuildOptions build;
-    build.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
-    xds::BuildResult result = xds::BuildSnapshot(objects, {}, nullptr, build);
-    for (const auto& status : result.statuses) {
-      ASSERT_TRUE(status.accepted) << status.ref.ToString() << ": " << status.findings[0].message;
-    }
-    store_.Publish(result.snapshot);
+    auto snapshot = BuildTestSnapshot(kEndpoints);
+    ASSERT_NE(snapshot, nullptr);
+    store_.Publish(snapshot);
     ads_ = std::make_unique<xds::AdsService>(store_, options.ads);
     auto listener = controller::StartXdsListener("127.0.0.1:0", *ads_, options);
     ASSERT_THAT(listener, IsOk());
