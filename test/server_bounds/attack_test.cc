@@ -152,9 +152,9 @@ class AttackTest : public ::testing::Test {
 
 // A node id, type URL and NACK detail with newlines, terminal escapes, a
 // right-to-left override and a C1 control cannot forge a log line (invalid
-// UTF-8 never reaches the service: gRPC refuses to parse a proto3 string
-// carrying it): every line the server logs starts
-// with the logger's own prefix.
+// UTF-8 never reaches the stream's state: a proto3 string carrying it does
+// not parse, see RequestBytesThatAreNotADiscoveryRequestEndTheStream): every
+// line the server logs starts with the logger's own prefix.
 TEST_F(AttackTest, ClientStringsCannotForgeLogLines) {
   auto sink = std::make_shared<CapturingSink>();
   sink->set_pattern("LOG %v");
