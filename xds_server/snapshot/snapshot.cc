@@ -25,7 +25,7 @@ std::string ContentDigest(absl::string_view data) {
 }
 
 const std::string& Variant::EncodedAny() const {
-  absl::call_once(any_once_, [this] {
+  std::call_once(any_once_, [this] {
     google::protobuf::Any any;
     any.set_type_url(type->type_url());
     any.set_value(serialized);
@@ -51,7 +51,7 @@ void AppendFieldHead(int field, size_t length, std::string* out) {
 
 const std::string& Variant::EncodedWrappedAny(bool locator) const {
   const int index = locator ? 1 : 0;
-  absl::call_once(wrapper_once_[index], [this, locator, index] {
+  std::call_once(wrapper_once_[index], [this, locator, index] {
     // Serialized by hand around the shared Any bytes, so the resource is not
     // copied into a message first. Field numbers from discovery.proto and
     // any.proto: Any.type_url = 1, value = 2; Resource.name = 3, version =
@@ -337,7 +337,7 @@ const ServedResource* Snapshot::Find(const ResourceType& type, absl::string_view
 
 const Snapshot::ResourceMap& Snapshot::resources(const ResourceType& type) const {
   const size_t index = TypeIndex(&type);
-  absl::call_once(sorted_once_[index], [this, index] {
+  std::call_once(sorted_once_[index], [this, index] {
     by_type_[index].ForEach([this, index](const std::string& name, const auto& resource) {
       sorted_[index].emplace(name, resource);
     });

@@ -9,10 +9,10 @@
 #include <optional>
 #include <set>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/message.h"
@@ -55,9 +55,12 @@ struct Variant {
   const std::string& EncodedWrappedAny(bool locator) const;
 
  private:
-  mutable absl::once_flag any_once_;
+  // std::call_once (pthread_once), not absl::call_once: a thread that waits
+  // for another to finish the encoding is ordered after it visibly to
+  // ThreadSanitizer (absl waits in uninstrumented code).
+  mutable std::once_flag any_once_;
   mutable std::string any_;
-  mutable absl::once_flag wrapper_once_[2];
+  mutable std::once_flag wrapper_once_[2];
   mutable std::string wrapper_[2];
   mutable size_t wrapper_offset_[2] = {0, 0};  // Where the wrapper starts in wrapper_.
 };
@@ -227,7 +230,7 @@ class Snapshot {
 
   std::array<ShardedMap<std::string, NameHash>, 4> by_type_;
   ShardedMap<ObjectRef, RefHash> by_owner_;
-  mutable std::array<absl::once_flag, 4> sorted_once_;
+  mutable std::array<std::once_flag, 4> sorted_once_;
   mutable std::array<ResourceMap, 4> sorted_;
   // The sum (mod 2^64) of a digest per served resource: order-independent,
   // so a derived snapshot updates it in O(change).
