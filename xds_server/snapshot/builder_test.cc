@@ -300,7 +300,9 @@ TEST(BuildSnapshotTest, KeepsServingThePreviousGoodRevision) {
   EXPECT_EQ(status.variants[0]->version, old_version);
   // Nothing that depends on it is disturbed.
   for (const auto& s : second.statuses) {
-    if (s.ref.name != "greeter-prod-endpoints") EXPECT_TRUE(s.accepted) << s.ref.ToString();
+    if (s.ref.name != "greeter-prod-endpoints") {
+      EXPECT_TRUE(s.accepted) << s.ref.ToString();
+    }
   }
 }
 

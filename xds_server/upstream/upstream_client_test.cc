@@ -398,7 +398,11 @@ class UpstreamClientTest : public ::testing::TestWithParam<UpstreamClient::Proto
   std::unique_ptr<UpstreamClient> Client(std::vector<std::string> addresses,
                                          UpstreamClient::Options options) {
     std::vector<UpstreamServer> servers;
-    for (auto& address : addresses) servers.push_back({address, "insecure", {}});
+    for (auto& address : addresses) {
+      UpstreamServer server;
+      server.server_uri = address;
+      servers.push_back(std::move(server));
+    }
     return std::make_unique<UpstreamClient>(std::move(servers), std::move(options), listener_);
   }
 
