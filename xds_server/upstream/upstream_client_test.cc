@@ -41,6 +41,14 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 constexpr absl::Duration kWait = absl::Seconds(20);
+
+// An upstream at `uri` with channel credentials `creds` and nothing else set.
+UpstreamServer Server(const std::string& uri, const std::string& creds = "insecure") {
+  UpstreamServer server;
+  server.server_uri = uri;
+  server.channel_creds = creds;
+  return server;
+}
 const std::string kLds = ListenerType().type_url();
 const std::string kRds = RouteConfigurationType().type_url();
 const std::string kCds = ClusterType().type_url();
@@ -398,11 +406,7 @@ class UpstreamClientTest : public ::testing::TestWithParam<UpstreamClient::Proto
   std::unique_ptr<UpstreamClient> Client(std::vector<std::string> addresses,
                                          UpstreamClient::Options options) {
     std::vector<UpstreamServer> servers;
-    for (auto& address : addresses) {
-      UpstreamServer server;
-      server.server_uri = address;
-      servers.push_back(std::move(server));
-    }
+    for (auto& address : addresses) servers.push_back(Server(address));
     return std::make_unique<UpstreamClient>(std::move(servers), std::move(options), listener_);
   }
 
@@ -568,8 +572,8 @@ TEST_P(UpstreamClientTest, HealthyServerThatGoesAwayIsRetriedOnceThenFailedOver)
 }
 
 TEST_P(UpstreamClientTest, ServerWithUnsupportedCredentialsIsSkipped) {
-  std::vector<UpstreamServer> servers = {{server_->address(), "google_default", {}},
-                                         {server_->address(), "insecure", {}}};
+  std::vector<UpstreamServer> servers = {Server(server_->address(), "google_default"),
+                                         Server(server_->address())};
   UpstreamClient client(servers, ClientOptions(), listener_);
   client.Subscribe({kRds, "r", kProd});
   std::optional<UpstreamUpdate> update = listener_.WaitFor(HasVariant("r"));
@@ -610,7 +614,7 @@ TEST_P(UpstreamClientTest, ListenerErrorIsNackedUpstream) {
 TEST(UpstreamClientBackoffTest, RetriesAnUnreachableServerWithGrowingDelays) {
   ClosedPort closed;
   RecordingListener listener;
-  UpstreamClient client({{closed.address(), "insecure", {}}},
+  UpstreamClient client({Server(closed.address())},
                         TestOptions(UpstreamClient::Protocol::kDelta), listener);
   const absl::Time start = absl::Now();
   client.Subscribe({kRds, "r", kProd});
@@ -719,8 +723,8 @@ class FakeUpstreamTest : public ::testing::Test {
     UpstreamClient::Options options = TestOptions(protocol);
     options.failover_timeout = failover_timeout_;
     options.max_receive_bytes = max_receive_bytes_;
-    std::vector<UpstreamServer> servers = {{address(), "insecure", {}}};
-    for (auto& a : extra) servers.push_back({a, "insecure", {}});
+    std::vector<UpstreamServer> servers = {Server(address())};
+    for (auto& a : extra) servers.push_back(Server(a));
     client_ = std::make_unique<UpstreamClient>(std::move(servers), options, listener_);
   }
   std::string address() const { return absl::StrCat("127.0.0.1:", port_); }
