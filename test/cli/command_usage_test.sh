@@ -5,21 +5,9 @@
 set -u
 facet=$1
 repo=$2
-failures=0
-expect_usage_error() {
-  local want=$1
-  shift
-  local output
-  output=$("${facet}" "$@" 2>&1 >/dev/null)
-  local got=$?
-  if [[ ${got} -ne 2 ]]; then
-    echo "FAIL: facet $* exited ${got}, want 2"
-    failures=$((failures + 1))
-  elif [[ ${output} != *"${want}"* ]]; then
-    echo "FAIL: facet $*: message \"${output}\" lacks \"${want}\""
-    failures=$((failures + 1))
-  fi
-}
+program=${facet}
+# shellcheck source=../support/usage_errors.sh
+source "$(dirname "$0")/../support/usage_errors.sh"
 expect_usage_error '--log-level: unknown level "loud"' serve --manifests "${repo}/examples" --log-level loud
 expect_usage_error '--node-metadata-params: node metadata mapping entry ""' \
   serve --manifests "${repo}/examples" --node-metadata-params 'a,,b'

@@ -3,21 +3,9 @@
 # naming them, before starting a server.
 set -u
 load=$1
-failures=0
-expect_usage_error() {
-  local want=$1
-  shift
-  local output
-  output=$("${load}" "$@" 2>&1 >/dev/null)
-  local got=$?
-  if [[ ${got} -ne 2 ]]; then
-    echo "FAIL: facet_load $* exited ${got}, want 2"
-    failures=$((failures + 1))
-  elif [[ ${output} != *"${want}"* ]]; then
-    echo "FAIL: facet_load $*: message \"${output}\" lacks \"${want}\""
-    failures=$((failures + 1))
-  fi
-}
+program=${load}
+# shellcheck source=../support/usage_errors.sh
+source "$(dirname "$0")/../support/usage_errors.sh"
 expect_usage_error '--changes must be positive' --changes=0
 expect_usage_error '--change-gap not negative' --change-gap=-1s
 expect_usage_error '--streams, --connections, --services and --changes must be positive' --streams=0
