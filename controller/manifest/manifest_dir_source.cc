@@ -83,6 +83,7 @@ void ManifestDirSource::Run() {
   };
   Clock::time_point next_rescan = Clock::now() + interval();
   Clock::time_point batch_deadline = Clock::time_point::max();
+  Clock::time_point batch_cap = Clock::time_point::max();
   while (!stopping_) {
     Clock::time_point deadline = std::min(next_rescan, batch_deadline);
     for (const std::string& path : held_files_) {
@@ -90,16 +91,18 @@ void ManifestDirSource::Run() {
       deadline = std::min(deadline, held->second + options_.removal_settle);
     }
     const bool was_idle = dirty_.empty();
-    Wait(deadline);
+    const bool events = Wait(deadline);
     {
       absl::MutexLock lock(&mu_);
       stats_.wakeups++;
     }
     if (stopping_) break;
     const Clock::time_point now = Clock::now();
-    if (was_idle && !dirty_.empty()) {
-      // Bounded: later events join this batch but do not delay it.
-      batch_deadline = now + options_.coalesce;
+    if (events && !dirty_.empty()) {
+      // Each event extends the batch by `quiet`, up to its cap: a burst is
+      // built once, a lone edit after `quiet`.
+      if (was_idle) batch_cap = now + options_.coalesce;
+      batch_deadline = std::min(batch_cap, now + options_.quiet);
     }
     if (now >= next_rescan || rescan_due_) {
       if (watch_ < 0 && inotify_fd_ >= 0 && fs::is_directory(options_.directory)) AddWatch();
@@ -124,7 +127,7 @@ void ManifestDirSource::Run() {
   }
 }
 
-void ManifestDirSource::Wait(Clock::time_point deadline) {
+bool ManifestDirSource::Wait(Clock::time_point deadline) {
   const auto now = Clock::now();
   int timeout_ms = 0;
   if (deadline > now) {
@@ -132,11 +135,12 @@ void ManifestDirSource::Wait(Clock::time_point deadline) {
     timeout_ms = static_cast<int>(std::min<int64_t>(wait.count(), 60'000));
   }
   pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {watch_ >= 0 ? inotify_fd_ : -1, POLLIN, 0}};
-  if (poll(fds, 2, timeout_ms) <= 0 || (fds[1].revents & POLLIN) == 0) return;
+  if (poll(fds, 2, timeout_ms) <= 0 || (fds[1].revents & POLLIN) == 0) return false;
   alignas(inotify_event) char buffer[64 * 1024];
+  bool named = false;
   for (;;) {
     const ssize_t n = read(inotify_fd_, buffer, sizeof(buffer));
-    if (n <= 0) return;  // EAGAIN: drained.
+    if (n <= 0) return named;  // EAGAIN: drained.
     for (ssize_t offset = 0; offset < n;) {
       const auto* event = reinterpret_cast<const inotify_event*>(buffer + offset);
       offset += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
@@ -156,6 +160,7 @@ void ManifestDirSource::Wait(Clock::time_point deadline) {
         }
       } else if (event->len > 0 && event->wd == watch_ && IsManifestFileName(event->name)) {
         dirty_.insert((fs::path(options_.directory) / event->name).string());
+        named = true;
       }
     }
   }

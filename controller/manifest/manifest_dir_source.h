@@ -45,7 +45,10 @@ class ManifestDirSource {
     std::chrono::milliseconds poll_interval{1000};
     // How often a full rescan runs while inotify watches (a safety net).
     std::chrono::milliseconds rescan_interval{30000};
-    // How long a burst of events is collected before one build.
+    // A burst of events makes one build: it is built once no event has
+    // arrived for `quiet`, and at the latest `coalesce` after its first
+    // event (a steady stream of events still gets built).
+    std::chrono::milliseconds quiet{1};
     std::chrono::milliseconds coalesce{5};
     // How long a file must be quiet before a re-read that removes objects
     // it defined is applied.
@@ -108,7 +111,8 @@ class ManifestDirSource {
   void Run();
   // Waits for inotify events or the stop signal until `deadline`; adds the
   // paths events name to `dirty_`, and sets `rescan_due_` on overflow.
-  void Wait(Clock::time_point deadline);
+  // Returns whether an event named a manifest file.
+  bool Wait(Clock::time_point deadline);
   bool AddWatch();
   // Lists the directory and marks new, changed and vanished files dirty.
   void Rescan();

@@ -112,6 +112,15 @@ class ManifestDirSourceTest : public ::testing::Test {
     options.rescan_interval = std::chrono::hours(1);
     return options;
   }
+  // InotifyOnly, building a burst of events once it is `quiet`, at the
+  // latest `coalesce` after its first event.
+  ManifestDirSource::Options Batching(std::chrono::milliseconds quiet,
+                                      std::chrono::milliseconds coalesce) {
+    ManifestDirSource::Options options = InotifyOnly();
+    options.quiet = quiet;
+    options.coalesce = coalesce;
+    return options;
+  }
   std::unique_ptr<ManifestDirSource> Start(xds::SnapshotStore& store) {
     return Start(store, Polling());
   }
@@ -297,6 +306,47 @@ TEST_F(ManifestDirSourceTest, InotifyPicksUpCompletedWritesAndRenamesWithoutPoll
   EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
     return s.Find(xds::ClusterLoadAssignmentType(), "b") == nullptr && PortOf(s, "a") == 3;
   }));
+}
+
+TEST_F(ManifestDirSourceTest, LoneEditIsBuiltOnceQuietNotAtTheCap) {
+  Write("a.yaml", Endpoints("a", 1));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, Batching(std::chrono::milliseconds(1), std::chrono::minutes(1)));
+  Write("a.yaml", Endpoints("a", 2));
+  // WaitFor gives up after 10 s: long before the cap.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+}
+
+TEST_F(ManifestDirSourceTest, BurstOfEditsIsOneBuild) {
+  Write("a.yaml", Endpoints("a", 1));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, Batching(std::chrono::milliseconds(500), std::chrono::minutes(1)));
+  const int64_t builds = source->stats().builds;
+  Write("a.yaml", Endpoints("a", 2));
+  Write("b.yaml", Endpoints("b", 3));
+  Write("c.yaml", Endpoints("c", 4));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
+    return PortOf(s, "a") == 2 && PortOf(s, "b") == 3 && PortOf(s, "c") == 4;
+  }));
+  EXPECT_EQ(source->stats().builds - builds, 1);
+  EXPECT_EQ(published.count(), 2u);  // The first snapshot, then the burst's.
+}
+
+TEST_F(ManifestDirSourceTest, SteadyEditsAreBuiltAtTheCap) {
+  Write("a.yaml", Endpoints("a", 1));
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, Batching(std::chrono::minutes(1), std::chrono::milliseconds(100)));
+  // Never quiet for `quiet`: without the cap nothing would be built.
+  bool built = false;
+  for (int port = 2; port < 500 && !built; ++port) {
+    Write("a.yaml", Endpoints("a", port));
+    absl::SleepFor(absl::Milliseconds(10));
+    built = published.count() > 1;
+  }
+  EXPECT_TRUE(built);
 }
 
 void ExpectSlowRewriteKeepsServing(xds::SnapshotStore& store, Published& published,
