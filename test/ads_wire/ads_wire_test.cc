@@ -29,6 +29,7 @@ namespace facet::testing {
 namespace {
 
 using ::envoy::config::route::v3::RouteConfiguration;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
@@ -102,6 +103,18 @@ envoy::service::discovery::v3::DynamicParameterConstraints Canonical(const std::
 std::string ClusterOf(const DecodedResource& resource) {
   auto route = resource.As<RouteConfiguration>();
   return route.ok() ? route->virtual_hosts(0).routes(0).route().cluster() : "?";
+}
+
+// Returns each route of `response` as "locator:" or "plain:" (how it is
+// named) followed by its cluster; "?" for what does not decode.
+std::vector<std::string> FormsAndClusters(const DiscoveryResponse& response) {
+  auto resources = DecodeResources(response);
+  if (!resources.ok()) return {"?"};
+  std::vector<std::string> out;
+  for (const auto& resource : *resources) {
+    out.push_back((resource.has_constraints ? "locator:" : "plain:") + ClusterOf(resource));
+  }
+  return out;
 }
 
 bool SameConstraints(const envoy::service::discovery::v3::DynamicParameterConstraints& a,
@@ -440,13 +453,35 @@ TEST_F(AdsWireTest, StreamSelectingWithTwoParameterSetsIsWokenForEitherVariant) 
           RouteVariant("other", "{env: {not: prod}}", "a") + "]");
   auto update = stream->Next(kWait);
   ASSERT_THAT(update, IsOk());
-  auto resources = DecodeResources(*update);
-  ASSERT_THAT(resources, IsOk());
-  std::vector<std::string> got;
-  for (const auto& resource : *resources) {
-    got.push_back((resource.has_constraints ? "locator:" : "plain:") + ClusterOf(resource));
-  }
+  const std::vector<std::string> got = FormsAndClusters(*update);
   EXPECT_THAT(got, UnorderedElementsAre("plain:a", "locator:a"));
+}
+
+// The server groups the watchers of a name by the parameters they select
+// with; a stream that brings a second parameter set later leaves its group.
+TEST_F(AdsWireTest, StreamThatAddsASecondParameterSetLaterIsWokenForEitherVariant) {
+  auto stream = Sotw();
+  DiscoveryRequest first = MakeRequest(kRds, {"greeter"});
+  *first.mutable_node() = MakeNode("prod", {{"env", "prod"}});
+  ASSERT_THAT(stream->Send(first), IsOk());
+  auto served = stream->Next(kWait);
+  ASSERT_THAT(served, IsOk());
+  // The ACK also asks for the test variant by locator (a subscription
+  // change: only the next one counts as an ACK).
+  const DiscoveryRequest second =
+      MakeRequest(kRds, {"greeter"}, {MakeLocator("greeter", {{"env", "test"}})});
+  ASSERT_THAT(stream->Send(Ack(*served, second)), IsOk());
+  auto added = stream->Next(kWait);
+  ASSERT_THAT(added, IsOk());
+  ASSERT_THAT(stream->Send(Ack(*added, second)), IsOk());
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& s) { return s.acks == 1; }));
+  // Only the variant the node's parameters do not select changes.
+  Publish("[" + RouteVariant("prod", "{env: prod}", "a") + ", " +
+          RouteVariant("other", "{env: {not: prod}}", "a") + "]");
+  auto update = stream->Next(kWait);
+  ASSERT_THAT(update, IsOk());
+  const std::vector<std::string> got = FormsAndClusters(*update);
+  EXPECT_THAT(got, Contains("locator:a"));
 }
 
 TEST_F(AdsWireTest, DeltaVariantSwapArrivesInOneResponse) {

@@ -128,8 +128,8 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
  protected:
   std::shared_ptr<const ServingSnapshot> UpdateWatches(
       const std::vector<WatchChange>& changes, std::shared_ptr<const Parameters> uniform_params,
-      uint64_t* sequence) {
-    return service_->UpdateWatches(this, changes, std::move(uniform_params), sequence);
+      const std::vector<WatchChange>& watched, uint64_t* sequence) {
+    return service_->UpdateWatches(this, changes, std::move(uniform_params), watched, sequence);
   }
   void Record(RequestOutcome* outcome, const PushRecord* push) {
     if (outcome != nullptr) service_->RecordOutcome(*this, *outcome);
@@ -230,9 +230,11 @@ class Core final : public AdsService::StreamCore {
       // published after this wakes the stream for its new names (and,
       // once its subscriptions no longer share one parameter set, for
       // every change to a name it watches).
+      std::vector<WatchChange> watched;
+      if (uniform != reported_uniform_) watched = state_.Watches();
       reported_uniform_ = uniform;
       uint64_t sequence = 0;
-      auto serving = UpdateWatches(changes, std::move(uniform), &sequence);
+      auto serving = UpdateWatches(changes, std::move(uniform), watched, &sequence);
       if (sequence > sequence_) {
         state_.AdoptSnapshot(std::move(serving));
         sequence_ = sequence;
@@ -648,13 +650,14 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
             auto watchers = index->second.by_name.find(name);
             if (watchers == index->second.by_name.end()) continue;
             SelectionChange selection(*previous, *serving, *type, name);
-            for (StreamCore* core : watchers->second) {
-              // Most streams select with their node's parameters: such a
-              // stream is woken only when the variant they select changed
-              // (the other variants of the name are not its business).
-              if (core->uniform_params_ != nullptr && !selection.Changed(*core->uniform_params_)) {
-                continue;
-              }
+            // Most streams select with their node's parameters: such a
+            // stream is woken only when the variant they select changed
+            // (the other variants of the name are not its business).
+            for (const auto& [canonical, group] : watchers->second.uniform) {
+              if (!selection.Changed(*group.params)) continue;
+              for (StreamCore* core : group.cores) wake_of(core).names.emplace_back(type, &name);
+            }
+            for (StreamCore* core : watchers->second.mixed) {
               wake_of(core).names.emplace_back(type, &name);
             }
           }
@@ -682,10 +685,24 @@ std::shared_ptr<const ServingSnapshot> AdsService::Register(
 
 std::shared_ptr<const ServingSnapshot> AdsService::UpdateWatches(
     StreamCore* core, const std::vector<WatchChange>& changes,
-    std::shared_ptr<const Parameters> uniform_params, uint64_t* sequence) {
+    std::shared_ptr<const Parameters> uniform_params, const std::vector<WatchChange>& watched,
+    uint64_t* sequence) {
   absl::MutexLock lock(&mu_);
-  core->uniform_params_ = std::move(uniform_params);
-  for (const WatchChange& change : changes) ApplyWatchLocked(core, change, false);
+  const std::shared_ptr<const Parameters>& before = core->uniform_params_;
+  const bool regroup = (before == nullptr) != (uniform_params == nullptr) ||
+                       (before != nullptr && before->canonical != uniform_params->canonical);
+  if (regroup) {
+    // Out of the old group (the names no longer watched among them), into
+    // the new one. Rare: a stream's parameters change at its first request,
+    // or when a locator brings a second parameter set.
+    for (const WatchChange& change : changes) ApplyWatchLocked(core, change, /*remove_only=*/true);
+    for (const WatchChange& change : watched) ApplyWatchLocked(core, change, /*remove_only=*/true);
+    core->uniform_params_ = std::move(uniform_params);
+    for (const WatchChange& change : watched) ApplyWatchLocked(core, change, false);
+  } else {
+    core->uniform_params_ = std::move(uniform_params);
+    for (const WatchChange& change : changes) ApplyWatchLocked(core, change, false);
+  }
   *sequence = sequence_;
   return current_;
 }
@@ -709,14 +726,30 @@ void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, b
     }
     return;
   }
+  const Parameters* params = core->uniform_params_.get();
   if (change.watched && !remove_only) {
-    type_index.by_name[change.name].insert(core);
+    NameWatchers& watchers = type_index.by_name[change.name];
+    if (params == nullptr) {
+      watchers.mixed.insert(core);
+      return;
+    }
+    ParameterGroup& group = watchers.uniform[params->canonical];
+    if (group.params == nullptr) group.params = core->uniform_params_;
+    group.cores.insert(core);
     return;
   }
   auto watchers = type_index.by_name.find(change.name);
   if (watchers == type_index.by_name.end()) return;
-  watchers->second.erase(core);
-  if (watchers->second.empty()) type_index.by_name.erase(watchers);
+  if (params == nullptr) {
+    watchers->second.mixed.erase(core);
+  } else if (auto group = watchers->second.uniform.find(params->canonical);
+             group != watchers->second.uniform.end()) {
+    group->second.cores.erase(core);
+    if (group->second.cores.empty()) watchers->second.uniform.erase(group);
+  }
+  if (watchers->second.uniform.empty() && watchers->second.mixed.empty()) {
+    type_index.by_name.erase(watchers);
+  }
 }
 
 bool AdsService::AdmitResponse(StreamCore& core) {

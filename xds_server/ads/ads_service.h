@@ -166,9 +166,21 @@ class AdsService final
  private:
   template <typename Request, typename Response>
   class Reactor;
+  // Streams whose subscriptions all select with one parameter set.
+  struct ParameterGroup {
+    std::shared_ptr<const Parameters> params;
+    absl::flat_hash_set<StreamCore*> cores;
+  };
+  // Streams watching one name: grouped by the parameters they select with,
+  // so that a change wakes only the groups whose selected variant changed
+  // (the streams of the other groups are not touched).
+  struct NameWatchers {
+    absl::flat_hash_map<std::string, ParameterGroup> uniform;  // By canonical parameters.
+    absl::flat_hash_set<StreamCore*> mixed;  // Selecting with several parameter sets.
+  };
   // Streams watching names of one type.
   struct TypeIndex {
-    absl::flat_hash_map<std::string, absl::flat_hash_set<StreamCore*>> by_name;
+    absl::flat_hash_map<std::string, NameWatchers> by_name;
     absl::flat_hash_set<StreamCore*> wildcard;
   };
 
@@ -180,10 +192,13 @@ class AdsService final
   // Applies a stream's watch changes to the index and returns the current
   // snapshot, atomically (a change published later wakes the stream).
   // Also records the parameters the stream's subscriptions all select with
-  // (null: they differ), which decide whether a change wakes it.
+  // (null: they differ), which decide whether a change wakes it. When they
+  // differ from the ones recorded before, `watched` must be everything the
+  // stream watches now (its entries move to their new group).
   std::shared_ptr<const ServingSnapshot> UpdateWatches(
       StreamCore* core, const std::vector<WatchChange>& changes,
-      std::shared_ptr<const Parameters> uniform_params, uint64_t* sequence);
+      std::shared_ptr<const Parameters> uniform_params, const std::vector<WatchChange>& watched,
+      uint64_t* sequence);
   void Unregister(StreamCore* core, const std::vector<WatchChange>& watches);
   void ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
