@@ -13,12 +13,14 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -184,6 +186,27 @@ int64_t ReadRssKib(pid_t pid) {
   return -1;
 }
 
+// Returns the CPU time (user and system) `pid` has used, or nullopt.
+std::optional<absl::Duration> ReadCpuTime(pid_t pid) {
+  std::ifstream stat_file(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(stat_file)), std::istreambuf_iterator<char>());
+  // The command name may hold spaces: the fields follow its closing ')'.
+  const size_t end = stat.rfind(')');
+  if (end == std::string::npos) return std::nullopt;
+  const std::vector<absl::string_view> fields =
+      absl::StrSplit(absl::string_view(stat).substr(end + 1), ' ', absl::SkipEmpty());
+  // state is field 3 of stat(5); utime and stime are 14 and 15.
+  int64_t user = 0;
+  int64_t system = 0;
+  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &user) ||
+      !absl::SimpleAtoi(fields[12], &system)) {
+    return std::nullopt;
+  }
+  const long ticks = sysconf(_SC_CLK_TCK);
+  if (ticks <= 0) return std::nullopt;
+  return absl::Seconds(static_cast<double>(user + system) / static_cast<double>(ticks));
+}
+
 // Returns the xds_address of a ready file, which must be on 127.0.0.1.
 absl::StatusOr<std::string> XdsAddress(absl::string_view ready) {
   constexpr absl::string_view kKey = "\"xds_address\":\"";
@@ -218,6 +241,11 @@ struct TargetResult {
   int64_t rss_before_kib = -1;
   int64_t rss_after_kib = -1;
   int streams = 0;
+  // CPU time used from each change's trigger until every stream had it,
+  // summed over the changes, by the server and by this process (the client).
+  std::optional<absl::Duration> server_cpu;
+  std::optional<absl::Duration> client_cpu;
+  int changes = 0;
 
   double RssPerStreamKib() const {
     return rss_before_kib < 0 || rss_after_kib < 0 || streams == 0
@@ -228,6 +256,12 @@ struct TargetResult {
   // ms, or NaN.
   double LatencyMs(double q) const { return LatencyQuantileMs(edits.latencies, q); }
   double SyncMs() const { return sync.has_value() ? absl::ToDoubleMilliseconds(*sync) : NAN; }
+  // CPU ms per change, or NaN.
+  static double PerChangeMs(const std::optional<absl::Duration>& cpu, int changes) {
+    return cpu.has_value() && changes > 0 ? absl::ToDoubleMilliseconds(*cpu) / changes : NAN;
+  }
+  double ServerCpuMs() const { return PerChangeMs(server_cpu, changes); }
+  double ClientCpuMs() const { return PerChangeMs(client_cpu, changes); }
   double ReadyMs() const { return ready.has_value() ? absl::ToDoubleMilliseconds(*ready) : NAN; }
 };
 
@@ -367,11 +401,27 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
     std::mt19937 gaps(absl::GetFlag(FLAGS_seed));
     const absl::Duration mean_gap = absl::GetFlag(FLAGS_change_gap);
     std::uniform_real_distribution<double> gap_fraction(0.25, 1.75);
+    result.server_cpu = result.client_cpu = absl::ZeroDuration();
     for (int change = 0; change < config.changes; ++change) {
       absl::SleepFor(std::min(mean_gap * gap_fraction(gaps), config.deadline - absl::Now()));
+      const std::optional<absl::Duration> server_cpu = ReadCpuTime((*server)->pid());
+      const std::optional<absl::Duration> client_cpu = ReadCpuTime(getpid());
       absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, **server, change);
       if (!trigger.ok()) return trigger.status();
       const bool complete = client.WaitForChange(change, config.deadline);
+      const std::optional<absl::Duration> server_cpu_after = ReadCpuTime((*server)->pid());
+      const std::optional<absl::Duration> client_cpu_after = ReadCpuTime(getpid());
+      if (server_cpu && server_cpu_after && result.server_cpu) {
+        *result.server_cpu += *server_cpu_after - *server_cpu;
+      } else {
+        result.server_cpu.reset();
+      }
+      if (client_cpu && client_cpu_after && result.client_cpu) {
+        *result.client_cpu += *client_cpu_after - *client_cpu;
+      } else {
+        result.client_cpu.reset();
+      }
+      result.changes++;
       EditResults edits = client.Edits(change, *trigger);
       result.change_p99_ms.push_back(LatencyQuantileMs(edits.latencies, 0.99));
       result.edits.expected += edits.expected;
@@ -420,18 +470,20 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
       "\n%d %s streams over %d connections, %d services (%d objects), %d changes\n",
       config.plans.size(), mode, config.load.connections, config.services, config.services * 6,
       config.changes);
-  std::cout << absl::StrFormat("%-8s %9s %10s %9s %9s %9s %13s %7s %10s %10s %12s  %s\n", "target",
-                               "ready_ms", "sync_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect",
-                               "other", "rss0_MiB", "rss_MiB", "KiB/stream", "result");
+  std::cout << absl::StrFormat(
+      "%-8s %9s %10s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s  %s\n", "target", "ready_ms",
+      "sync_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other", "rss0_MiB", "rss_MiB",
+      "KiB/stream", "cpu_ms/chg", "client_cpu", "result");
   for (const TargetResult& r : results) {
     std::cout << absl::StrFormat(
-        "%-8s %9s %10s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s  %s\n", r.name,
+        "%-8s %9s %10s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s %10s %10s  %s\n", r.name,
         FormatNumber(r.ReadyMs(), 0), FormatNumber(r.SyncMs(), 1),
         FormatNumber(r.LatencyMs(0.5), 2), FormatNumber(r.LatencyMs(0.99), 2),
         FormatNumber(r.LatencyMs(1.0), 2), r.edits.latencies.size(), r.edits.expected,
         r.edits.unexpected, FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
         FormatNumber(r.rss_after_kib < 0 ? NAN : r.rss_after_kib / 1024.0, 1),
-        FormatNumber(r.RssPerStreamKib(), 2), r.error.empty() ? "ok" : r.error);
+        FormatNumber(r.RssPerStreamKib(), 2), FormatNumber(r.ServerCpuMs(), 1),
+        FormatNumber(r.ClientCpuMs(), 1), r.error.empty() ? "ok" : r.error);
   }
   const TargetResult* facet = nullptr;
   const TargetResult* null = nullptr;
@@ -446,7 +498,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         {"p50", facet->LatencyMs(0.5) / null->LatencyMs(0.5)},
         {"p99", facet->LatencyMs(0.99) / null->LatencyMs(0.99)},
         {"max", facet->LatencyMs(1.0) / null->LatencyMs(1.0)},
-        {"rss_per_stream", facet->RssPerStreamKib() / null->RssPerStreamKib()}};
+        {"rss_per_stream", facet->RssPerStreamKib() / null->RssPerStreamKib()},
+        {"server_cpu_per_change", facet->ServerCpuMs() / null->ServerCpuMs()}};
     std::vector<std::string> text;
     std::vector<std::string> json;
     for (const auto& [name, value] : ratios) {
@@ -479,7 +532,9 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         ",\"max_ms\":", JsonNumber(r.LatencyMs(1.0)), ",\"pushes\":", r.edits.latencies.size(),
         ",\"expected\":", r.edits.expected, ",\"unexpected\":", r.edits.unexpected,
         ",\"rss_before_kib\":", r.rss_before_kib, ",\"rss_after_kib\":", r.rss_after_kib,
-        ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()), ",\"change_p99_ms\":[",
+        ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()),
+        ",\"server_cpu_ms_per_change\":", JsonNumber(r.ServerCpuMs()),
+        ",\"client_cpu_ms_per_change\":", JsonNumber(r.ClientCpuMs()), ",\"change_p99_ms\":[",
         absl::StrJoin(r.change_p99_ms, ",",
                       [](std::string* out, double v) { out->append(JsonNumber(v)); }),
         "]}"));
