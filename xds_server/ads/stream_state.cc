@@ -462,6 +462,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
 
   if (!state.seen_request && request.response_nonce().empty() && !request.version_info().empty()) {
     state.resume_version = request.version_info();
+    resume_pending_ = true;
   }
   bool changed = !state.seen_request || wildcard != state.wildcard;
   SetWildcard(state, wildcard);
@@ -829,7 +830,21 @@ void StreamState::Refresh(TypeState& state) {
   }
 }
 
+bool StreamState::HasPendingWork() const {
+  for (const RankedType& ranked : ranked_) {
+    const TypeState& state = *ranked.state;
+    if (state.all_dirty || state.response_due || !state.dirty.empty() ||
+        !state.upserts.empty() || !state.removals.empty() || !state.unanswered.empty()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 StreamState::TypeState* StreamState::PickNext(bool* removal_phase) {
+  // Most calls (after an ACK, after a write) find nothing to do: say so
+  // without re-examining anything.
+  if (!HasPendingWork()) return nullptr;
   for (const RankedType& ranked : ranked_) Refresh(*ranked.state);
   // Full-state SotW responses wait while they would omit an unknown name.
   auto ready = [this](const TypeState& state) { return !OmitsUnknown(state); };
@@ -872,6 +887,7 @@ std::set<std::string> StreamState::TakeDue(TypeState& state, bool removal_phase)
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
 void StreamState::ResumeFromClientVersions() {
+  if (!std::exchange(resume_pending_, false)) return;
   for (auto& [url, state] : types_) {
     if (state.resume_version.empty()) continue;
     const std::string claimed = std::exchange(state.resume_version, "");

@@ -310,6 +310,8 @@ class StreamState {
   // `names`.
   static void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
                        bool full_state);
+  // Whether some type has names to re-examine or answers due.
+  bool HasPendingWork() const;
   TypeState* PickNext(bool* removal_phase);
   // Returns (and clears) the names the next response of `state` settles.
   static std::set<std::string> TakeDue(TypeState& state, bool removal_phase);
@@ -344,6 +346,8 @@ class StreamState {
   int64_t subscribed_names_ = 0;
   int64_t subscribed_bytes_ = 0;
   uint64_t nonce_counter_ = 0;
+  // A type's first request carried a version_info to resume from.
+  bool resume_pending_ = false;
 };
 
 }  // namespace facet::xds
