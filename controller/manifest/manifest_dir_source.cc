@@ -129,13 +129,17 @@ void ManifestDirSource::Run() {
 
 bool ManifestDirSource::Wait(Clock::time_point deadline) {
   const auto now = Clock::now();
-  int timeout_ms = 0;
+  // To the microsecond: a batch closes 1 ms after its last event, and
+  // poll()'s whole milliseconds would round that up to 2.
+  std::chrono::microseconds wait{0};
   if (deadline > now) {
-    const auto wait = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
-    timeout_ms = static_cast<int>(std::min<int64_t>(wait.count(), 60'000));
+    wait = std::min<std::chrono::microseconds>(
+        std::chrono::ceil<std::chrono::microseconds>(deadline - now), std::chrono::minutes(1));
   }
+  const timespec timeout{static_cast<time_t>(wait.count() / 1'000'000),
+                         static_cast<long>(wait.count() % 1'000'000 * 1'000)};
   pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {watch_ >= 0 ? inotify_fd_ : -1, POLLIN, 0}};
-  if (poll(fds, 2, timeout_ms) <= 0 || (fds[1].revents & POLLIN) == 0) return false;
+  if (ppoll(fds, 2, &timeout, nullptr) <= 0 || (fds[1].revents & POLLIN) == 0) return false;
   alignas(inotify_event) char buffer[64 * 1024];
   bool named = false;
   for (;;) {
