@@ -34,6 +34,9 @@ struct LoadOptions {
   // Send each stream's parameters as resource locators' dynamic parameters
   // rather than as node metadata.
   bool locators = false;
+  // Advertise xds.config.resource-in-sotw, as gRPC C++ does (a server may
+  // then send SotW resources in Resource wrappers); false: as grpc-js does.
+  bool resource_in_sotw = true;
   std::vector<Subscription> subscriptions;
   // The resource whose new version is measured.
   std::string watched_type_url;

@@ -56,6 +56,9 @@ ABSL_FLAG(bool, delta, false, "open delta ADS streams instead of SotW ones");
 ABSL_FLAG(bool, locators, false,
           "send each stream's parameters as resource locators' dynamic parameters instead of "
           "node metadata");
+ABSL_FLAG(bool, resource_in_sotw, true,
+          "advertise the client feature xds.config.resource-in-sotw, as gRPC C++ does (Facet then "
+          "sends SotW resources in Resource wrappers); false: as grpc-js does");
 ABSL_FLAG(std::string, param, "env=prod:0.5,test:0.5",
           "parameter distributions, KEY=VALUE:WEIGHT,... per key, keys separated by ';'");
 ABSL_FLAG(uint32_t, seed, 1, "seed for drawing each stream's parameters");
@@ -567,6 +570,7 @@ int Main() {
   config.load.connections = absl::GetFlag(FLAGS_connections);
   config.load.delta = absl::GetFlag(FLAGS_delta);
   config.load.locators = absl::GetFlag(FLAGS_locators);
+  config.load.resource_in_sotw = absl::GetFlag(FLAGS_resource_in_sotw);
   const std::vector<std::string> targets = absl::StrSplit(absl::GetFlag(FLAGS_targets), ',');
   const std::string null_push = absl::GetFlag(FLAGS_null_push);
   auto dists = ParseDistributions(absl::GetFlag(FLAGS_param));
