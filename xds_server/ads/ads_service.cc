@@ -52,7 +52,8 @@ struct AdsService::Wake {
 namespace {
 
 // Whether the variant one parameter set selects of (type, name) differs
-// between two snapshots, memoized per parameter set.
+// between two snapshots. Asked once per parameter group of the name's
+// watchers (the index groups them), so nothing is memoized.
 class SelectionChange {
  public:
   SelectionChange(const ServingSnapshot& before, const ServingSnapshot& after,
@@ -62,17 +63,10 @@ class SelectionChange {
         old_(before.snapshot().Find(type, name)),
         new_(after.snapshot().Find(type, name)) {}
 
-  bool Changed(const Parameters& params) {
+  bool Changed(const Parameters& params) const {
     // Who may read an authority changed: its names are re-examined by every
     // stream that watches them, whatever they select.
     if (before_.snapshot().shared_access() != after_.snapshot().shared_access()) return true;
-    auto [it, inserted] = memo_.try_emplace(params.canonical, false);
-    if (inserted) it->second = Compute(params);
-    return it->second;
-  }
-
- private:
-  bool Compute(const Parameters& params) const {
     // A partial source's unknowns resolve by waking the stream.
     if (before_.Unknown(old_, params) || after_.Unknown(new_, params)) return true;
     const std::shared_ptr<const Variant> was =
@@ -83,11 +77,11 @@ class SelectionChange {
     return was->version != is->version;  // Content-derived: equal bytes on the wire.
   }
 
+ private:
   const ServingSnapshot& before_;
   const ServingSnapshot& after_;
   const ServedResource* const old_;
   const ServedResource* const new_;
-  absl::flat_hash_map<absl::string_view, bool> memo_;  // Keys point into Parameters.
 };
 
 }  // namespace
@@ -649,7 +643,7 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
           for (const std::string& name : *list) {
             auto watchers = index->second.by_name.find(name);
             if (watchers == index->second.by_name.end()) continue;
-            SelectionChange selection(*previous, *serving, *type, name);
+            const SelectionChange selection(*previous, *serving, *type, name);
             // Most streams select with their node's parameters: such a
             // stream is woken only when the variant they select changed
             // (the other variants of the name are not its business).
