@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "google/protobuf/any.pb.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -38,13 +40,13 @@ namespace {
 
 // Appends a length-delimited field's tag and length (protobuf wire format).
 void AppendFieldHead(int field, size_t length, std::string* out) {
-  out->push_back(static_cast<char>((field << 3) | 2));
-  uint64_t rest = length;
-  while (rest >= 0x80) {
-    out->push_back(static_cast<char>((rest & 0x7f) | 0x80));
-    rest >>= 7;
-  }
-  out->push_back(static_cast<char>(rest));
+  using ::google::protobuf::internal::WireFormatLite;
+  using ::google::protobuf::io::CodedOutputStream;
+  uint8_t head[10];  // A tag and a 32-bit length: at most 5 bytes each.
+  uint8_t* end = CodedOutputStream::WriteTagToArray(
+      WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), head);
+  end = CodedOutputStream::WriteVarint32ToArray(static_cast<uint32_t>(length), end);
+  out->append(reinterpret_cast<const char*>(head), static_cast<size_t>(end - head));
 }
 
 }  // namespace
