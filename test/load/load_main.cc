@@ -210,6 +210,17 @@ std::optional<absl::Duration> ReadCpuTime(pid_t pid) {
   return absl::Seconds(static_cast<double>(user + system) / static_cast<double>(ticks));
 }
 
+// Adds after - before to *total; a reading that failed (or failed before)
+// leaves no total.
+void AddCpu(const std::optional<absl::Duration>& before,
+            const std::optional<absl::Duration>& after, std::optional<absl::Duration>* total) {
+  if (before && after && *total) {
+    **total += *after - *before;
+  } else {
+    total->reset();
+  }
+}
+
 // Returns the xds_address of a ready file, which must be on 127.0.0.1.
 absl::StatusOr<std::string> XdsAddress(absl::string_view ready) {
   constexpr absl::string_view kKey = "\"xds_address\":\"";
@@ -414,16 +425,8 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
       const bool complete = client.WaitForChange(change, config.deadline);
       const std::optional<absl::Duration> server_cpu_after = ReadCpuTime((*server)->pid());
       const std::optional<absl::Duration> client_cpu_after = ReadCpuTime(getpid());
-      if (server_cpu && server_cpu_after && result.server_cpu) {
-        *result.server_cpu += *server_cpu_after - *server_cpu;
-      } else {
-        result.server_cpu.reset();
-      }
-      if (client_cpu && client_cpu_after && result.client_cpu) {
-        *result.client_cpu += *client_cpu_after - *client_cpu;
-      } else {
-        result.client_cpu.reset();
-      }
+      AddCpu(server_cpu, server_cpu_after, &result.server_cpu);
+      AddCpu(client_cpu, client_cpu_after, &result.client_cpu);
       result.changes++;
       EditResults edits = client.Edits(change, *trigger);
       result.change_p99_ms.push_back(LatencyQuantileMs(edits.latencies, 0.99));
