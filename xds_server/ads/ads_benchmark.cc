@@ -2,6 +2,7 @@
 // change to many streams, and memoized selection.
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +16,6 @@ namespace facet::xds {
 namespace {
 
 using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
-using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
 using ::envoy::service::discovery::v3::DiscoveryResponse;
 
@@ -87,6 +87,25 @@ void SubscribeAndAck(StreamState& s, const ResourceType& type, const std::vector
   }
 }
 
+// The same for a delta client: subscribes, then ACKs every response.
+void DeltaSubscribeAndAck(StreamState& s, const ResourceType& type,
+                          const std::vector<std::string>& names, const std::string& env) {
+  DeltaDiscoveryRequest request;
+  request.set_type_url(type.type_url());
+  for (const std::string& name : names) request.add_resource_names_subscribe(name);
+  (*request.mutable_node()->mutable_metadata()->mutable_fields())["env"].set_string_value(env);
+  RequestOutcome outcome;
+  (void)s.OnRequest(request, &outcome);
+  DeltaResponse response;
+  PushRecord record;
+  while (s.NextResponse(&response, &record)) {
+    DeltaDiscoveryRequest ack;
+    ack.set_type_url(type.type_url());
+    ack.set_response_nonce(response.nonce);
+    (void)s.OnRequest(ack, &outcome);
+  }
+}
+
 // Validating and building a snapshot of N two-variant routes.
 void BM_BuildSnapshot(benchmark::State& state) {
   const auto objects = Objects(static_cast<int>(state.range(0)), "a");
@@ -132,6 +151,10 @@ BENCHMARK(BM_PushVariantChange)->Arg(100)->Arg(1000)->Arg(10000)->Unit(benchmark
 // What the server does for each stream woken by a change to route-0: adopt
 // the snapshot, re-examine the name, decide what is due and encode it for
 // the wire. Returns the pushes.
+grpc::ByteBuffer Encode(const SotwResponse& response) { return EncodeSotwResponse(response); }
+grpc::ByteBuffer Encode(const DeltaResponse& response) { return EncodeDeltaResponse(response); }
+
+template <typename Response = SotwResponse>
 int64_t PushRouteChange(const std::vector<StreamState*>& woken,
                         const std::shared_ptr<ServingSnapshot>& next) {
   int64_t pushes = 0;
@@ -139,9 +162,9 @@ int64_t PushRouteChange(const std::vector<StreamState*>& woken,
   for (StreamState* s : woken) {
     s->AdoptSnapshot(next);
     s->MarkDirty(RouteConfigurationType(), "route-0");
-    SotwResponse response;
+    Response response;
     while (s->NextResponse(&response, &record)) {
-      benchmark::DoNotOptimize(EncodeSotwResponse(response));
+      benchmark::DoNotOptimize(Encode(response));
       ++pushes;
     }
   }
@@ -152,7 +175,9 @@ int64_t PushRouteChange(const std::vector<StreamState*>& woken,
 // one service holds, several types at once (here CDS: two clusters, and RDS:
 // the route), as in the load benchmark: the change to the route's prod
 // variant is found and sent among the stream's other types.
+template <Protocol kProtocol>
 void BM_PushToClientStream(benchmark::State& state) {
+  using Response = std::conditional_t<kProtocol == Protocol::kSotw, SotwResponse, DeltaResponse>;
   const int streams = static_cast<int>(state.range(0));
   auto base = Build(Objects(1000, "a"));
   auto other = Build(Objects(1, "b"));
@@ -165,11 +190,12 @@ void BM_PushToClientStream(benchmark::State& state) {
   std::vector<std::unique_ptr<StreamState>> states;
   std::vector<StreamState*> woken;
   for (int i = 0; i < streams; ++i) {
-    auto s = std::make_unique<StreamState>(Protocol::kSotw, mapping);
+    auto s = std::make_unique<StreamState>(kProtocol, mapping);
     s->SetSnapshot(a);
     const std::string env = i % 2 == 0 ? "prod" : "test";
-    SubscribeAndAck(*s, ClusterType(), {"a", "b"}, env);
-    SubscribeAndAck(*s, RouteConfigurationType(), {"route-0"}, env);
+    auto subscribe = kProtocol == Protocol::kSotw ? SubscribeAndAck : DeltaSubscribeAndAck;
+    subscribe(*s, ClusterType(), {"a", "b"}, env);
+    subscribe(*s, RouteConfigurationType(), {"route-0"}, env);
     woken.push_back(s.get());
     states.push_back(std::move(s));
   }
@@ -177,13 +203,14 @@ void BM_PushToClientStream(benchmark::State& state) {
   bool flip = false;
   for (auto _ : state) {
     flip = !flip;
-    pushes += PushRouteChange(woken, flip ? b : a2);
+    pushes += PushRouteChange<Response>(woken, flip ? b : a2);
   }
   state.counters["pushes_per_change"] =
       benchmark::Counter(static_cast<double>(pushes) / state.iterations());
   state.SetItemsProcessed(state.iterations() * streams);
 }
-BENCHMARK(BM_PushToClientStream)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kSotw)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kDelta)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 // One route changed (an incremental snapshot, as the builder derives it),
 // fanned out to S streams subscribed to 1,000 routes (S/1,000 watch each).
@@ -252,9 +279,9 @@ void BM_AckWithManySubscriptions(benchmark::State& state) {
     request.set_type_url(ClusterLoadAssignmentType().type_url());
     for (int i = 0; i < names; ++i) request.add_resource_names_subscribe(absl::StrCat("endpoints-", i));
     (void)s.OnRequest(request, &outcome);
-    DeltaDiscoveryResponse response;
+    DeltaResponse response;
     PushRecord record;
-    while (s.NextResponse(&response, &record)) nonce = response.nonce();
+    while (s.NextResponse(&response, &record)) nonce = response.nonce;
     DeltaDiscoveryRequest ack;
     ack.set_type_url(request.type_url());
     ack.set_response_nonce(nonce);
@@ -307,7 +334,7 @@ void BM_HostileDuplicateNames(benchmark::State& state) {
     request.set_type_url(RouteConfigurationType().type_url());
     for (int i = 0; i < n; ++i) request.add_resource_names_subscribe("route-0");
     for (auto _ : state) {
-      ApplyOnce<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(kProtocol, serving, {}, request);
+      ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(kProtocol, serving, {}, request);
     }
   }
   state.SetItemsProcessed(state.iterations() * n);
@@ -332,7 +359,7 @@ void BM_HostileDeltaUnsubscribeList(benchmark::State& state) {
     unsubscribe.add_resource_names_unsubscribe(absl::StrCat("e-", i));
   }
   for (auto _ : state) {
-    ApplyOnce<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(Protocol::kDelta, serving,
+    ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(Protocol::kDelta, serving,
                                                               {subscribe}, unsubscribe);
   }
   state.SetItemsProcessed(state.iterations() * n);
@@ -374,7 +401,7 @@ void BM_HostileLocatorParameters(benchmark::State& state) {
     for (int k = 0; k < 30; ++k) params[absl::StrCat("k", k)] = absl::StrCat(i);
   }
   for (auto _ : state) {
-    ApplyOnce<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(Protocol::kDelta, serving, {},
+    ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(Protocol::kDelta, serving, {},
                                                               request);
   }
   state.SetItemsProcessed(state.iterations() * n);

@@ -15,7 +15,6 @@
 namespace facet::xds {
 
 using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
-using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
 using ::envoy::service::discovery::v3::DiscoveryResponse;
 
@@ -164,7 +163,7 @@ ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
 namespace {
 
 grpc::ByteBuffer Encode(const SotwResponse& response) { return EncodeSotwResponse(response); }
-grpc::ByteBuffer Encode(const DeltaDiscoveryResponse& response) { return EncodeMessage(response); }
+grpc::ByteBuffer Encode(const DeltaResponse& response) { return EncodeDeltaResponse(response); }
 
 // One stream of either protocol: Request is the request message, Plan what
 // StreamState::NextResponse decides (encoded for the wire by Encode).
@@ -602,7 +601,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::StreamA
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::DeltaAggregatedResources(
     grpc::CallbackServerContext* context) {
-  return new Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>(this, Protocol::kDelta,
+  return new Reactor<DeltaDiscoveryRequest, DeltaResponse>(this, Protocol::kDelta,
                                                                     context);
 }
 

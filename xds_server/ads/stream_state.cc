@@ -16,7 +16,7 @@ using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
 using ::envoy::service::discovery::v3::DiscoveryResponse;
 using ::envoy::service::discovery::v3::DynamicParameterConstraints;
-using ::envoy::service::discovery::v3::Resource;
+using ::envoy::service::discovery::v3::ResourceName;
 
 constexpr char kWildcard[] = "*";
 // Bytes a client's status adds besides its node and parameters.
@@ -92,17 +92,6 @@ uint64_t EntryDigest(const std::string& name, const std::string& key) {
 
 std::string DigestVersion(uint64_t digest) {
   return absl::StrCat(absl::Hex(digest, absl::kZeroPad16));
-}
-
-void SetVariantName(const std::string& name, const Variant& variant, bool locator,
-                    Resource* resource) {
-  if (locator) {
-    auto* resource_name = resource->mutable_resource_name();
-    resource_name->set_name(name);
-    *resource_name->mutable_dynamic_parameter_constraints() = variant.constraints.proto();
-  } else {
-    resource->set_name(name);
-  }
 }
 
 }  // namespace
@@ -1004,22 +993,45 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
   }
 }
 
+DeltaDiscoveryResponse DeltaResponse::ToMessage() const {
+  DeltaDiscoveryResponse message;
+  message.set_system_version_info(system_version_info);
+  for (const Resource& resource : resources) {
+    const absl::string_view bytes = resource.Encoded();
+    (void)message.add_resources()->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  message.set_type_url(type_url);
+  message.set_nonce(nonce);
+  for (const std::string& name : removed_resources) message.add_removed_resources(name);
+  for (const ResourceName& name : removed_resource_names) {
+    *message.add_removed_resource_names() = name;
+  }
+  return message;
+}
+
 bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* record) {
+  DeltaResponse next;
+  if (!NextResponse(&next, record)) return false;
+  *response = next.ToMessage();
+  return true;
+}
+
+bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
   while (true) {
     bool removal_phase = false;
     TypeState* state = PickNext(&removal_phase);
     if (state == nullptr) return false;
     state->response_due = false;
-    response->Clear();
+    *response = DeltaResponse();
     record->items.clear();
     std::set<std::string> names = TakeDue(*state, removal_phase);
     auto remove = [&](const std::string& name, const Held& entry) {
       if (entry.locator) {
-        auto* removed = response->add_removed_resource_names();
-        removed->set_name(name);
-        *removed->mutable_dynamic_parameter_constraints() = entry.variant->constraints.proto();
+        ResourceName& removed = response->removed_resource_names.emplace_back();
+        removed.set_name(name);
+        *removed.mutable_dynamic_parameter_constraints() = entry.variant->constraints.proto();
       } else {
-        response->add_removed_resources(name);
+        response->removed_resources.push_back(name);
       }
       record->items.push_back({name, entry.variant->label, entry.variant->version, true});
     };
@@ -1029,13 +1041,9 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
       bool plain_sent = false;
       for (const auto& [key, entry] : desired) {
         if (ns.held.count(key) > 0) continue;
-        // The variant's name, version and resource, copied from the shared
-        // bytes (no re-serialization).
-        Resource* resource = response->add_resources();
-        SetVariantName(name, *entry.variant, entry.locator, resource);
-        resource->set_version(entry.variant->version);
-        resource->mutable_resource()->set_type_url(state->type_url);
-        resource->mutable_resource()->set_value(entry.variant->serialized);
+        // The variant's shared Resource wrapper: its name (the canonical one
+        // this state keys it by), version and resource.
+        response->resources.push_back({entry.variant, entry.locator});
         record->items.push_back({name, entry.variant->label, entry.variant->version, false});
         plain_sent = plain_sent || !entry.locator;
       }
@@ -1052,7 +1060,7 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
       }
       if (ns.stale_claim && !plain_sent && !plain_removed) {
         // A claimed version this server does not serve for the client.
-        response->add_removed_resources(name);
+        response->removed_resources.push_back(name);
         record->items.push_back({name, "", "", true});
         plain_removed = true;
       }
@@ -1065,11 +1073,11 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
         sub.answered = true;
         if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) continue;
         if (sub.locator) {
-          auto* removed = response->add_removed_resource_names();
-          removed->set_name(name);
-          *removed->mutable_dynamic_parameter_constraints() = ExactConstraints(sub.params->params);
+          ResourceName& removed = response->removed_resource_names.emplace_back();
+          removed.set_name(name);
+          *removed.mutable_dynamic_parameter_constraints() = ExactConstraints(sub.params->params);
         } else if (!plain_removed) {
-          response->add_removed_resources(name);
+          response->removed_resources.push_back(name);
           plain_removed = true;
         }
         record->items.push_back({name, "", "", true});
@@ -1078,15 +1086,15 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
     }
     for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
-    response->set_type_url(state->type_url);
+    response->type_url = state->type_url;
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.
-    response->set_system_version_info(DigestVersion(state->held_digest));
-    response->set_nonce(NextNonce());
+    response->system_version_info = DigestVersion(state->held_digest);
+    response->nonce = NextNonce();
     record->type_url = state->type_url;
-    record->version_info = response->system_version_info();
-    record->nonce = response->nonce();
-    state->last_nonce = response->nonce();
+    record->version_info = response->system_version_info;
+    record->nonce = response->nonce;
+    state->last_nonce = response->nonce;
     state->last_items = record->items;
     NoteSent(*state, nonce_counter_, names, /*full_state=*/false);
     return true;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/ads/client_status.h"
 #include "xds_server/ads/parameter_mapping.h"
@@ -56,6 +57,27 @@ struct SotwResponse {
 
   // Returns the response as a message (the same bytes on the wire).
   envoy::service::discovery::v3::DiscoveryResponse ToMessage() const;
+};
+
+// A delta response as a stream decides it, ready to be encoded for the wire
+// (EncodeDeltaResponse) or turned into a DeltaDiscoveryResponse (ToMessage).
+// Each resource is its variant's shared, pre-encoded Resource wrapper.
+struct DeltaResponse {
+  struct Resource {
+    std::shared_ptr<const Variant> variant;  // Keeps the bytes valid.
+    bool locator = false;  // Named by resource_name, with the constraints.
+    // Returns the serialized envoy.service.discovery.v3.Resource.
+    absl::string_view Encoded() const { return variant->EncodedWrapper(locator); }
+  };
+  std::string type_url;
+  std::string system_version_info;
+  std::string nonce;
+  std::vector<Resource> resources;
+  std::vector<std::string> removed_resources;
+  std::vector<envoy::service::discovery::v3::ResourceName> removed_resource_names;
+
+  // Returns the response as a message (the same fields as on the wire).
+  envoy::service::discovery::v3::DeltaDiscoveryResponse ToMessage() const;
 };
 
 // What a response carried, for logs, stats and NACK attribution.
@@ -163,6 +185,7 @@ class StreamState {
   bool NextResponse(SotwResponse* response, PushRecord* record);
   // The same as a message.
   bool NextResponse(envoy::service::discovery::v3::DiscoveryResponse* response, PushRecord* record);
+  bool NextResponse(DeltaResponse* response, PushRecord* record);
   bool NextResponse(envoy::service::discovery::v3::DeltaDiscoveryResponse* response,
                     PushRecord* record);
 

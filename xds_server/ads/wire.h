@@ -15,6 +15,12 @@ namespace facet::xds {
 // message (each resource's shared bytes are copied once, into the buffer).
 grpc::ByteBuffer EncodeSotwResponse(const SotwResponse& response);
 
+// Encodes `response` as a serialized envoy.service.discovery.v3.
+// DeltaDiscoveryResponse, in one buffer, without building the message: each
+// resource's shared Resource wrapper is copied once, into the buffer. Parsed,
+// the bytes are response.ToMessage().
+grpc::ByteBuffer EncodeDeltaResponse(const DeltaResponse& response);
+
 // Serializes `message` into one buffer.
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message);
 

@@ -5,14 +5,20 @@
 #include <vector>
 
 #include "envoy/config/cluster/v3/cluster.pb.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "xds_server/resources/resource_type.h"
 
 namespace facet::xds {
 namespace {
 
+using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
 using ::envoy::service::discovery::v3::DiscoveryResponse;
+using ::envoy::service::discovery::v3::DynamicParameterConstraints;
+using ::envoy::service::discovery::v3::Resource;
+using ::envoy::service::discovery::v3::ResourceName;
+using ::google::protobuf::util::MessageDifferencer;
 
 std::string Bytes(const grpc::ByteBuffer& buffer) {
   std::vector<grpc::Slice> slices;
@@ -24,7 +30,7 @@ std::string Bytes(const grpc::ByteBuffer& buffer) {
   return out;
 }
 
-std::shared_ptr<const Variant> ClusterVariant(const std::string& name, int padding) {
+std::shared_ptr<Variant> ClusterVariant(const std::string& name, int padding) {
   envoy::config::cluster::v3::Cluster cluster;
   cluster.set_name(name);
   cluster.set_alt_stat_name(std::string(padding, 'p'));  // Lengths past one varint byte.
@@ -69,6 +75,56 @@ TEST(WireTest, SotwResponseEncodesAsProtobufSerializesIt) {
     ASSERT_TRUE(parsed.ParseFromString(Bytes(EncodeSotwResponse(response))));
     EXPECT_EQ(parsed.nonce(), "17");
     EXPECT_EQ(parsed.version_info(), version);
+  }
+}
+
+// A delta response encoded by hand parses as the message the protocol
+// defines: each resource named (by name, or for a locator by resource_name
+// with the variant's constraints) and versioned, its Any of the response's
+// type; the removals of both kinds after it.
+TEST(WireTest, DeltaResponseEncodesAsTheMessageItStandsFor) {
+  auto plain = ClusterVariant("a", 3);
+  std::shared_ptr<Variant> constrained = ClusterVariant("b", 20000);
+  DynamicParameterConstraints env_prod;
+  env_prod.mutable_constraint()->set_key("env");
+  env_prod.mutable_constraint()->set_value("prod");
+  constrained->constraints = *Constraint::Compile(env_prod);
+  DeltaResponse response;
+  response.type_url = std::string(ClusterType().type_url());
+  response.nonce = "18";
+  response.resources.push_back({plain, false});
+  response.resources.push_back({constrained, true});
+  response.removed_resources = {"gone", std::string(200, 'g')};
+  ResourceName& removed = response.removed_resource_names.emplace_back();
+  removed.set_name("c");
+  *removed.mutable_dynamic_parameter_constraints() = env_prod;
+
+  DeltaDiscoveryResponse expected;
+  expected.set_type_url(response.type_url);
+  expected.set_nonce("18");
+  Resource* first = expected.add_resources();
+  first->set_name("a");
+  first->set_version(plain->version);
+  first->mutable_resource()->set_type_url(response.type_url);
+  first->mutable_resource()->set_value(plain->serialized);
+  Resource* second = expected.add_resources();
+  second->mutable_resource_name()->set_name("b");
+  *second->mutable_resource_name()->mutable_dynamic_parameter_constraints() = env_prod;
+  second->set_version(constrained->version);
+  second->mutable_resource()->set_type_url(response.type_url);
+  second->mutable_resource()->set_value(constrained->serialized);
+  expected.add_removed_resources("gone");
+  expected.add_removed_resources(std::string(200, 'g'));
+  *expected.add_removed_resource_names() = removed;
+
+  for (const std::string version : {"", "0123456789abcdef"}) {
+    response.system_version_info = version;
+    expected.set_system_version_info(version);
+    DeltaDiscoveryResponse parsed;
+    ASSERT_TRUE(parsed.ParseFromString(Bytes(EncodeDeltaResponse(response)))) << version;
+    EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected))
+        << version << "\n" << parsed.DebugString();
+    EXPECT_TRUE(MessageDifferencer::Equals(response.ToMessage(), expected)) << version;
   }
 }
 
