@@ -57,16 +57,16 @@ std::string ResourceName(const google::protobuf::Any& resource) {
 
 size_t Fingerprint(std::string_view bytes) { return std::hash<std::string_view>()(bytes); }
 
-envoy::config::core::v3::Node MakeNode(int index, const StreamPlan& plan, bool locators,
-                                       bool resource_in_sotw) {
+envoy::config::core::v3::Node MakeNode(int index, const StreamPlan& plan,
+                                       const LoadOptions& options) {
   envoy::config::core::v3::Node node;
   node.set_id(absl::StrCat("facet-load-", index));
   node.mutable_locality();
   node.set_user_agent_name("facet-load");
   // What gRPC C++ 1.51 advertises (grpc-js: neither).
   node.add_client_features("envoy.lb.does_not_support_overprovisioning");
-  if (resource_in_sotw) node.add_client_features("xds.config.resource-in-sotw");
-  if (!locators) {
+  if (options.resource_in_sotw) node.add_client_features("xds.config.resource-in-sotw");
+  if (!options.locators) {
     auto& fields = *node.mutable_metadata()->mutable_fields();
     for (const auto& [key, value] : plan.params) fields[key].set_string_value(value);
   }
@@ -96,7 +96,7 @@ std::vector<DiscoveryRequest> SotwRequests(const LoadOptions& options, int index
       for (const std::string& name : subscription.names) request.add_resource_names(name);
     }
   }
-  *requests.front().mutable_node() = MakeNode(index, plan, options.locators, options.resource_in_sotw);
+  *requests.front().mutable_node() = MakeNode(index, plan, options);
   return requests;
 }
 
@@ -114,7 +114,7 @@ std::vector<DeltaDiscoveryRequest> DeltaRequests(const LoadOptions& options, int
       for (const std::string& name : subscription.names) request.add_resource_names_subscribe(name);
     }
   }
-  *requests.front().mutable_node() = MakeNode(index, plan, options.locators, options.resource_in_sotw);
+  *requests.front().mutable_node() = MakeNode(index, plan, options);
   return requests;
 }
 
