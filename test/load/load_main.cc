@@ -212,8 +212,8 @@ std::optional<absl::Duration> ReadCpuTime(pid_t pid) {
 
 // Adds after - before to *total; a reading that failed (or failed before)
 // leaves no total.
-void AddCpu(const std::optional<absl::Duration>& before,
-            const std::optional<absl::Duration>& after, std::optional<absl::Duration>* total) {
+void AddCpu(const std::optional<absl::Duration>& before, const std::optional<absl::Duration>& after,
+            std::optional<absl::Duration>* total) {
   if (before && after && *total) {
     **total += *after - *before;
   } else {
@@ -477,17 +477,17 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
       config.plans.size(), mode, config.load.connections, config.services, config.services * 6,
       config.changes);
   std::cout << absl::StrFormat(
-      "%-8s %9s %10s %9s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s  %s\n", "target",
-      "ready_ms", "sync_ms", "first_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other",
-      "rss0_MiB", "rss_MiB", "KiB/stream", "cpu_ms/chg", "client_cpu", "result");
+      "%-8s %9s %10s %9s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s  %s\n", "target", "ready_ms",
+      "sync_ms", "first_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other", "rss0_MiB",
+      "rss_MiB", "KiB/stream", "cpu_ms/chg", "client_cpu", "result");
   for (const TargetResult& r : results) {
     std::cout << absl::StrFormat(
         "%-8s %9s %10s %9s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s %10s %10s  %s\n", r.name,
         FormatNumber(r.ReadyMs(), 0), FormatNumber(r.SyncMs(), 1),
         FormatNumber(r.LatencyMs(0.0), 2), FormatNumber(r.LatencyMs(0.5), 2),
-        FormatNumber(r.LatencyMs(0.99), 2),
-        FormatNumber(r.LatencyMs(1.0), 2), r.edits.latencies.size(), r.edits.expected,
-        r.edits.unexpected, FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
+        FormatNumber(r.LatencyMs(0.99), 2), FormatNumber(r.LatencyMs(1.0), 2),
+        r.edits.latencies.size(), r.edits.expected, r.edits.unexpected,
+        FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
         FormatNumber(r.rss_after_kib < 0 ? NAN : r.rss_after_kib / 1024.0, 1),
         FormatNumber(r.RssPerStreamKib(), 2), FormatNumber(r.ServerCpuMs(), 1),
         FormatNumber(r.ClientCpuMs(), 1), r.error.empty() ? "ok" : r.error);
@@ -535,7 +535,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
     targets.push_back(absl::StrCat(
         "\"", r.name, "\":{\"ok\":", r.error.empty() ? "true" : "false",
         ",\"ready_ms\":", JsonNumber(r.ReadyMs()), ",\"sync_ms\":", JsonNumber(r.SyncMs()),
-        ",\"first_ms\":", JsonNumber(r.LatencyMs(0.0)), ",\"p50_ms\":", JsonNumber(r.LatencyMs(0.5)), ",\"p99_ms\":", JsonNumber(r.LatencyMs(0.99)),
+        ",\"first_ms\":", JsonNumber(r.LatencyMs(0.0)),
+        ",\"p50_ms\":", JsonNumber(r.LatencyMs(0.5)), ",\"p99_ms\":", JsonNumber(r.LatencyMs(0.99)),
         ",\"max_ms\":", JsonNumber(r.LatencyMs(1.0)), ",\"pushes\":", r.edits.latencies.size(),
         ",\"expected\":", r.edits.expected, ",\"unexpected\":", r.edits.unexpected,
         ",\"rss_before_kib\":", r.rss_before_kib, ",\"rss_after_kib\":", r.rss_after_kib,

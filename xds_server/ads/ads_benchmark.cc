@@ -209,8 +209,12 @@ void BM_PushToClientStream(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(pushes) / state.iterations());
   state.SetItemsProcessed(state.iterations() * streams);
 }
-BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kSotw)->Arg(10000)->Unit(benchmark::kMillisecond);
-BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kDelta)->Arg(10000)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kSotw)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kDelta)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond);
 
 // One route changed (an incremental snapshot, as the builder derives it),
 // fanned out to S streams subscribed to 1,000 routes (S/1,000 watch each).
@@ -359,8 +363,8 @@ void BM_HostileDeltaUnsubscribeList(benchmark::State& state) {
     unsubscribe.add_resource_names_unsubscribe(absl::StrCat("e-", i));
   }
   for (auto _ : state) {
-    ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(Protocol::kDelta, serving,
-                                                              {subscribe}, unsubscribe);
+    ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(Protocol::kDelta, serving, {subscribe},
+                                                    unsubscribe);
   }
   state.SetItemsProcessed(state.iterations() * n);
 }
@@ -401,8 +405,7 @@ void BM_HostileLocatorParameters(benchmark::State& state) {
     for (int k = 0; k < 30; ++k) params[absl::StrCat("k", k)] = absl::StrCat(i);
   }
   for (auto _ : state) {
-    ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(Protocol::kDelta, serving, {},
-                                                              request);
+    ApplyOnce<DeltaDiscoveryRequest, DeltaResponse>(Protocol::kDelta, serving, {}, request);
   }
   state.SetItemsProcessed(state.iterations() * n);
 }

@@ -601,8 +601,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::StreamA
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::DeltaAggregatedResources(
     grpc::CallbackServerContext* context) {
-  return new Reactor<DeltaDiscoveryRequest, DeltaResponse>(this, Protocol::kDelta,
-                                                                    context);
+  return new Reactor<DeltaDiscoveryRequest, DeltaResponse>(this, Protocol::kDelta, context);
 }
 
 void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {

@@ -64,8 +64,7 @@ grpc::ServerUnaryReactor* ClientStatusService::FetchClientStatus(
 class ClientStatusService::Stream final
     : public grpc::ServerBidiReactor<ClientStatusRequest, ClientStatusResponse> {
  public:
-  Stream(const ClientStatusService& service, ClientIdentity reader)
-      : reader_(std::move(reader)) {
+  Stream(const ClientStatusService& service, ClientIdentity reader) : reader_(std::move(reader)) {
     // gRPC runs the reactions on its threads after this constructor, ordered
     // by synchronization ThreadSanitizer cannot see: this release store and
     // each reaction's acquire load say so.

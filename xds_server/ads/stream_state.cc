@@ -822,8 +822,8 @@ void StreamState::Refresh(TypeState& state) {
 bool StreamState::HasPendingWork() const {
   for (const RankedType& ranked : ranked_) {
     const TypeState& state = *ranked.state;
-    if (state.all_dirty || state.response_due || !state.dirty.empty() ||
-        !state.upserts.empty() || !state.removals.empty() || !state.unanswered.empty()) {
+    if (state.all_dirty || state.response_due || !state.dirty.empty() || !state.upserts.empty() ||
+        !state.removals.empty() || !state.unanswered.empty()) {
       return true;
     }
   }

@@ -65,7 +65,7 @@ struct SotwResponse {
 struct DeltaResponse {
   struct Resource {
     std::shared_ptr<const Variant> variant;  // Keeps the bytes valid.
-    bool locator = false;  // Named by resource_name, with the constraints.
+    bool locator = false;                    // Named by resource_name, with the constraints.
     // Returns the serialized envoy.service.discovery.v3.Resource.
     absl::string_view Encoded() const { return variant->EncodedWrapper(locator); }
   };

@@ -122,8 +122,8 @@ TEST(WireTest, DeltaResponseEncodesAsTheMessageItStandsFor) {
     expected.set_system_version_info(version);
     DeltaDiscoveryResponse parsed;
     ASSERT_TRUE(parsed.ParseFromString(Bytes(EncodeDeltaResponse(response)))) << version;
-    EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected))
-        << version << "\n" << parsed.DebugString();
+    EXPECT_TRUE(MessageDifferencer::Equals(parsed, expected)) << version << "\n"
+                                                              << parsed.DebugString();
     EXPECT_TRUE(MessageDifferencer::Equals(response.ToMessage(), expected)) << version;
   }
 }
