@@ -69,7 +69,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   flags.Define("namespaces", "", "comma-separated namespaces to watch (empty: all)");
   flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server");
   flags.Define("admin-address", "0.0.0.0:18080",
-               "HOST:PORT for /healthz, /readyz, /metrics (empty: disabled)");
+               "HOST:PORT for /healthz, /readyz, /metrics, /clients, /explain (empty: disabled)");
   flags.Define("node-metadata-params", "", "PARAM[=METADATA_KEY],... from node.metadata");
   flags.Define("allow-old-style-names", "true", "serve resources with non-xdstp names", true);
   flags.Define("leader-election", "true", "elect one replica to write status", true);

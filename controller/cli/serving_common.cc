@@ -359,8 +359,9 @@ bool WriteReadyFile(const std::string& path, const std::string& xds_address,
 
 void DefineServingFlags(Flags& flags) {
   flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server (port 0: any free)");
-  flags.Define("admin-address", "127.0.0.1:18080",
-               "HOST:PORT for /healthz, /readyz, /metrics, /status (empty: disabled)");
+  flags.Define(
+      "admin-address", "127.0.0.1:18080",
+      "HOST:PORT for /healthz, /readyz, /metrics, /status, /clients, /explain (empty: disabled)");
   flags.Define("node-metadata-params", "",
                "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
                "(empty: every top-level string field)");
