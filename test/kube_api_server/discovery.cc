@@ -272,4 +272,24 @@ std::optional<Json> OpenApiGroupVersionJson(const std::string& path) {
   return doc;
 }
 
+std::string OpenApiV2Document(bool protobuf) {
+  constexpr char kTitle[] = "Kubernetes";
+  constexpr char kVersion[] = "v1.32.0";
+  if (!protobuf) {
+    return absl::StrCat(R"({"swagger":"2.0","info":{"title":")", kTitle, R"(","version":")",
+                        kVersion, R"("},"paths":{},"definitions":{}})");
+  }
+  // openapi.v2.Document: swagger = 1, info = 2 (Info: title = 1, version =
+  // 2), paths = 8, definitions = 9; every length here fits one varint byte.
+  auto field = [](int number, absl::string_view bytes) {
+    std::string out;
+    out.push_back(static_cast<char>(number << 3 | 2));  // Length-delimited.
+    out.push_back(static_cast<char>(bytes.size()));
+    out.append(bytes.data(), bytes.size());
+    return out;
+  };
+  const std::string info = field(1, kTitle) + field(2, kVersion);
+  return field(1, "2.0") + field(2, info) + field(8, "") + field(9, "");
+}
+
 }  // namespace facet::testing

@@ -33,6 +33,16 @@ Json OpenApiRootJson();
 // operations declare fieldValidation, or nullopt when not served.
 std::optional<Json> OpenApiGroupVersionJson(const std::string& path);
 
+// /openapi/v2 as kube-apiserver serves it to kubectl before 1.27 (which reads
+// it, as protobuf, before every `apply` and refuses to run when it is
+// missing): a Swagger 2.0 document without definitions, a permissive
+// placeholder as the v3 documents are (kubectl validates only the kinds it
+// finds defined). `protobuf` selects the gnostic openapi.v2.Document encoding
+// kubectl asks for (Accept: kOpenApiV2ProtobufContentType); JSON otherwise.
+inline constexpr char kOpenApiV2ProtobufContentType[] =
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+std::string OpenApiV2Document(bool protobuf);
+
 }  // namespace facet::testing
 
 #endif  // FACET_TEST_KUBE_API_SERVER_DISCOVERY_H_

@@ -569,6 +569,15 @@ bool KubeApi::ServeDiscovery(const HttpRequest& request, HttpResponder& responde
     document = ApiVersionsJson(port_.load());
   } else if (path == "/apis") {
     document = ApiGroupListJson();
+  } else if (path == "/openapi/v2") {
+    const bool protobuf =
+        absl::StrContains(request.Header("accept"), kOpenApiV2ProtobufContentType);
+    // As kube-openapi answers it: the protobuf as application/octet-stream
+    // (the media type asked for is not one Go's mime parser accepts back).
+    responder.Send(200,
+                   {{"Content-Type", protobuf ? "application/octet-stream" : "application/json"}},
+                   OpenApiV2Document(protobuf));
+    return true;
   } else if (path == "/openapi/v3") {
     document = OpenApiRootJson();
   } else if (absl::StartsWith(path, "/openapi/v3/")) {

@@ -233,7 +233,20 @@ TEST_F(KubeTestServerTest, OpenApiV3DeclaresFieldValidationForKubectl) {
   EXPECT_EQ(doc.code, 200);
   EXPECT_THAT(doc.raw, HasSubstr(R"("name":"fieldValidation")"));
   EXPECT_THAT(doc.raw, HasSubstr(R"("x-kubernetes-group-version-kind")"));
-  EXPECT_EQ(Call("GET", "/openapi/v2").code, 404);
+}
+
+// kubectl before 1.27 (Debian bookworm's is 1.20) reads /openapi/v2 as
+// protobuf before every apply, and stops when it is missing.
+TEST_F(KubeTestServerTest, OpenApiV2IsServedAsProtobufOrJson) {
+  Reply json = Call("GET", "/openapi/v2");
+  EXPECT_EQ(json.code, 200);
+  EXPECT_EQ(json.body.GetString({"swagger"}), "2.0") << json.raw;
+  Reply protobuf = Call("GET", "/openapi/v2", "", "",
+                        {{"Accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"}});
+  EXPECT_EQ(protobuf.code, 200);
+  EXPECT_EQ(protobuf.Header("content-type"), "application/octet-stream");
+  // swagger = 1 ("2.0") first.
+  EXPECT_EQ(protobuf.raw.substr(0, 5), std::string("\x0a\x03" "2.0", 5));
 }
 
 TEST_F(KubeTestServerTest, UnknownPathsAre404Status) {
