@@ -130,7 +130,10 @@ std::string ReviewAdmission(absl::string_view request_body,
     errors.push_back(unusable->message);
   }
   if (!errors.empty()) {
-    return Response(uid, false, 422, "Invalid", absl::StrJoin(errors, "; "), warnings);
+    // 403 Forbidden, as most admission webhooks deny: every kubectl prints
+    // the message then. For 422 Invalid without field causes, kubectl before
+    // 1.2x prints only "The request is invalid", losing the reason.
+    return Response(uid, false, 403, "Forbidden", absl::StrJoin(errors, "; "), warnings);
   }
   return Response(uid, true, 200, "", "", warnings);
 }

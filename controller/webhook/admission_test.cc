@@ -56,7 +56,8 @@ TEST(AdmissionTest, DeniesOverlapsWithTheWitnessAsFacetValidatePrintsIt) {
       "spec: {type: route, name: greeter, variants: ["
       "{name: a, match: {env: prod}, resource: {}}, {name: b, match: {env: [prod, test]}, resource: {}}]}}"));
   EXPECT_FALSE(response["allowed"].as<bool>());
-  EXPECT_EQ(response["status"]["code"].as<int>(), 422);
+  EXPECT_EQ(response["status"]["code"].as<int>(), 403);
+  EXPECT_EQ(response["status"]["reason"].as<std::string>(), "Forbidden");
   EXPECT_THAT(response["status"]["message"].as<std::string>(),
               HasSubstr("demo/r: spec.variants[1]: variants \"a\" and \"b\" overlap: both match {env=prod}"));
 }
@@ -111,7 +112,7 @@ TEST(AdmissionTest, AnswersAReviewOverTheBoundsWith400NamingTheLimit) {
   // The object is 5 levels deep around `data`: 95 more levels are allowed.
   EXPECT_EQ(Response(ReviewAdmission(ReviewWithData(std::string(95, '[') + std::string(95, ']')),
                                      {}, {}))["status"]["code"].as<int>(),
-            422);  // Read, then denied by validation.
+            403);  // Read, then denied by validation.
   YAML::Node deep = Response(
       ReviewAdmission(ReviewWithData(std::string(96, '[') + std::string(96, ']')), {}, {}));
   EXPECT_FALSE(deep["allowed"].as<bool>());
