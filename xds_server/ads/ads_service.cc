@@ -559,6 +559,9 @@ AdsService::AdsService(SnapshotStore& store, Options options)
 }
 
 AdsService::~AdsService() {
+  // First stop hearing of snapshots: this waits for a delivery in progress
+  // (OnSnapshot on a publisher's thread) before anything it uses is freed.
+  watch_ = SnapshotStore::WatchHandle();
   if (stall_thread_.joinable()) {
     {
       absl::MutexLock lock(&stall_mu_);

@@ -261,7 +261,7 @@ class AdsService final
   bool stopping_ ABSL_GUARDED_BY(stall_mu_) = false;
   std::thread stall_thread_;
   std::unique_ptr<ClientStatusService> client_status_;
-  // Declared last: destroyed first, so no snapshot arrives mid-destruction.
+  // Dropped first by the destructor, which waits for a delivery in progress.
   SnapshotStore::WatchHandle watch_;
 };
 

@@ -22,13 +22,25 @@ SnapshotStore::WatchHandle::~WatchHandle() {
 }
 
 void SnapshotStore::Publish(std::shared_ptr<const Snapshot> snapshot) {
-  std::vector<std::shared_ptr<Watcher>> watchers;
+  std::vector<std::shared_ptr<Entry>> entries;
   {
     absl::MutexLock lock(&mu_);
     current_ = snapshot;
-    for (const auto& [id, watcher] : watchers_) watchers.push_back(watcher);
+    entries.reserve(watchers_.size());
+    for (const auto& [id, entry] : watchers_) entries.push_back(entry);
   }
-  for (const auto& watcher : watchers) (*watcher)(snapshot);
+  const std::thread::id self = std::this_thread::get_id();
+  for (const std::shared_ptr<Entry>& entry : entries) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (entry->cancelled) continue;
+      ++entry->deliveries;
+      entry->delivering_thread = self;
+    }
+    entry->watcher(snapshot);
+    absl::MutexLock lock(&mu_);
+    --entry->deliveries;
+  }
 }
 
 std::shared_ptr<const Snapshot> SnapshotStore::Current() const {
@@ -39,13 +51,22 @@ std::shared_ptr<const Snapshot> SnapshotStore::Current() const {
 SnapshotStore::WatchHandle SnapshotStore::Watch(Watcher watcher) {
   absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
-  watchers_.emplace(id, std::make_shared<Watcher>(std::move(watcher)));
+  watchers_.emplace(id, std::make_shared<Entry>(std::move(watcher)));
   return WatchHandle(this, id);
 }
 
 void SnapshotStore::Unwatch(uint64_t id) {
   absl::MutexLock lock(&mu_);
-  watchers_.erase(id);
+  auto it = watchers_.find(id);
+  if (it == watchers_.end()) return;
+  std::shared_ptr<Entry> entry = std::move(it->second);
+  watchers_.erase(it);
+  entry->cancelled = true;
+  // A watcher that drops its own handle while being called must not wait
+  // for itself; it returns to Publish, which calls it no more.
+  if (entry->deliveries > 0 && entry->delivering_thread == std::this_thread::get_id()) return;
+  mu_.Await(absl::Condition(
+      +[](Entry* e) { return e->deliveries == 0; }, entry.get()));
 }
 
 }  // namespace facet::xds

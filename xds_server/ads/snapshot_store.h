@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -20,7 +22,11 @@ class SnapshotStore {
  public:
   using Watcher = std::function<void(std::shared_ptr<const Snapshot>)>;
 
-  // Cancels its watch on destruction. Movable, not copyable.
+  // Cancels its watch on destruction: once the destructor (or a move
+  // assignment over it) returns, the watcher is not running and is never
+  // called again. A delivery to it in progress on another thread is waited
+  // for; one on the destroying thread itself (a watcher dropping its own
+  // handle) is not. Movable, not copyable.
   class WatchHandle {
    public:
     WatchHandle() = default;
@@ -38,8 +44,9 @@ class SnapshotStore {
   SnapshotStore() : current_(std::make_shared<const Snapshot>()) {}
 
   // Makes `snapshot` current and calls every watcher with it, in order, on
-  // the calling thread and outside the store's lock. Publishers call from one
-  // thread at a time.
+  // the calling thread and outside the store's lock (a watcher whose handle
+  // is destroyed meanwhile is skipped). Publishers call from one thread at a
+  // time.
   void Publish(std::shared_ptr<const Snapshot> snapshot);
 
   // Returns the current snapshot (initially empty).
@@ -50,11 +57,22 @@ class SnapshotStore {
   [[nodiscard]] WatchHandle Watch(Watcher watcher);
 
  private:
+  // A registered watcher. Its fields are guarded by the store's mu_.
+  struct Entry {
+    explicit Entry(Watcher w) : watcher(std::move(w)) {}
+    const Watcher watcher;
+    bool cancelled = false;  // Its handle is gone: never call it again.
+    int deliveries = 0;      // Calls in progress.
+    std::thread::id delivering_thread;
+  };
+
+  // Removes the watcher and waits until no call to it is in progress (but
+  // one on this thread).
   void Unwatch(uint64_t id);
 
   mutable absl::Mutex mu_;
   std::shared_ptr<const Snapshot> current_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, std::shared_ptr<Watcher>> watchers_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::shared_ptr<Entry>> watchers_ ABSL_GUARDED_BY(mu_);
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
 };
 
