@@ -1,11 +1,16 @@
 #include "controller/cli/serving_common.h"
 
+#include <netdb.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -280,10 +285,49 @@ std::string DescribeXdsServerBounds(const XdsServerOptions& o) {
       " NACK records of up to ", o.ads.max_error_detail_bytes, " bytes");
 }
 
+namespace {
+
+// Returns why HOST:PORT cannot be bound (in use, not a local address, not
+// resolvable), in one line, or OK. gRPC reports a failed bind only as a
+// kilobyte of its internal error tree on stderr, so the serving commands try
+// the address first (the socket is closed again at once; port 0 always binds).
+absl::Status CheckCanBind(const std::string& host, int port) {
+  if (port == 0) return absl::OkStatus();
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* addresses = nullptr;
+  const std::string service = std::to_string(port);
+  if (int error = getaddrinfo(host.c_str(), service.c_str(), &hints, &addresses); error != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen on ", host, ":", port, ": ", gai_strerror(error)));
+  }
+  absl::Status status = absl::OkStatus();
+  for (addrinfo* a = addresses; a != nullptr && status.ok(); a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      status = absl::UnavailableError(
+          absl::StrCat("cannot listen on ", host, ":", port, ": ", std::strerror(errno)));
+    }
+    close(fd);
+  }
+  freeaddrinfo(addresses);
+  return status;
+}
+
+}  // namespace
+
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
                                              const XdsServerOptions& options) {
   auto host_port = SplitHostPort(address);
   if (!host_port.ok()) return host_port.status();
+  if (absl::Status bindable = CheckCanBind(host_port->first, host_port->second); !bindable.ok()) {
+    return bindable;
+  }
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(address, XdsServerCredentials(options.tls), &port);

@@ -76,13 +76,20 @@ expect_start_error() {
     echo "FAIL: facet $* exited ${got} (want 1) with \"${output}\" (want \"${want}\")"
     failures=$((failures + 1))
   fi
+  # One line saying why, not gRPC's internal error tree ({"created":...}).
+  if [[ ${output} == *'"created"'* || ${output} == *'"description"'* ]]; then
+    echo "FAIL: facet $* printed gRPC's internal error: \"${output}\""
+    failures=$((failures + 1))
+  fi
 }
 if [[ -z ${xds_port} || -z ${admin_port} ]]; then
   echo "FAIL: the port-holding relay wrote no usable ready file: \"${ready}\""
   failures=$((failures + 1))
 else
-  expect_start_error '--xds-address: ' serve --manifests "${repo}/examples" \
-    --xds-address "127.0.0.1:${xds_port}" --admin-address ''
+  expect_start_error "--xds-address: cannot listen on 127.0.0.1:${xds_port}: Address already in use" \
+    serve --manifests "${repo}/examples" --xds-address "127.0.0.1:${xds_port}" --admin-address ''
+  expect_start_error "--xds-address: cannot listen on 127.0.0.1:${xds_port}: Address already in use" \
+    relay --config "${work}/relay.json" --xds-address "127.0.0.1:${xds_port}" --admin-address ''
   expect_start_error '--admin-address: ' relay --config "${work}/relay.json" \
     --xds-address 127.0.0.1:0 --admin-address "127.0.0.1:${admin_port}"
 fi
