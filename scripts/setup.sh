@@ -22,6 +22,11 @@ packages=(
 # tests). Keep a Node that is already installed (e.g. Node 20); install
 # Debian's otherwise.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
+# kubectl drives the test API server in the Kubernetes tests (the chart's
+# webhook, the controller, the image). Keep a kubectl that is already on the
+# PATH (another package may own /usr/bin/kubectl); install Debian's
+# (kubernetes-client, 1.20) otherwise. The tests pass with both.
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()

@@ -92,7 +92,7 @@ run_ctest() {  # DIR CTEST-ARGS...
     export ASAN_OPTIONS="${ASAN_OPTIONS}:log_path=${reports}/asan"
     export UBSAN_OPTIONS="${UBSAN_OPTIONS}:log_path=${reports}/ubsan"
     export TSAN_OPTIONS="${TSAN_OPTIONS}:log_path=${reports}/tsan"
-    cd "${dir}" && ctest --output-on-failure --timeout 900 -j "${jobs}" "$@"
+    "${repo}/scripts/run-ctest.sh" "${dir}" --timeout 900 "$@"
   ) || status=1
   if compgen -G "${reports}/*" >/dev/null; then
     echo "test-sanitizers.sh: sanitizer reports (${reports}):" >&2

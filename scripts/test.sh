@@ -13,7 +13,8 @@ build_dir=${FACET_BUILD_DIR:-${repo}/build}
 "${repo}/scripts/setup.sh"
 "${repo}/scripts/setup-node-tests.sh"
 "${repo}/scripts/build.sh"
-(cd "${build_dir}" && ctest --output-on-failure --timeout 600 -j "$(nproc)")
+# Fails when a test is skipped as well as when one fails (scripts/run-ctest.sh).
+"${repo}/scripts/run-ctest.sh" "${build_dir}" --timeout 600
 if [[ ${FACET_SANITIZER_TEST:-1} == 0 ]]; then
   echo "test.sh: FACET_SANITIZER_TEST=0: the sanitizer and fuzzing stage is NOT run" >&2
 else
