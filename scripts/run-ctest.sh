@@ -12,7 +12,7 @@
 # ctest, e.g. --timeout 600 -R REGEX; the environment is passed through). Exit status:
 # ctest's when it failed, 1 when it passed with skips, 0 otherwise.
 set -uo pipefail
-dir=$1
+dir=$(cd "$1" && pwd)
 shift
 results=${dir}/test-results
 rm -rf "${results}"
