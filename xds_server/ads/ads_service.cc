@@ -129,7 +129,7 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
     if (push != nullptr) service_->RecordPush(*this, *push);
   }
   void CountStall() { service_->closed_write_stall_++; }
-  bool AdmitResponse() { return service_->AdmitResponse(*this); }
+  bool AdmitResponse(bool reader) { return service_->AdmitResponse(*this, reader); }
   void AddResponseBytes(int64_t bytes) { service_->AddResponseBytes(bytes); }
   void ReleaseResponseBytes(int64_t bytes) { service_->ReleaseResponseBytes(bytes); }
 
@@ -291,6 +291,7 @@ class Core final : public AdsService::StreamCore {
       write_started_ = absl::InfiniteFuture();
       response_.Clear();  // Frees the response's bytes.
       written = std::exchange(response_bytes_, 0);
+      if (ok) wrote_ = true;
       if (!ok) finish_requested_ = true;
     }
     ReleaseResponseBytes(written);
@@ -434,7 +435,7 @@ class Core final : public AdsService::StreamCore {
       next->action = Action::kFinish;
     } else if (waiting_for_budget_) {
       return;  // Resume() comes once the budget allows.
-    } else if (!AdmitResponse()) {
+    } else if (!AdmitResponse(/*reader=*/wrote_)) {
       waiting_for_budget_ = true;
     } else if (Plan plan; state_.NextResponse(&plan, &next->record)) {
       response_ = Encode(plan);  // The plan, and what it held on to, go here.
@@ -479,6 +480,7 @@ class Core final : public AdsService::StreamCore {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   int64_t response_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Of the write in flight.
   bool waiting_for_budget_ ABSL_GUARDED_BY(mu_) = false;
+  bool wrote_ ABSL_GUARDED_BY(mu_) = false;  // A write has completed: the client reads.
   absl::Time write_started_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stall_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
@@ -580,8 +582,10 @@ AdsService::~AdsService() {
 }
 
 void AdsService::CheckStallsUntilStopped() {
-  const absl::Duration period = std::clamp(options_.write_stall_timeout / 4,
-                                           absl::Milliseconds(10), absl::Seconds(1));
+  // Every stalled write is found within a period of its timeout, and all of
+  // them in one pass: their bytes go back to the budget together.
+  const absl::Duration period =
+      std::clamp(options_.write_stall_timeout / 8, absl::Milliseconds(10), absl::Milliseconds(500));
   stall_mu_.Lock();
   while (!stall_mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
     stall_mu_.Unlock();
@@ -744,18 +748,19 @@ void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, b
   }
 }
 
-bool AdsService::AdmitResponse(StreamCore& core) {
+bool AdsService::AdmitResponse(StreamCore& core, bool reader) {
   const int64_t budget = options_.response_memory_budget_bytes;
   if (budget <= 0 || response_bytes_.load() < budget) return true;
   absl::MutexLock lock(&budget_mu_);
-  waiting_for_budget_.push_back(core.shared_from_this());
-  waiting_count_.store(waiting_for_budget_.size());
+  auto& queue = reader ? waiting_readers_ : waiting_untried_;
+  queue.push_back(core.shared_from_this());
+  waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
   // A write that completed since the first look may have found no stream
   // waiting (it reads waiting_count_ after it releases its bytes, this reads
   // the bytes after it counts itself in): look again before waiting.
   if (response_bytes_.load() < budget) {
-    waiting_for_budget_.pop_back();
-    waiting_count_.store(waiting_for_budget_.size());
+    queue.pop_back();
+    waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
     return true;
   }
   responses_deferred_++;
@@ -774,18 +779,19 @@ void AdsService::ReleaseResponseBytes(int64_t bytes) {
   response_bytes_.fetch_sub(bytes);
   if (waiting_count_.load() == 0) return;
   // One stream at a time, each admitted (or not) before the next is looked
-  // at: O(1) per resumed stream.
+  // at: O(1) per resumed stream. Readers first: a stream that never
+  // completed a write gets the budget only when no reader waits.
   while (true) {
     std::shared_ptr<StreamCore> next;
     {
       absl::MutexLock lock(&budget_mu_);
-      if (waiting_for_budget_.empty() ||
-          response_bytes_.load() >= options_.response_memory_budget_bytes) {
+      auto& queue = waiting_readers_.empty() ? waiting_untried_ : waiting_readers_;
+      if (queue.empty() || response_bytes_.load() >= options_.response_memory_budget_bytes) {
         return;
       }
-      next = std::move(waiting_for_budget_.front());
-      waiting_for_budget_.pop_front();
-      waiting_count_.store(waiting_for_budget_.size());
+      next = std::move(queue.front());
+      queue.pop_front();
+      waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
     }
     next->Resume();  // No lock held: it may write.
   }

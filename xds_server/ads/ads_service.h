@@ -205,8 +205,10 @@ class AdsService final
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
   // The response memory budget. AdmitResponse returns whether `core` may
   // build a response now; when not, `core` is queued and resumed once the
-  // budget allows. Called with the core's lock held.
-  bool AdmitResponse(StreamCore& core);
+  // budget allows: streams that have completed a write (`reader`) before
+  // streams that have not, each in arrival order. Called with the core's
+  // lock held.
+  bool AdmitResponse(StreamCore& core, bool reader);
   void AddResponseBytes(int64_t bytes);
   // Returns a written response's bytes to the budget and resumes waiting
   // streams while it lasts. Called with no lock held.
@@ -249,11 +251,15 @@ class AdsService final
   // without a lock (every push and every completed write touches them).
   std::atomic<int64_t> response_bytes_{0};
   std::atomic<int64_t> response_bytes_peak_{0};
-  // Streams waiting for the budget. budget_mu_ is taken after a stream's own
-  // lock, never with mu_, and only once the budget is spent.
+  // Streams waiting for the budget: those that have completed a write
+  // (readers) are resumed before those that have not, so clients that never
+  // read cannot queue ahead of readers; a stream is tried at most once
+  // before the stall check finds it out. budget_mu_ is taken after a
+  // stream's own lock, never with mu_, and only once the budget is spent.
   mutable absl::Mutex budget_mu_;
-  std::deque<std::shared_ptr<StreamCore>> waiting_for_budget_ ABSL_GUARDED_BY(budget_mu_);
-  // waiting_for_budget_.size(), read without the lock by ReleaseResponseBytes.
+  std::deque<std::shared_ptr<StreamCore>> waiting_readers_ ABSL_GUARDED_BY(budget_mu_);
+  std::deque<std::shared_ptr<StreamCore>> waiting_untried_ ABSL_GUARDED_BY(budget_mu_);
+  // Streams in both queues, read without the lock by ReleaseResponseBytes.
   std::atomic<size_t> waiting_count_{0};
   // The write-stall check: one thread, started last by the constructor and
   // joined first by the destructor, so it never sees a half-built service.
