@@ -298,6 +298,93 @@ TEST_F(AttackTest, CumulativeSubscriptionBytesEndTheStream) {
   }
 }
 
+// The six streams of 62 MB of names on one connection (2.16 GB,
+// each stream within its own bounds): what subscriptions cost in memory is
+// counted per connection and over the server, and a request beyond either
+// bound ends its stream with RESOURCE_EXHAUSTED naming the flag; the memory
+// is given back when streams close.
+TEST_F(AttackTest, SubscriptionMemoryIsBoundedPerConnectionAndServerWide) {
+  constexpr int kNames = 2000;
+  constexpr size_t kNameBytes = 500;
+  const int64_t per_stream = xds::StreamState::SubscriptionMemory(kNames, kNames * kNameBytes);
+  auto subscribe = [&](auto& stream, int tag) {
+    std::vector<std::string> names;
+    for (int i = 0; i < kNames; ++i) {
+      names.push_back(absl::StrCat(tag, "-", i, "-"));
+      names.back().resize(kNameBytes, 'n');
+    }
+    DeltaDiscoveryRequest request = MakeDeltaRequest(kEds, names);
+    *request.mutable_node() = MakeNode(absl::StrCat("names-", tag));
+    return stream.Send(request);
+  };
+  auto connect = [&]() {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return AdsTestClient::Connect(address_, grpc::InsecureChannelCredentials(), args);
+  };
+  // Two streams' worth fit under each bound, a third does not: first on one
+  // connection, then over three; then with both bounds out of the way.
+  for (const bool one_connection : {true, false}) {
+    for (const bool bounded : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(one_connection ? "one connection" : "three connections",
+                                bounded ? "" : ", unbounded"));
+      controller::XdsServerOptions options;
+      const int64_t cap = bounded ? per_stream * 5 / 2 : 0;
+      options.ads.max_subscription_memory_per_connection = one_connection ? cap : 0;
+      options.ads.max_subscription_memory = one_connection ? 0 : cap;
+      Start(options, Endpoints(1));
+      std::vector<std::unique_ptr<AdsTestClient>> clients;
+      std::vector<std::unique_ptr<DeltaStream>> streams;
+      for (int i = 0; i < 3; ++i) {
+        AdsTestClient* client = client_.get();
+        if (!one_connection) {
+          auto connected = connect();
+          ASSERT_THAT(connected, IsOk());
+          clients.push_back(*std::move(connected));
+          client = clients.back().get();
+        }
+        auto stream = client->OpenDelta();
+        ASSERT_THAT(stream, IsOk());
+        streams.push_back(*std::move(stream));
+        ASSERT_THAT(subscribe(*streams.back(), i), IsOk());
+        if (i < 2 || !bounded) {
+          ExpectDeltaAnswer(*streams.back(), "e-0");
+          continue;
+        }
+        const std::string flag =
+            one_connection ? "--max-subscription-bytes-per-connection" : "--max-subscription-bytes";
+        EXPECT_THAT(EndStatus(*streams.back()),
+                    StatusIs(absl::StatusCode::kResourceExhausted,
+                             HasSubstr(absl::StrCat(cap, " bytes of memory (", flag, ")"))));
+      }
+      const xds::AdsStats stats = ads_->stats();
+      EXPECT_EQ(stats.streams_closed_connection_subscription_limit,
+                bounded && one_connection ? 1 : 0);
+      EXPECT_EQ(stats.streams_closed_server_subscription_limit, bounded && !one_connection ? 1 : 0);
+      EXPECT_GE(stats.subscription_memory_bytes, 2 * per_stream);
+      if (bounded) {
+        EXPECT_LE(stats.subscription_memory_bytes, cap);
+      }
+      // A stream on another connection is not the first connection's business.
+      if (bounded && one_connection) {
+        auto other = connect();
+        ASSERT_THAT(other, IsOk());
+        auto stream = (*other)->OpenDelta();
+        ASSERT_THAT(stream, IsOk());
+        ASSERT_THAT(subscribe(**stream, 3), IsOk());
+        ExpectDeltaAnswer(**stream, "e-0");
+        stream->reset();
+      }
+      streams.clear();
+      clients.clear();
+      EXPECT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+        return stats.streams_open == 0 && stats.subscription_memory_bytes == 0;
+      })) << ads_->stats().subscription_memory_bytes;
+      TearDown();
+    }
+  }
+}
+
 // A name no served resource can have (longer than kMaxResourceNameLength) is
 // refused at once, naming the limit, instead of being kept at any size.
 TEST_F(AttackTest, OverlongNamesAndTypeUrlsEndTheStreamNamingTheLimit) {
