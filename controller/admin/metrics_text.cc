@@ -36,6 +36,17 @@ void AppendAdsMetrics(const xds::AdsService& ads, std::string* out) {
   AppendMetric("facet_xds_streams_closed_write_stall_total", "counter",
                "ADS streams cancelled because a write did not complete in time.",
                stats.streams_closed_write_stall, out);
+  AppendMetric("facet_xds_streams_closed_connection_subscription_limit_total", "counter",
+               "ADS streams closed for taking their connection's subscription memory beyond "
+               "--max-subscription-bytes-per-connection.",
+               stats.streams_closed_connection_subscription_limit, out);
+  AppendMetric("facet_xds_streams_closed_server_subscription_limit_total", "counter",
+               "ADS streams closed for taking the server's subscription memory beyond "
+               "--max-subscription-bytes.",
+               stats.streams_closed_server_subscription_limit, out);
+  AppendMetric("facet_xds_subscription_memory_bytes", "gauge",
+               "Estimated memory the subscriptions of all ADS streams hold.",
+               stats.subscription_memory_bytes, out);
   AppendMetric("facet_xds_nack_records_dropped_total", "counter",
                "NACKs not recorded because the NACK record table was full.",
                stats.nack_records_dropped, out);

@@ -173,6 +173,11 @@ void DefineXdsServerFlags(Flags& flags) {
                "distinct type URLs per stream");
   flags.Define("max-subscription-bytes-per-stream", absl::StrCat(d.ads.stream_limits.max_bytes),
                "bytes of names and locator parameters subscribed per stream, cumulative");
+  flags.Define("max-subscription-bytes-per-connection",
+               absl::StrCat(d.ads.max_subscription_memory_per_connection),
+               "memory the subscriptions of all streams on one connection may hold (0: unlimited)");
+  flags.Define("max-subscription-bytes", absl::StrCat(d.ads.max_subscription_memory),
+               "memory the subscriptions of all streams may hold (0: unlimited)");
   flags.Define("max-nack-records", absl::StrCat(d.ads.max_nack_records),
                "NACK records kept; later ones are only counted");
   flags.Define("max-error-detail-bytes", absl::StrCat(d.ads.max_error_detail_bytes),
@@ -230,6 +235,10 @@ absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
                     [&](int64_t v) { options.ads.stream_limits.max_types = static_cast<int>(v); }},
            IntField{"max-subscription-bytes-per-stream", 1, INT64_MAX,
                     [&](int64_t v) { options.ads.stream_limits.max_bytes = v; }},
+           IntField{"max-subscription-bytes-per-connection", 0, INT64_MAX,
+                    [&](int64_t v) { options.ads.max_subscription_memory_per_connection = v; }},
+           IntField{"max-subscription-bytes", 0, INT64_MAX,
+                    [&](int64_t v) { options.ads.max_subscription_memory = v; }},
            IntField{"max-nack-records", 0, INT_MAX,
                     [&](int64_t v) { options.ads.max_nack_records = static_cast<int>(v); }},
            IntField{"max-error-detail-bytes", 0, INT_MAX,
@@ -281,8 +290,16 @@ std::string DescribeXdsServerBounds(const XdsServerOptions& o) {
           : absl::StrCat(o.ads.response_memory_budget_bytes, " bytes"),
       "; per stream: ", o.ads.stream_limits.max_names, " names of up to ",
       o.ads.stream_limits.max_bytes, " bytes, ", o.ads.stream_limits.max_types,
-      " types, write stall ", or_never(o.ads.write_stall_timeout), "; ", o.ads.max_nack_records,
-      " NACK records of up to ", o.ads.max_error_detail_bytes, " bytes");
+      " types, write stall ", or_never(o.ads.write_stall_timeout),
+      "; subscription memory per connection ",
+      o.ads.max_subscription_memory_per_connection == 0
+          ? std::string("unlimited")
+          : absl::StrCat(o.ads.max_subscription_memory_per_connection, " bytes"),
+      ", in all ",
+      o.ads.max_subscription_memory == 0 ? std::string("unlimited")
+                                         : absl::StrCat(o.ads.max_subscription_memory, " bytes"),
+      "; ", o.ads.max_nack_records, " NACK records of up to ", o.ads.max_error_detail_bytes,
+      " bytes");
 }
 
 namespace {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -143,6 +144,35 @@ class AttackTest : public ::testing::Test {
     }
   }
 
+  // Returns a stub on a connection of its own whose streams never read: a
+  // small window, so each write of more than 16 KiB stays in flight.
+  std::unique_ptr<envoy::service::discovery::v3::AggregatedDiscoveryService::Stub>
+  NonReadingStub() {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 10);
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetMaxReceiveMessageSize(-1);
+    auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
+    return envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel);
+  }
+
+  // Opens `count` SotW streams on `stub` that subscribe to cluster "big" and
+  // never read.
+  void OpenNonReaders(
+      envoy::service::discovery::v3::AggregatedDiscoveryService::Stub& stub, int count,
+      std::vector<std::unique_ptr<grpc::ClientContext>>* contexts,
+      std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>*
+          streams) {
+    for (int i = 0; i < count; ++i) {
+      contexts->push_back(std::make_unique<grpc::ClientContext>());
+      streams->push_back(stub.StreamAggregatedResources(contexts->back().get()));
+      DiscoveryRequest request = MakeRequest(kCds, {"big"});
+      *request.mutable_node() = MakeNode(absl::StrCat("never-reads-", i));
+      ASSERT_TRUE(streams->back()->Write(request));
+    }
+  }
+
   xds::SnapshotStore store_;
   std::unique_ptr<xds::AdsService> ads_;
   std::unique_ptr<grpc::Server> server_;
@@ -265,6 +295,93 @@ TEST_F(AttackTest, CumulativeSubscriptionBytesEndTheStream) {
     }
     stream->reset();
     TearDown();
+  }
+}
+
+// The six streams of 62 MB of names on one connection (2.16 GB,
+// each stream within its own bounds): what subscriptions cost in memory is
+// counted per connection and over the server, and a request beyond either
+// bound ends its stream with RESOURCE_EXHAUSTED naming the flag; the memory
+// is given back when streams close.
+TEST_F(AttackTest, SubscriptionMemoryIsBoundedPerConnectionAndServerWide) {
+  constexpr int kNames = 2000;
+  constexpr size_t kNameBytes = 500;
+  const int64_t per_stream = xds::StreamState::SubscriptionMemory(kNames, kNames * kNameBytes);
+  auto subscribe = [&](auto& stream, int tag) {
+    std::vector<std::string> names;
+    for (int i = 0; i < kNames; ++i) {
+      names.push_back(absl::StrCat(tag, "-", i, "-"));
+      names.back().resize(kNameBytes, 'n');
+    }
+    DeltaDiscoveryRequest request = MakeDeltaRequest(kEds, names);
+    *request.mutable_node() = MakeNode(absl::StrCat("names-", tag));
+    return stream.Send(request);
+  };
+  auto connect = [&]() {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    return AdsTestClient::Connect(address_, grpc::InsecureChannelCredentials(), args);
+  };
+  // Two streams' worth fit under each bound, a third does not: first on one
+  // connection, then over three; then with both bounds out of the way.
+  for (const bool one_connection : {true, false}) {
+    for (const bool bounded : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(one_connection ? "one connection" : "three connections",
+                                bounded ? "" : ", unbounded"));
+      controller::XdsServerOptions options;
+      const int64_t cap = bounded ? per_stream * 5 / 2 : 0;
+      options.ads.max_subscription_memory_per_connection = one_connection ? cap : 0;
+      options.ads.max_subscription_memory = one_connection ? 0 : cap;
+      Start(options, Endpoints(1));
+      std::vector<std::unique_ptr<AdsTestClient>> clients;
+      std::vector<std::unique_ptr<DeltaStream>> streams;
+      for (int i = 0; i < 3; ++i) {
+        AdsTestClient* client = client_.get();
+        if (!one_connection) {
+          auto connected = connect();
+          ASSERT_THAT(connected, IsOk());
+          clients.push_back(*std::move(connected));
+          client = clients.back().get();
+        }
+        auto stream = client->OpenDelta();
+        ASSERT_THAT(stream, IsOk());
+        streams.push_back(*std::move(stream));
+        ASSERT_THAT(subscribe(*streams.back(), i), IsOk());
+        if (i < 2 || !bounded) {
+          ExpectDeltaAnswer(*streams.back(), "e-0");
+          continue;
+        }
+        const std::string flag =
+            one_connection ? "--max-subscription-bytes-per-connection" : "--max-subscription-bytes";
+        EXPECT_THAT(EndStatus(*streams.back()),
+                    StatusIs(absl::StatusCode::kResourceExhausted,
+                             HasSubstr(absl::StrCat(cap, " bytes of memory (", flag, ")"))));
+      }
+      const xds::AdsStats stats = ads_->stats();
+      EXPECT_EQ(stats.streams_closed_connection_subscription_limit,
+                bounded && one_connection ? 1 : 0);
+      EXPECT_EQ(stats.streams_closed_server_subscription_limit, bounded && !one_connection ? 1 : 0);
+      EXPECT_GE(stats.subscription_memory_bytes, 2 * per_stream);
+      if (bounded) {
+        EXPECT_LE(stats.subscription_memory_bytes, cap);
+      }
+      // A stream on another connection is not the first connection's business.
+      if (bounded && one_connection) {
+        auto other = connect();
+        ASSERT_THAT(other, IsOk());
+        auto stream = (*other)->OpenDelta();
+        ASSERT_THAT(stream, IsOk());
+        ASSERT_THAT(subscribe(**stream, 3), IsOk());
+        ExpectDeltaAnswer(**stream, "e-0");
+        stream->reset();
+      }
+      streams.clear();
+      clients.clear();
+      EXPECT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+        return stats.streams_open == 0 && stats.subscription_memory_bytes == 0;
+      })) << ads_->stats().subscription_memory_bytes;
+      TearDown();
+    }
   }
 }
 
@@ -433,25 +550,11 @@ TEST_F(AttackTest, ManyStreamsThatNeverReadStayWithinTheResponseBudget) {
     options.memory_budget_bytes = 64 << 20;
     Start(options, BigCluster(kResponseBytes) + Endpoints(1));
 
-    // One connection whose streams never read: a small window, so each
-    // write stays in flight.
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-    args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 10);
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetMaxReceiveMessageSize(-1);
-    auto channel = grpc::CreateCustomChannel(address_, grpc::InsecureChannelCredentials(), args);
-    auto stub = envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel);
+    auto stub = NonReadingStub();
     std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
     std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
         stalled;
-    for (int i = 0; i < kStreams; ++i) {
-      contexts.push_back(std::make_unique<grpc::ClientContext>());
-      stalled.push_back(stub->StreamAggregatedResources(contexts.back().get()));
-      DiscoveryRequest request = MakeRequest(kCds, {"big"});
-      *request.mutable_node() = MakeNode(absl::StrCat("never-reads-", i));
-      ASSERT_TRUE(stalled.back()->Write(request));
-    }
+    ASSERT_NO_FATAL_FAILURE(OpenNonReaders(*stub, kStreams, &contexts, &stalled));
 
     if (budget > 0) {
       // A client that reads is served while the attack goes on.
@@ -492,6 +595,63 @@ TEST_F(AttackTest, ManyStreamsThatNeverReadStayWithinTheResponseBudget) {
     contexts.clear();
     TearDown();
   }
+}
+
+// The non-reading streams that delayed a reading client's push far
+// beyond the write-stall timeout (190 s with the 2 min default): the budget
+// was handed out in arrival order, so the reader waited behind every
+// non-reader still queued, tried one budget-load per timeout. A stream that
+// has completed a write is admitted first, so the reader's push goes out as
+// soon as the stall check cancels the writes filling the budget: within the
+// timeout plus the check period, however many non-readers wait.
+TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhateverTheNonReadersQueued) {
+  constexpr int kStreams = 40;
+  constexpr int64_t kResponseBytes = 256 << 10;
+  constexpr int64_t kBudget = 1 << 20;  // Four responses: ten timeouts to try every stream.
+  constexpr absl::Duration kTimeout = absl::Seconds(2);
+  controller::XdsServerOptions options;
+  options.ads.response_memory_budget_bytes = kBudget;
+  options.ads.write_stall_timeout = kTimeout;
+  options.memory_budget_bytes = 64 << 20;
+  Start(options, BigCluster(kResponseBytes));
+
+  // The reader holds the cluster before the attack.
+  auto reader = client_->OpenSotw();
+  ASSERT_THAT(reader, IsOk());
+  DiscoveryRequest request = MakeRequest(kCds, {"big"});
+  *request.mutable_node() = MakeNode("reader");
+  ASSERT_THAT((*reader)->Send(request), IsOk());
+  auto first = (*reader)->Next(kWait);
+  ASSERT_THAT(first, IsOk());
+  ASSERT_THAT((*reader)->Send(Ack(*first, request)), IsOk());
+
+  // Streams that never read: four writes fill the budget, the other streams
+  // wait for it.
+  auto stub = NonReadingStub();
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
+      stalled;
+  ASSERT_NO_FATAL_FAILURE(OpenNonReaders(*stub, kStreams, &contexts, &stalled));
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+    return stats.streams_open == kStreams + 1 && stats.responses_deferred >= kStreams - 8;
+  })) << ads_->stats().responses_deferred;
+
+  // The cluster changes: the reader's push waits at most for the writes
+  // filling the budget now to be found stalled.
+  store_.Publish(
+      BuildTestSnapshot(absl::StrReplaceAll(BigCluster(kResponseBytes), {{"p: x", "p: y"}})));
+  const absl::Time pushed = absl::Now();
+  auto push = (*reader)->Next(kWait);
+  const absl::Duration waited = absl::Now() - pushed;
+  ASSERT_THAT(push, IsOk());
+  EXPECT_NE(push->version_info(), first->version_info());
+  // The timeout, a check period and generous slack for a loaded machine;
+  // before, about ten timeouts (one budget-load of non-readers each).
+  EXPECT_LT(waited, 2 * kTimeout + absl::Seconds(3)) << waited;
+  EXPECT_GT(ads_->stats().streams_closed_write_stall, 0);
+
+  for (auto& context : contexts) context->TryCancel();
+  for (auto& stream : stalled) stream->Finish();
 }
 
 }  // namespace

@@ -360,7 +360,8 @@ TEST(XdsServerFlagsTest, ParsesEveryBoundFlag) {
                    "--grpc-memory-budget-bytes=0", "--max-request-bytes=1000",
                    "--max-names-per-stream=50", "--max-types-per-stream=4", "--max-nack-records=3",
                    "--max-error-detail-bytes=100", "--write-stall-timeout=90s",
-                   "--response-memory-budget-bytes=0", "--max-subscription-bytes-per-stream=9000"}),
+                   "--response-memory-budget-bytes=0", "--max-subscription-bytes-per-stream=9000",
+                   "--max-subscription-bytes-per-connection=20000", "--max-subscription-bytes=0"}),
       IsOk());
   auto options = controller::XdsServerOptionsFromFlags(flags);
   ASSERT_THAT(options, IsOk());
@@ -380,6 +381,8 @@ TEST(XdsServerFlagsTest, ParsesEveryBoundFlag) {
   EXPECT_EQ(options->ads.write_stall_timeout, absl::Seconds(90));
   EXPECT_EQ(options->ads.response_memory_budget_bytes, 0);
   EXPECT_EQ(options->ads.stream_limits.max_bytes, 9000);
+  EXPECT_EQ(options->ads.max_subscription_memory_per_connection, 20000);
+  EXPECT_EQ(options->ads.max_subscription_memory, 0);
 }
 
 TEST(XdsServerFlagsTest, DefaultsAreTheOptionsDefaults) {
@@ -396,6 +399,9 @@ TEST(XdsServerFlagsTest, DefaultsAreTheOptionsDefaults) {
   EXPECT_EQ(options->ads.max_request_bytes, defaults.ads.max_request_bytes);
   EXPECT_EQ(options->ads.write_stall_timeout, defaults.ads.write_stall_timeout);
   EXPECT_EQ(options->ads.response_memory_budget_bytes, defaults.ads.response_memory_budget_bytes);
+  EXPECT_EQ(options->ads.max_subscription_memory_per_connection,
+            defaults.ads.max_subscription_memory_per_connection);
+  EXPECT_EQ(options->ads.max_subscription_memory, defaults.ads.max_subscription_memory);
 }
 
 TEST(XdsServerFlagsTest, RejectsBadValuesNamingTheFlag) {

@@ -1,5 +1,7 @@
 #include "xds_server/ads/ads_service.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <thread>
 #include <utility>
@@ -85,7 +87,8 @@ class SelectionChange {
 
 }  // namespace
 
-class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
+class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore>,
+                               public SubscriptionQuota {
  public:
   // `peer` is escaped for logs here.
   StreamCore(AdsService* service, uint64_t id, absl::string_view peer)
@@ -112,6 +115,17 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
   // match; sets `*fits` to false when it matches but does not fit.
   virtual bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                         bool* fits) const = 0;
+  // Returns the subscription memory charged for the stream to its connection
+  // and the server, and the charge; called once, after the stream's last
+  // reaction.
+  virtual int64_t EndSubscriptionMemory() = 0;
+
+  // Called by the stream's state under the stream's lock.
+  absl::Status Take(int64_t bytes, RequestOutcome::Limit* limit) override {
+    absl::Status status = service_->TakeSubscriptionMemory(peer_, bytes, limit);
+    if (status.ok()) memory_charged_ += bytes;
+    return status;
+  }
 
   uint64_t id() const { return id_; }
   // Called once, by Register, before the stream is shared.
@@ -129,7 +143,19 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
     if (push != nullptr) service_->RecordPush(*this, *push);
   }
   void CountStall() { service_->closed_write_stall_++; }
-  bool AdmitResponse() { return service_->AdmitResponse(*this); }
+  // Charges the stream's subscription memory as `held` now, whatever Take
+  // charged for the request. Called under the stream's lock.
+  void SettleSubscriptionMemory(int64_t held) {
+    if (held != memory_charged_) service_->AdjustSubscriptionMemory(peer_, held - memory_charged_);
+    memory_charged_ = held;
+  }
+  // Returns the charge to the connection and the server; returns its size.
+  int64_t ReturnSubscriptionMemory() {
+    const int64_t charged = memory_charged_;
+    SettleSubscriptionMemory(0);
+    return charged;
+  }
+  bool AdmitResponse(bool reader) { return service_->AdmitResponse(*this, reader); }
   void AddResponseBytes(int64_t bytes) { service_->AddResponseBytes(bytes); }
   void ReleaseResponseBytes(int64_t bytes) { service_->ReleaseResponseBytes(bytes); }
 
@@ -138,6 +164,9 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore> {
   AdsService* const service_;
   uint64_t id_;
   const std::string peer_;
+  // Subscription memory charged to the connection and the server: guarded
+  // by the stream's lock.
+  int64_t memory_charged_ = 0;
   // StreamState::uniform_params() as last reported, for OnSnapshot: a stream
   // whose subscriptions all select with these parameters is woken for a
   // changed name only when the variant they select changed. Guarded by the
@@ -181,6 +210,7 @@ class Core final : public AdsService::StreamCore {
         reactor_(reactor),
         context_(context) {
     if (demand_observer_ != nullptr) state_.RecordDemand();
+    state_.SetQuota(this);
     if (std::shared_ptr<const grpc::AuthContext> auth = context->auth_context()) {
       state_.SetIdentity(IdentityOf(*auth));
     }
@@ -214,6 +244,7 @@ class Core final : public AdsService::StreamCore {
   void ApplyRequestLocked(RequestOutcome* outcome, absl::Status* status,
                           std::vector<DemandChange>* demand) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     *status = state_.OnRequest(request_, outcome);
+    SettleSubscriptionMemory(state_.subscription_memory());
     *demand = state_.TakeDemandChanges();
     if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
     std::vector<WatchChange> changes = state_.TakeWatchChanges();
@@ -291,6 +322,7 @@ class Core final : public AdsService::StreamCore {
       write_started_ = absl::InfiniteFuture();
       response_.Clear();  // Frees the response's bytes.
       written = std::exchange(response_bytes_, 0);
+      if (ok) wrote_ = true;
       if (!ok) finish_requested_ = true;
     }
     ReleaseResponseBytes(written);
@@ -360,6 +392,11 @@ class Core final : public AdsService::StreamCore {
   std::string node_id() const override {
     absl::MutexLock lock(&mu_);
     return node_id_;
+  }
+
+  int64_t EndSubscriptionMemory() override {
+    absl::MutexLock lock(&mu_);
+    return ReturnSubscriptionMemory();
   }
 
   std::vector<WatchChange> AllWatches() override {
@@ -434,7 +471,7 @@ class Core final : public AdsService::StreamCore {
       next->action = Action::kFinish;
     } else if (waiting_for_budget_) {
       return;  // Resume() comes once the budget allows.
-    } else if (!AdmitResponse()) {
+    } else if (!AdmitResponse(/*reader=*/wrote_)) {
       waiting_for_budget_ = true;
     } else if (Plan plan; state_.NextResponse(&plan, &next->record)) {
       response_ = Encode(plan);  // The plan, and what it held on to, go here.
@@ -479,6 +516,7 @@ class Core final : public AdsService::StreamCore {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   int64_t response_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Of the write in flight.
   bool waiting_for_budget_ ABSL_GUARDED_BY(mu_) = false;
+  bool wrote_ ABSL_GUARDED_BY(mu_) = false;  // A write has completed: the client reads.
   absl::Time write_started_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stall_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
@@ -523,9 +561,12 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
   void OnReadDone(bool ok) override { started()->OnReadDone(ok); }
   void OnWriteDone(bool ok) override { started()->OnWriteDone(ok); }
   void OnDone() override {
+    int64_t freed = 0;
+    AdsService* service = service_;
     if (started() != nullptr) {
       core_->OnDone();
       service_->Unregister(core_.get(), core_->AllWatches());
+      freed = core_->EndSubscriptionMemory();
       if (DemandObserver* observer = service_->options_.demand_observer; observer != nullptr) {
         if (std::vector<DemandChange> ended = core_->EndDemand(); !ended.empty()) {
           observer->OnDemand(ended);
@@ -534,7 +575,8 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
       spdlog::info("stream {} closed (node \"{}\", {})", core_->id(), core_->node_id(),
                    core_->peer());
     }
-    delete this;
+    delete this;  // And, mostly, the stream's state.
+    service->ReturnFreedMemory(freed);
   }
 
  private:
@@ -583,8 +625,10 @@ AdsService::~AdsService() {
 }
 
 void AdsService::CheckStallsUntilStopped() {
-  const absl::Duration period = std::clamp(options_.write_stall_timeout / 4,
-                                           absl::Milliseconds(10), absl::Seconds(1));
+  // Every stalled write is found within a period of its timeout, and all of
+  // them in one pass: their bytes go back to the budget together.
+  const absl::Duration period =
+      std::clamp(options_.write_stall_timeout / 8, absl::Milliseconds(10), absl::Milliseconds(500));
   stall_mu_.Lock();
   while (!stall_mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
     stall_mu_.Unlock();
@@ -747,18 +791,19 @@ void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, b
   }
 }
 
-bool AdsService::AdmitResponse(StreamCore& core) {
+bool AdsService::AdmitResponse(StreamCore& core, bool reader) {
   const int64_t budget = options_.response_memory_budget_bytes;
   if (budget <= 0 || response_bytes_.load() < budget) return true;
   absl::MutexLock lock(&budget_mu_);
-  waiting_for_budget_.push_back(core.shared_from_this());
-  waiting_count_.store(waiting_for_budget_.size());
+  auto& queue = reader ? waiting_readers_ : waiting_untried_;
+  queue.push_back(core.shared_from_this());
+  waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
   // A write that completed since the first look may have found no stream
   // waiting (it reads waiting_count_ after it releases its bytes, this reads
   // the bytes after it counts itself in): look again before waiting.
   if (response_bytes_.load() < budget) {
-    waiting_for_budget_.pop_back();
-    waiting_count_.store(waiting_for_budget_.size());
+    queue.pop_back();
+    waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
     return true;
   }
   responses_deferred_++;
@@ -777,18 +822,19 @@ void AdsService::ReleaseResponseBytes(int64_t bytes) {
   response_bytes_.fetch_sub(bytes);
   if (waiting_count_.load() == 0) return;
   // One stream at a time, each admitted (or not) before the next is looked
-  // at: O(1) per resumed stream.
+  // at: O(1) per resumed stream. Readers first: a stream that never
+  // completed a write gets the budget only when no reader waits.
   while (true) {
     std::shared_ptr<StreamCore> next;
     {
       absl::MutexLock lock(&budget_mu_);
-      if (waiting_for_budget_.empty() ||
-          response_bytes_.load() >= options_.response_memory_budget_bytes) {
+      auto& queue = waiting_readers_.empty() ? waiting_untried_ : waiting_readers_;
+      if (queue.empty() || response_bytes_.load() >= options_.response_memory_budget_bytes) {
         return;
       }
-      next = std::move(waiting_for_budget_.front());
-      waiting_for_budget_.pop_front();
-      waiting_count_.store(waiting_for_budget_.size());
+      next = std::move(queue.front());
+      queue.pop_front();
+      waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
     }
     next->Resume();  // No lock held: it may write.
   }
@@ -798,6 +844,58 @@ void AdsService::Unregister(StreamCore* core, const std::vector<WatchChange>& wa
   absl::MutexLock lock(&mu_);
   for (const WatchChange& change : watches) ApplyWatchLocked(core, change, /*remove_only=*/true);
   streams_.erase(core);
+  // A name table emptied by a stream that watched many names gives its
+  // slots back (erasing never shrinks it): O(names left), and only once it
+  // is mostly empty.
+  for (auto& [type_url, type_index] : index_) {
+    constexpr size_t kSmallTable = 4096;
+    if (type_index.by_name.capacity() > kSmallTable &&
+        type_index.by_name.size() < type_index.by_name.capacity() / 8) {
+      type_index.by_name.rehash(0);
+    }
+  }
+}
+
+absl::Status AdsService::TakeSubscriptionMemory(const std::string& connection, int64_t bytes,
+                                                RequestOutcome::Limit* limit) {
+  absl::MutexLock lock(&memory_mu_);
+  auto it = connection_memory_.find(connection);
+  const int64_t on_connection = it == connection_memory_.end() ? 0 : it->second;
+  const int64_t per_connection = options_.max_subscription_memory_per_connection;
+  if (per_connection > 0 && on_connection + bytes > per_connection) {
+    *limit = RequestOutcome::Limit::kConnectionMemory;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the request would take the subscriptions of connection ", connection, " beyond ",
+        per_connection, " bytes of memory (--max-subscription-bytes-per-connection)"));
+  }
+  const int64_t server = options_.max_subscription_memory;
+  if (server > 0 && subscription_memory_ + bytes > server) {
+    *limit = RequestOutcome::Limit::kServerMemory;
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the request would take the subscriptions of all streams beyond ", server,
+                     " bytes of memory (--max-subscription-bytes)"));
+  }
+  connection_memory_[connection] = on_connection + bytes;
+  subscription_memory_ += bytes;
+  return absl::OkStatus();
+}
+
+void AdsService::AdjustSubscriptionMemory(const std::string& connection, int64_t bytes) {
+  absl::MutexLock lock(&memory_mu_);
+  subscription_memory_ += bytes;
+  auto [it, inserted] = connection_memory_.try_emplace(connection, 0);
+  it->second += bytes;
+  if (it->second == 0) connection_memory_.erase(it);
+}
+
+void AdsService::ReturnFreedMemory(int64_t bytes) {
+  // Rarely: malloc_trim walks the heap (milliseconds per gigabyte).
+  constexpr int64_t kTrimAfterBytes = int64_t{64} << 20;
+  if (bytes <= 0 || freed_since_trim_.fetch_add(bytes) + bytes < kTrimAfterBytes) return;
+  freed_since_trim_.store(0);
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
 
 std::vector<std::shared_ptr<AdsService::StreamCore>> AdsService::Cores() const {
@@ -826,6 +924,12 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
       return;
     case RequestOutcome::Limit::kBytes:
       closed_bytes_limit_++;
+      return;
+    case RequestOutcome::Limit::kConnectionMemory:
+      closed_connection_memory_++;
+      return;
+    case RequestOutcome::Limit::kServerMemory:
+      closed_server_memory_++;
       return;
     case RequestOutcome::Limit::kNone:
       break;
@@ -914,6 +1018,12 @@ AdsStats AdsService::stats() const {
       }
     }
   }
+  {
+    absl::MutexLock lock(&memory_mu_);
+    stats.subscription_memory_bytes = subscription_memory_;
+  }
+  stats.streams_closed_connection_subscription_limit = closed_connection_memory_;
+  stats.streams_closed_server_subscription_limit = closed_server_memory_;
   stats.response_bytes_in_flight = response_bytes_.load();
   stats.response_bytes_in_flight_peak = response_bytes_peak_.load();
   stats.responses_deferred = responses_deferred_;

@@ -47,6 +47,12 @@ struct AdsStats {
   int64_t streams_closed_types_limit = 0;
   int64_t streams_closed_bytes_limit = 0;
   int64_t streams_closed_write_stall = 0;
+  // Streams closed for taking their connection's or the server's
+  // subscription memory beyond its bound, and the memory all streams'
+  // subscriptions hold (StreamState::SubscriptionMemory).
+  int64_t streams_closed_connection_subscription_limit = 0;
+  int64_t streams_closed_server_subscription_limit = 0;
+  int64_t subscription_memory_bytes = 0;
   int64_t nack_records_dropped = 0;
   int64_t nack_details_truncated = 0;
   // Bytes of NACK error details kept (each detail once, however many records
@@ -106,6 +112,12 @@ class AdsService final
     // bytes, and distinct type URLs per stream; a request beyond any ends its
     // stream with RESOURCE_EXHAUSTED.
     StreamState::Limits stream_limits;
+    // Memory (StreamState::SubscriptionMemory) the subscriptions of every
+    // stream on one connection (one peer address), and of every stream of the
+    // server, may hold; a request beyond either ends its stream with
+    // RESOURCE_EXHAUSTED. Zero: unlimited.
+    int64_t max_subscription_memory_per_connection = int64_t{256} << 20;
+    int64_t max_subscription_memory = int64_t{1} << 30;
     // NACK records kept (one per type, name and variant version): later ones
     // are counted, not kept.
     int max_nack_records = 1024;
@@ -205,13 +217,26 @@ class AdsService final
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
   // The response memory budget. AdmitResponse returns whether `core` may
   // build a response now; when not, `core` is queued and resumed once the
-  // budget allows. Called with the core's lock held.
-  bool AdmitResponse(StreamCore& core);
+  // budget allows: streams that have completed a write (`reader`) before
+  // streams that have not, each in arrival order. Called with the core's
+  // lock held.
+  bool AdmitResponse(StreamCore& core, bool reader);
   void AddResponseBytes(int64_t bytes);
   // Returns a written response's bytes to the budget and resumes waiting
   // streams while it lasts. Called with no lock held.
   void ReleaseResponseBytes(int64_t bytes);
   void RecordPush(const StreamCore& core, const PushRecord& record);
+  // Subscription memory: TakeSubscriptionMemory charges `bytes` more to
+  // `connection` and the server, or returns ResourceExhausted naming the
+  // bound and its flag; AdjustSubscriptionMemory charges (or, negative,
+  // returns) bytes without a check. Called with a stream's lock held.
+  absl::Status TakeSubscriptionMemory(const std::string& connection, int64_t bytes,
+                                      RequestOutcome::Limit* limit);
+  void AdjustSubscriptionMemory(const std::string& connection, int64_t bytes);
+  // Gives freed heap back to the system once streams have freed enough since
+  // the last time (glibc keeps freed memory in its arenas otherwise). Called
+  // with no lock held, after a stream's state is freed.
+  void ReturnFreedMemory(int64_t bytes);
   std::vector<std::shared_ptr<StreamCore>> Cores() const;
   // Runs on stall_thread_: every period, cancels the streams whose write
   // has stalled, until stopping_.
@@ -242,6 +267,14 @@ class AdsService final
   std::atomic<int64_t> closed_types_limit_{0};
   std::atomic<int64_t> closed_bytes_limit_{0};
   std::atomic<int64_t> closed_write_stall_{0};
+  std::atomic<int64_t> closed_connection_memory_{0};
+  std::atomic<int64_t> closed_server_memory_{0};
+  std::atomic<int64_t> freed_since_trim_{0};
+  // Subscription memory by connection (entries with none are erased) and in
+  // all. A leaf lock, taken under a stream's lock.
+  mutable absl::Mutex memory_mu_;
+  absl::flat_hash_map<std::string, int64_t> connection_memory_ ABSL_GUARDED_BY(memory_mu_);
+  int64_t subscription_memory_ ABSL_GUARDED_BY(memory_mu_) = 0;
   std::atomic<int64_t> nack_records_dropped_{0};
   std::atomic<int64_t> nack_details_truncated_{0};
   std::atomic<int64_t> responses_deferred_{0};
@@ -249,11 +282,15 @@ class AdsService final
   // without a lock (every push and every completed write touches them).
   std::atomic<int64_t> response_bytes_{0};
   std::atomic<int64_t> response_bytes_peak_{0};
-  // Streams waiting for the budget. budget_mu_ is taken after a stream's own
-  // lock, never with mu_, and only once the budget is spent.
+  // Streams waiting for the budget: those that have completed a write
+  // (readers) are resumed before those that have not, so clients that never
+  // read cannot queue ahead of readers; a stream is tried at most once
+  // before the stall check finds it out. budget_mu_ is taken after a
+  // stream's own lock, never with mu_, and only once the budget is spent.
   mutable absl::Mutex budget_mu_;
-  std::deque<std::shared_ptr<StreamCore>> waiting_for_budget_ ABSL_GUARDED_BY(budget_mu_);
-  // waiting_for_budget_.size(), read without the lock by ReleaseResponseBytes.
+  std::deque<std::shared_ptr<StreamCore>> waiting_readers_ ABSL_GUARDED_BY(budget_mu_);
+  std::deque<std::shared_ptr<StreamCore>> waiting_untried_ ABSL_GUARDED_BY(budget_mu_);
+  // Streams in both queues, read without the lock by ReleaseResponseBytes.
   std::atomic<size_t> waiting_count_{0};
   // The write-stall check: one thread, started last by the constructor and
   // joined first by the destructor, so it never sees a half-built service.

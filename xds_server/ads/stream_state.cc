@@ -156,6 +156,11 @@ absl::Status StreamState::CheckNameLimit(int64_t added, int64_t added_bytes,
                      " would take the stream's subscribed names and locator parameters beyond ",
                      limits_.max_bytes, " bytes"));
   }
+  if (quota_ != nullptr && (added > 0 || added_bytes > 0)) {
+    return quota_->Take(
+        SubscriptionMemory(std::max<int64_t>(added, 0), std::max<int64_t>(added_bytes, 0)),
+        &outcome->limit);
+  }
   return absl::OkStatus();
 }
 

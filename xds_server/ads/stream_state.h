@@ -92,7 +92,7 @@ struct PushRecord {
 struct RequestOutcome {
   enum class Kind { kInitial, kAck, kNack, kStale, kSubscriptionOnly };
   // The per-stream bound a rejected request exceeded.
-  enum class Limit { kNone, kNames, kTypes, kBytes };
+  enum class Limit { kNone, kNames, kTypes, kBytes, kConnectionMemory, kServerMemory };
   Kind kind = Kind::kInitial;
   Limit limit = Limit::kNone;
   std::string type_url;
@@ -117,6 +117,17 @@ struct DemandChange {
   std::string name;  // Normalised.
   std::shared_ptr<const Parameters> params;
   bool added = true;  // False: ended.
+};
+
+// Memory that the subscriptions of several streams share (a connection's,
+// the server's). Called by the owner of one StreamState, under its lock.
+class SubscriptionQuota {
+ public:
+  virtual ~SubscriptionQuota() = default;
+  // Takes `bytes` more of the shared memory for this stream, or returns
+  // ResourceExhausted naming the bound (and sets *limit) when they would go
+  // beyond it. What is taken is settled by the owner after the request.
+  virtual absl::Status Take(int64_t bytes, RequestOutcome::Limit* limit) = 0;
 };
 
 // Not thread-safe: the owner serializes calls (one stream, one lock).
@@ -210,6 +221,24 @@ class StreamState {
   int64_t subscribed_names() const { return subscribed_names_; }
   // Returns the bytes Limits::max_bytes counts now.
   int64_t subscribed_bytes() const { return subscribed_bytes_; }
+  // Returns the memory the server holds for this stream's subscriptions, as
+  // estimated by SubscriptionMemory.
+  int64_t subscription_memory() const {
+    return SubscriptionMemory(subscribed_names_, subscribed_bytes_);
+  }
+  // Returns the memory `names` subscriptions with `bytes` of names and
+  // locator parameters cost: each name is kept about four times (the type's
+  // name map, its pending-work sets, the server's watch index) with a few
+  // hundred bytes of map nodes and per-name state. Measured against the heap
+  // in stream_state_test.
+  static int64_t SubscriptionMemory(int64_t names, int64_t bytes) {
+    return names * kSubscriptionOverheadBytes + bytes * kSubscriptionBytesFactor;
+  }
+  static constexpr int64_t kSubscriptionOverheadBytes = 640;
+  static constexpr int64_t kSubscriptionBytesFactor = 4;
+  // Asks `quota` (not owned; null: none) before a request adds
+  // subscriptions. Call before the first request.
+  void SetQuota(SubscriptionQuota* quota) { quota_ = quota; }
   // Sets out's node and parameters and appends the status of every resource
   // subscribed or held to `out->resources`, while `*budget` lasts: the node
   // costs its encoded size, each resource EstimatedBytes, and resources that
@@ -368,6 +397,7 @@ class StreamState {
   std::vector<DemandChange> demand_changes_;
   int64_t subscribed_names_ = 0;
   int64_t subscribed_bytes_ = 0;
+  SubscriptionQuota* quota_ = nullptr;
   uint64_t nonce_counter_ = 0;
   // A type's first request carried a version_info to resume from.
   bool resume_pending_ = false;
