@@ -1,6 +1,7 @@
 #include "test/http_attack/http_attack.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -80,6 +81,27 @@ class Connection {
       return SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
     }
     return ::recv(fd_, buffer, size, 0);
+  }
+  // Reads what has arrived without waiting: a count, 0 at the end, -1 on an
+  // error, kNothingYet when nothing has (TLS records that are not data,
+  // such as session tickets, do not count).
+  static constexpr ssize_t kNothingYet = -2;
+  ssize_t RecvNow(char* buffer, size_t size) {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+    ssize_t n;
+    if (ssl_ != nullptr) {
+      n = SSL_read(ssl_, buffer, static_cast<int>(size));
+      if (n <= 0) {
+        const int error = SSL_get_error(ssl_, static_cast<int>(n));
+        n = error == SSL_ERROR_WANT_READ ? kNothingYet : error == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+      }
+    } else {
+      n = ::recv(fd_, buffer, size, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) n = kNothingYet;
+    }
+    ::fcntl(fd_, F_SETFL, flags);
+    return n;
   }
   // Reads until the server closes; false on an error or timeout.
   bool ReadAll(std::string* out) {
@@ -203,7 +225,12 @@ FloodResult ChunkedFlood(int port, bool tls, const std::string& path, size_t max
   const std::string chunk = absl::StrCat("10000\r\n", std::string(0x10000, 'a'), "\r\n");
   while (result.bytes_sent < max_bytes) {
     pollfd p{connection.fd(), POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0) break;  // The server answered (or closed).
+    if (::poll(&p, 1, 0) > 0) {
+      char buffer[4096];
+      const ssize_t n = connection.RecvNow(buffer, sizeof(buffer));
+      if (n > 0) result.response.append(buffer, static_cast<size_t>(n));
+      if (n != Connection::kNothingYet) break;  // The server answered (or closed).
+    }
     if (!connection.Send(chunk)) break;
     result.bytes_sent += 0x10000;
   }
