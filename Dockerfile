@@ -22,7 +22,7 @@ RUN apt-get update \
       build-essential cmake ninja-build ccache pkg-config ca-certificates curl openssl \
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev \
-      libcpp-httplib-dev \
+      libcpp-httplib-dev libboost-dev \
     && rm -rf /var/lib/apt/lists/*
 # The source tree, filtered by .dockerignore. A COPY, not a bind mount: its
 # content is part of the layer cache key, so a changed tree is rebuilt.
@@ -47,7 +47,7 @@ FROM debian:bookworm-slim
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The runtime packages of the libraries facet links (ldd, then dpkg -S): gRPC
 # (which brings libprotoc32), protobuf, abseil, cpprestsdk (the Kubernetes
-# client), cpp-httplib (the admission webhook), yaml-cpp, spdlog and fmt, re2,
+# client), cpp-httplib (`facet explain`'s client), yaml-cpp, spdlog and fmt, re2,
 # c-ares, OpenSSL, zlib. Their names carry the soname, so bookworm pins the
 # ABI. ca-certificates: the in-cluster API server's CA comes from the service
 # account, but a kubeconfig may name a public one.

@@ -9,8 +9,10 @@ packages=(
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # The admission webhook's HTTPS server.
+  # `facet explain`'s HTTP client and the tests' clients.
   libcpp-httplib-dev
+  # Boost.Beast and Boost.Asio (header-only): the admin and webhook ports' server.
+  libboost-dev
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev

@@ -1,6 +1,6 @@
 // The HTTP server of the admin endpoints (/healthz, /readyz, /metrics,
 // /status): GET and HEAD only, over plain HTTP or TLS (optionally requiring
-// client certificates), on cpp-httplib.
+// client certificates), on HttpServer.
 #ifndef FACET_CONTROLLER_ADMIN_ADMIN_SERVER_H_
 #define FACET_CONTROLLER_ADMIN_ADMIN_SERVER_H_
 
@@ -8,18 +8,15 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "controller/http/http_server.h"
 #include "controller/tls/tls_files.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace facet::controller {
 
@@ -59,8 +56,18 @@ class AdminHandler {
   std::function<AdminResponse(const AdminRequest&)> f_;
 };
 
-// Serves routes on its own threads (cpp-httplib's pool, with read and write
-// timeouts). Handlers run one at a time. Stops on destruction.
+// The admin port's bounds (docs/security.md, "Admin port"): a request head,
+// a request body (GET has none), the time from accept to a complete head
+// (TLS handshake included), and open connections (when full, the oldest
+// still in its handshake or head is closed for a new one).
+inline constexpr size_t kAdminMaxHeaderBytes = 16 << 10;
+inline constexpr size_t kAdminMaxBodyBytes = 16 << 10;
+inline constexpr absl::Duration kAdminHeaderTimeout = absl::Seconds(5);
+inline constexpr int kAdminMaxConnections = 512;
+
+// Serves routes on its own threads (HttpServer's: deadlines from accept to a
+// complete head, for the body and for the answer; a connection table that
+// idle peers cannot fill). Handlers run one at a time. Stops on destruction.
 class AdminServer {
  public:
   using Handler = AdminHandler;
@@ -89,13 +96,9 @@ class AdminServer {
   const std::map<std::string, Handler> routes_;
   absl::Mutex handler_mu_;  // Held while a handler runs.
   std::unique_ptr<ReloadingCertificates> certificates_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<HttpServer> server_;
   std::string address_;
 };
-
-// Splits "host:port" (IPv6 hosts in brackets). Fails on anything else.
-absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
 
 }  // namespace facet::controller
 

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/http_attack/http_attack.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::controller {
@@ -57,6 +58,30 @@ TEST(AdminServerTest, RejectsBadAddresses) {
   EXPECT_THAT(SplitHostPort("[::1]:80"), IsOk());
   EXPECT_EQ(SplitHostPort("[::1]:80")->first, "::1");
   EXPECT_EQ(SplitHostPort(":80")->first, "0.0.0.0");
+}
+
+TEST(AdminServerTest, HealthzAnswersWithinASecondBesideIdleAndSlowlorisConnections) {
+  auto server =
+      AdminServer::Start("127.0.0.1:0", {{"/healthz", [] {
+                                            return AdminResponse{200, "text/plain", "ok\n"};
+                                          }}});
+  ASSERT_THAT(server, IsOk());
+  const int port = SplitHostPort((*server)->address())->second;
+  using Kind = facet::testing::HostileConnections::Kind;
+  facet::testing::HostileConnections idle(port, 100, Kind::kIdle);
+  facet::testing::HostileConnections slow(port, 100, Kind::kSlowHead);
+  for (int i = 0; i < 3; ++i) {
+    // A kubelet probe's deadline.
+    absl::StatusOr<std::string> probe = facet::testing::Exchange(
+        port, /*tls=*/false, "GET /healthz HTTP/1.1\r\n\r\n", absl::Seconds(1));
+    ASSERT_THAT(probe, IsOk());
+    EXPECT_THAT(*probe, StartsWith("HTTP/1.1 200"));
+  }
+  // Dripping a header byte every 200 ms does not keep a connection: the
+  // head's deadline is a total. Generous margin for a loaded machine.
+  const absl::Time give_up = absl::Now() + kAdminHeaderTimeout + absl::Seconds(25);
+  while (slow.Closed() < 100 && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(slow.Closed(), 100);
 }
 
 }  // namespace

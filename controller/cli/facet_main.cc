@@ -6,6 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/cli/controller_command.h"
 #include "controller/cli/explain_command.h"
+#include "controller/http/http_server.h"
 #include "controller/cli/relay_command.h"
 #include "controller/cli/serve_command.h"
 #include "controller/cli/serving_common.h"
@@ -50,6 +51,9 @@ int main(int argc, char** argv) {
     // thread inherits the mask and no signal can land elsewhere and kill the
     // process before the lease is released and streams are drained.
     facet::controller::BlockShutdownSignals();
+    // The ports' own connection bounds (xDS, admin, webhook) are what a
+    // flood of clients should meet, not the default soft limit of 1024 files.
+    facet::controller::RaiseOpenFileLimit();
   }
   if (command == "validate") {
     return facet::controller::RunValidate(args, std::cout, std::cerr);

@@ -442,8 +442,9 @@ std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService&
       query.filter_node_id = true;
       query.node_id = request.Param("node");
     }
+    // The query's bound is an estimate; the JSON is cut to the stated bound.
     return AdminResponse{200, "application/json",
-                         xds::ReportToJson(ads.ClientStatuses(query)) + "\n"};
+                         xds::ReportToJson(ads.ClientStatuses(query), query.max_bytes - 1) + "\n"};
   });
   routes.emplace("/explain", [&ads](const AdminRequest& request) {
     auto bad = [](const std::string& message) {

@@ -9,6 +9,7 @@
 #include "controller/webhook/webhook_server.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/http_attack/http_attack.h"
 #include "test/kube_api_server/tls.h"
 #include "xds_server/common/status_matchers.h"
 #include "yaml-cpp/yaml.h"
@@ -205,6 +206,48 @@ TEST(WebhookServerTest, NewConnectionsGetARotatedCertificate) {
   // A broken rotation keeps the last good pair.
   WriteTemp("rotate.crt", "not a certificate");
   EXPECT_TRUE(post(second_ca));
+}
+
+// What a probe of the API server allows (its webhook timeout is longer; a
+// kubelet's is 1 s).
+constexpr absl::Duration kProbe = absl::Seconds(1);
+
+// Starts a webhook with fresh test credentials in NAME.crt and NAME.key.
+absl::StatusOr<std::unique_ptr<WebhookServer>> StartWithFreshCredentials(const std::string& name) {
+  auto credentials = facet::testing::GenerateTestCredentials();
+  if (!credentials.ok()) return credentials.status();
+  return StartWebhook(WriteTemp(name + ".crt", credentials->cert_pem),
+                      WriteTemp(name + ".key", credentials->key_pem));
+}
+
+TEST(WebhookServerTest, ChunkedBodyPastTheBoundGets413BeforeItIsRead) {
+  auto server = StartWithFreshCredentials("flood");
+  ASSERT_THAT(server, IsOk());
+  const facet::testing::FloodResult flood =
+      facet::testing::ChunkedFlood(PortOf(**server), /*tls=*/true, "/validate", 64 << 20);
+  EXPECT_THAT(flood.response, ::testing::StartsWith("HTTP/1.1 413"));
+  EXPECT_LT(flood.bytes_sent, size_t{64} << 20) << flood.response;
+}
+
+TEST(WebhookServerTest, AnswersAReviewWithinASecondBesideIdleAndStalledHandshakes) {
+  auto server = StartWithFreshCredentials("busy");
+  ASSERT_THAT(server, IsOk());
+  const int port = PortOf(**server);
+  using Kind = facet::testing::HostileConnections::Kind;
+  facet::testing::HostileConnections idle(port, 100, Kind::kIdle);
+  facet::testing::HostileConnections stalled(port, 100, Kind::kStalledTls);
+  const std::string review = Review(kEndpoints);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::string> reply = facet::testing::Exchange(
+        port, /*tls=*/true,
+        absl::StrCat("POST /validate HTTP/1.1\r\nContent-Type: application/json\r\n"
+                     "Content-Length: ",
+                     review.size(), "\r\n\r\n", review),
+        kProbe);
+    ASSERT_THAT(reply, IsOk());
+    EXPECT_THAT(*reply, ::testing::StartsWith("HTTP/1.1 200"));
+    EXPECT_THAT(*reply, ::testing::HasSubstr("\"allowed\":true"));
+  }
 }
 
 }  // namespace

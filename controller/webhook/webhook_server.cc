@@ -1,19 +1,12 @@
 #include "controller/webhook/webhook_server.h"
 
-#include <httplib.h>  // Feature macros come from pkg-config (CMakeLists.txt).
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "controller/http/http_server.h"
 #include "controller/tls/tls_files.h"
 #include "spdlog/spdlog.h"
 
 namespace facet::controller {
-namespace {
-
-// Bodies larger than this are refused (an AdmissionReview carries one object).
-constexpr size_t kMaxBody = 3 << 20;
-
-}  // namespace
 
 WebhookServer::WebhookServer() = default;
 
@@ -33,38 +26,39 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(const std::s
   server->certificates_ = std::make_unique<ReloadingCertificates>(
       TlsFiles{cert_file, key_file, /*client_ca_file=*/""}, "webhook-tls");
   if (absl::Status loaded = server->certificates_->Load(); !loaded.ok()) return loaded;
+  HttpServerOptions options;
+  options.host = host.empty() ? "0.0.0.0" : host;
+  options.port = port;
   // Each handshake takes the current certificate (so a renewed one is used
   // from the next connection on, without a restart).
-  ReloadingCertificates* certificates = server->certificates_.get();
-  server->server_ = std::make_unique<httplib::SSLServer>([certificates](SSL_CTX& ctx) {
-    UseReloadingCertificates(ctx, *certificates);
-    return true;
-  });
-  if (!server->server_->is_valid()) {
-    return absl::InternalError("cannot set up the webhook's TLS context");
-  }
-  server->server_->set_payload_max_length(kMaxBody);
-  server->server_->set_read_timeout(10, 0);
-  server->server_->set_write_timeout(10, 0);
-  server->server_->Post("/validate", [handler](const httplib::Request& request,
-                                              httplib::Response& response) {
-    response.set_content(handler(request.body), "application/json");
-  });
-  const int bound = port == 0 ? server->server_->bind_to_any_port(host.c_str())
-                              : (server->server_->bind_to_port(host.c_str(), port) ? port : -1);
-  if (bound <= 0) {
+  options.certificates = server->certificates_.get();
+  options.methods = {"POST"};
+  options.method_not_allowed_body = "only POST /validate is supported\n";
+  options.max_body_bytes = kWebhookMaxBodyBytes;
+  options.max_buffered_body_bytes = kWebhookMaxBufferedBodyBytes;
+  options.header_timeout = kWebhookHeaderTimeout;
+  options.body_timeout = absl::Seconds(10);
+  options.write_timeout = absl::Seconds(10);
+  options.max_connections = kWebhookMaxConnections;
+  options.worker_threads = 4;
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      std::move(options), [handler = std::move(handler)](const HttpRequest& request) {
+        if (request.path != "/validate") {
+          return HttpResponse{404, "text/plain; charset=utf-8", "not found; try POST /validate\n"};
+        }
+        return HttpResponse{200, "application/json", handler(request.body)};
+      });
+  if (!http.ok()) {
+    if (http.status().code() != absl::StatusCode::kUnavailable) return http.status();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
   }
+  server->server_ = std::move(*http);
+  const int bound = server->server_->port();
   server->address_ = absl::StrCat(address.substr(0, colon), ":", bound);
-  httplib::SSLServer* raw = server->server_.get();
-  server->thread_ = std::thread([raw] { raw->listen_after_bind(); });
   spdlog::info("admission webhook on https://{}/validate", server->address_);
   return server;
 }
 
-WebhookServer::~WebhookServer() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
+WebhookServer::~WebhookServer() { server_.reset(); }
 
 }  // namespace facet::controller

@@ -6,20 +6,26 @@
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
-
-namespace httplib {
-class SSLServer;
-}
+#include "absl/time/time.h"
 
 namespace facet::controller {
 
+class HttpServer;
 class ReloadingCertificates;
 
-// Owns the listening socket and its threads (cpp-httplib's pool: requests are
-// served concurrently, each with read and write timeouts). Thread-safe.
+// The webhook's bounds (docs/security.md, "Webhook port"): an
+// AdmissionReview body however it is framed (413 past it), the bodies held
+// at once over every connection (503 past it), the time from accept to a
+// complete head (TLS handshake included), and open connections.
+inline constexpr size_t kWebhookMaxBodyBytes = 3 << 20;
+inline constexpr size_t kWebhookMaxBufferedBodyBytes = 32 << 20;
+inline constexpr absl::Duration kWebhookHeaderTimeout = absl::Seconds(5);
+inline constexpr int kWebhookMaxConnections = 512;
+
+// Owns the listening socket and its threads (HttpServer's: requests are
+// served concurrently, each phase under a deadline). Thread-safe.
 class WebhookServer {
  public:
   // Answers one request body with a response body.
@@ -45,8 +51,7 @@ class WebhookServer {
  private:
   WebhookServer();
   std::unique_ptr<ReloadingCertificates> certificates_;
-  std::unique_ptr<httplib::SSLServer> server_;
-  std::thread thread_;
+  std::unique_ptr<HttpServer> server_;
   std::string address_;
 };
 

@@ -178,6 +178,13 @@ TEST_F(ClientStatusE2eTest, ReportsEachConnectedClientsResourcesVersionsAndParam
   ASSERT_THAT(filtered, IsOk());
   EXPECT_THAT(*filtered, HasSubstr("csds-prod"));
   EXPECT_THAT(*filtered, ::testing::Not(HasSubstr("csds-test")));
+  // /explain takes param=K=V as users type it, and escaped as before.
+  for (const char* path :
+       {"/explain?target=greeter&param=env=prod", "/explain?target=greeter&param=env%3Dprod"}) {
+    absl::StatusOr<std::string> explained = harness_->AdminGet(E2eHarness::kFacet, path);
+    ASSERT_THAT(explained, IsOk()) << path;
+    EXPECT_THAT(*explained, HasSubstr("greeter-prod")) << path;
+  }
   // /status keeps its counts.
   absl::StatusOr<std::string> status = harness_->AdminGet(E2eHarness::kFacet, "/status");
   ASSERT_THAT(status, IsOk());

@@ -1,5 +1,6 @@
 #include "xds_server/ads/client_status.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -157,7 +158,24 @@ std::string ReportToJson(const ClientStatusReport& report) {
   }
   fields["omitted_clients"] = NumberValue(static_cast<double>(report.omitted_clients));
   fields["omitted_resources"] = NumberValue(static_cast<double>(report.omitted_resources));
+  if (report.truncated) fields["truncated"].set_bool_value(true);
   return json::MessageToJson(root, /*pretty=*/true);
+}
+
+std::string ReportToJson(ClientStatusReport report, size_t max_bytes) {
+  std::string json = ReportToJson(report);
+  while (json.size() > max_bytes && !report.clients.empty()) {
+    // Keep the share of clients that fits, less a tenth for the margin
+    // between clients' sizes; at least one fewer each round.
+    const size_t clients = report.clients.size();
+    const size_t keep = std::min(clients - 1, static_cast<size_t>(static_cast<double>(clients) *
+                                                                  0.9 * max_bytes / json.size()));
+    report.omitted_clients += static_cast<int64_t>(clients - keep);
+    report.clients.resize(keep);
+    report.truncated = true;
+    json = ReportToJson(report);
+  }
+  return json;
 }
 
 }  // namespace facet::xds

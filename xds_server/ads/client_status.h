@@ -83,6 +83,8 @@ struct ClientStatusReport {
   // Clients left out because the report reached its byte bound.
   int64_t omitted_clients = 0;
   int64_t omitted_resources = 0;  // Over every client.
+  // Set when clients were left out after the query, to fit a byte bound.
+  bool truncated = false;
 };
 
 // Returns the bytes a resource status adds to a report (an estimate of its
@@ -104,6 +106,12 @@ envoy::service::status::v3::ClientConfig ToClientConfig(const ClientStatus& clie
 // message in proto3 JSON, "omitted_resources"}], "omitted_clients",
 // "omitted_resources"}.
 std::string ReportToJson(const ClientStatusReport& report);
+
+// Returns ReportToJson of `report` cut to at most `max_bytes` (the query's
+// byte bound is an estimate of the CSDS encoding, and JSON is larger): the
+// last clients are left out and counted in "omitted_clients", and
+// "truncated": true says so. A report of no clients is never cut.
+std::string ReportToJson(ClientStatusReport report, size_t max_bytes);
 
 // Returns the CSDS name of a state: "ACKED", "NACKED", "REQUESTED",
 // "DOES_NOT_EXIST".

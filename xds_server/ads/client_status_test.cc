@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/ads/ads_service.h"
@@ -29,6 +30,7 @@ using ::testing::ElementsAre;
 using ::testing::Field;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using State = ResourceStatus::State;
 
 const std::string kEds = ClusterLoadAssignmentType().type_url();
@@ -382,6 +384,32 @@ TEST(ToClientConfigTest, CarriesParametersAndNackState) {
   EXPECT_THAT(json, HasSubstr("\"omitted_clients\": 2"));
   EXPECT_THAT(json, HasSubstr("\"client_status\": \"NACKED\""));
   EXPECT_THAT(json, HasSubstr("\"facet.dev/parameters\""));
+}
+
+TEST(ClientStatusJsonTest, IsCutToItsByteBoundSayingSo) {
+  ClientStatusReport report;
+  for (int i = 0; i < 200; ++i) {
+    ClientStatus client;
+    client.stream_id = static_cast<uint64_t>(i);
+    client.node.set_id(absl::StrCat("client-", i));
+    for (int r = 0; r < 20; ++r) {
+      client.resources.push_back(
+          ResourceStatus{kEds, absl::StrCat("resource-", r), "v1", State::kAcked, "", nullptr});
+    }
+    report.clients.push_back(std::move(client));
+  }
+  const size_t whole = ReportToJson(report).size();
+  const size_t bound = whole / 3;
+  const std::string cut = ReportToJson(report, bound);
+  EXPECT_LE(cut.size(), bound);
+  EXPECT_GT(cut.size(), bound / 2);
+  EXPECT_THAT(cut, HasSubstr("\"truncated\": true"));
+  EXPECT_THAT(cut, Not(HasSubstr("\"client-199\"")));
+  EXPECT_THAT(cut, HasSubstr("\"client-0\""));
+  // Within its bound, a report is whole.
+  const std::string kept = ReportToJson(report, whole);
+  EXPECT_EQ(kept.size(), whole);
+  EXPECT_THAT(kept, Not(HasSubstr("truncated")));
 }
 
 }  // namespace
