@@ -24,6 +24,7 @@
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/resources/resource_type.h"
+#include "xds_server/resources/wire_check.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/test_objects.h"
 
@@ -880,6 +881,111 @@ TEST_F(FakeUpstreamTest, DeltaNacksUncompilableConstraintsWrongTypesAndBadBytes)
 
   EXPECT_EQ(listener_.update_count(), 0u);  // Nothing rejected reaches the listener.
   EXPECT_EQ(client_->stats().nacks_sent, 4);
+}
+
+// A hostile or broken upstream: each response below does not parse, or
+// carries a resource past the bounds. Each is NACKed naming the resource and
+// the reason, and the stream goes on: a later good response is applied and a
+// new subscription is sent.
+TEST_F(FakeUpstreamTest, UnparsableAndOversizedResponsesAreNackedAndTheStreamGoesOn) {
+  ASSERT_NO_FATAL_FAILURE(StartDeltaSubscribedToRoute());
+  size_t next_request = 1;
+  auto expect_nack = [&](Resource resource, const std::string& nonce, const std::string& detail) {
+    DeltaDiscoveryResponse response = DeltaResponse(kRds, nonce);
+    *response.add_resources() = std::move(resource);
+    ASSERT_TRUE(fake_.Send(response));  // protobuf logs the bad UTF-8, and sends it.
+    std::optional<DeltaDiscoveryRequest> nack = fake_.DeltaRequest(next_request++);
+    ASSERT_TRUE(nack.has_value()) << "no answer to " << nonce;
+    EXPECT_EQ(nack->response_nonce(), nonce);
+    ASSERT_TRUE(nack->has_error_detail()) << nonce;
+    EXPECT_THAT(nack->error_detail().message(), HasSubstr(detail)) << nonce;
+  };
+
+  Resource bad_name = Wrapped("prod", "v1");
+  bad_name.mutable_resource_name()->set_name("r\xff");
+  expect_nack(bad_name, "name",
+              "DeltaDiscoveryResponse does not parse: resources[0].resource_name.name: is not "
+              "valid UTF-8 (at byte 1)");
+
+  Resource bad_value = Wrapped("pro\xc3", "v1");
+  expect_nack(bad_value, "value",
+              "resources[0].resource_name.dynamic_parameter_constraints.constraint.value: is not "
+              "valid UTF-8 (at byte 3)");
+
+  Resource bad_version = Wrapped("prod", "v\x80");
+  expect_nack(bad_version, "version", "resources[0].version: is not valid UTF-8 (at byte 1)");
+
+  Resource bad_content = Wrapped("prod", "v1");
+  RouteConfiguration route;
+  route.set_name("r");
+  route.add_virtual_hosts()->set_name("v\xed\xa0\x80");  // A surrogate.
+  bad_content.mutable_resource()->PackFrom(route);
+  expect_nack(bad_content, "content",
+              "RouteConfiguration resource [0]: virtual_hosts[0].name: is not valid UTF-8 (at "
+              "byte 1)");
+
+  Resource control = Wrapped("pr\x01od", "v1");
+  expect_nack(control, "control", "contains control characters");
+
+  // A resource just past the bound a manifest's resource has.
+  Resource big = Wrapped("prod", "v1");
+  route.mutable_virtual_hosts(0)->set_name(std::string(kMaxResourceBytes, 'x'));
+  big.mutable_resource()->PackFrom(route);
+  expect_nack(big, "big",
+              absl::StrCat("RouteConfiguration resource [0]: is ", route.ByteSizeLong(),
+                           " bytes encoded; the limit is 1048576 bytes per resource"));
+  EXPECT_EQ(listener_.update_count(), 0u);
+
+  DeltaDiscoveryResponse good = DeltaResponse(kRds, "good");
+  *good.add_resources() = Wrapped("prod", "v2");
+  ASSERT_TRUE(fake_.Send(good));
+  std::optional<DeltaDiscoveryRequest> ack = fake_.DeltaRequest(next_request++);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->response_nonce(), "good");
+  EXPECT_FALSE(ack->has_error_detail());
+  ASSERT_TRUE(listener_.WaitFor(HasVariant("r", "v2")).has_value());
+
+  client_->Subscribe({kRds, "r2", kProd});
+  std::optional<DeltaDiscoveryRequest> subscribe = fake_.DeltaRequest(next_request++);
+  ASSERT_TRUE(subscribe.has_value());
+  ASSERT_EQ(subscribe->resource_locators_subscribe_size(), 1);
+  EXPECT_EQ(subscribe->resource_locators_subscribe(0).name(), "r2");
+  EXPECT_EQ(fake_.streams(), 1u);
+  EXPECT_EQ(client_->stats().nacks_sent, 6);
+}
+
+TEST_F(FakeUpstreamTest, SotwUnparsableResponseIsNackedWithTheAcceptedVersion) {
+  StartClient(UpstreamClient::Protocol::kSotw);
+  client_->Subscribe({kRds, "r", kProd});
+  ASSERT_TRUE(fake_.SotwRequest(0).has_value());
+  DiscoveryResponse good;
+  good.set_type_url(kRds);
+  good.set_version_info("7");
+  good.set_nonce("a");
+  good.add_resources()->PackFrom(Wrapped("prod", ""));
+  ASSERT_TRUE(fake_.Send(good));
+  ASSERT_TRUE(fake_.SotwRequest(1).has_value());
+
+  DiscoveryResponse bad = good;
+  bad.set_version_info("8\xff");
+  bad.set_nonce("b");
+  ASSERT_TRUE(fake_.Send(bad));
+  std::optional<DiscoveryRequest> nack = fake_.SotwRequest(2);
+  ASSERT_TRUE(nack.has_value());
+  EXPECT_EQ(nack->version_info(), "7");
+  EXPECT_EQ(nack->response_nonce(), "b");
+  ASSERT_TRUE(nack->has_error_detail());
+  EXPECT_THAT(nack->error_detail().message(),
+              HasSubstr("DiscoveryResponse does not parse: version_info: is not valid UTF-8"));
+
+  good.set_version_info("9");
+  good.set_nonce("c");
+  ASSERT_TRUE(fake_.Send(good));
+  std::optional<DiscoveryRequest> ack = fake_.SotwRequest(3);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->version_info(), "9");
+  EXPECT_FALSE(ack->has_error_detail());
+  ASSERT_TRUE(listener_.WaitFor(HasVariant("r", "9")).has_value());
 }
 
 TEST_F(FakeUpstreamTest, SotwAcksWithVersionAndNacksWithThePreviousOne) {
