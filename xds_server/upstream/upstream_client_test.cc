@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "test/fakes/fake_ads_service.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/common/status_matchers.h"
@@ -32,7 +33,6 @@ namespace facet::xds {
 namespace {
 
 using ::envoy::config::route::v3::RouteConfiguration;
-using ::envoy::service::discovery::v3::AggregatedDiscoveryService;
 using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
 using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
@@ -636,76 +636,6 @@ INSTANTIATE_TEST_SUITE_P(Protocols, UpstreamClientTest,
 
 // ---- A scripted upstream, for what Facet's server never sends -------------
 
-// Records every request and sends what the test scripts, on one stream at a
-// time. Thread-safe.
-class FakeAds final : public AggregatedDiscoveryService::Service {
- public:
-  grpc::Status StreamAggregatedResources(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<DiscoveryResponse, DiscoveryRequest>* stream) override {
-    return Serve(context, stream, &sotw_requests_, &sotw_stream_);
-  }
-  grpc::Status DeltaAggregatedResources(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<DeltaDiscoveryResponse, DeltaDiscoveryRequest>* stream) override {
-    return Serve(context, stream, &delta_requests_, &delta_stream_);
-  }
-
-  bool Send(const DeltaDiscoveryResponse& response) {
-    absl::MutexLock lock(&mu_);
-    return delta_stream_ != nullptr && delta_stream_->Write(response);
-  }
-  bool Send(const DiscoveryResponse& response) {
-    absl::MutexLock lock(&mu_);
-    return sotw_stream_ != nullptr && sotw_stream_->Write(response);
-  }
-
-  // Waits for the n-th request (0-based) of the protocol.
-  std::optional<DeltaDiscoveryRequest> DeltaRequest(size_t n) { return Nth(&delta_requests_, n); }
-  std::optional<DiscoveryRequest> SotwRequest(size_t n) { return Nth(&sotw_requests_, n); }
-  size_t streams() {
-    absl::MutexLock lock(&mu_);
-    return streams_;
-  }
-
- private:
-  template <typename Response, typename Request>
-  grpc::Status Serve(grpc::ServerContext* context,
-                     grpc::ServerReaderWriter<Response, Request>* stream,
-                     std::vector<Request>* requests,
-                     grpc::ServerReaderWriter<Response, Request>** current) {
-    {
-      absl::MutexLock lock(&mu_);
-      ++streams_;
-      *current = stream;
-    }
-    Request request;
-    while (stream->Read(&request)) {
-      absl::MutexLock lock(&mu_);
-      requests->push_back(request);
-    }
-    absl::MutexLock lock(&mu_);
-    if (*current == stream) *current = nullptr;
-    return grpc::Status::OK;
-  }
-  template <typename Request>
-  std::optional<Request> Nth(const std::vector<Request>* requests, size_t n) {
-    absl::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests->size() > n; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&ready), kWait)) return std::nullopt;
-    return (*requests)[n];
-  }
-
-  absl::Mutex mu_;
-  size_t streams_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<DeltaDiscoveryRequest> delta_requests_ ABSL_GUARDED_BY(mu_);
-  std::vector<DiscoveryRequest> sotw_requests_ ABSL_GUARDED_BY(mu_);
-  grpc::ServerReaderWriter<DeltaDiscoveryResponse, DeltaDiscoveryRequest>* delta_stream_
-      ABSL_GUARDED_BY(mu_) = nullptr;
-  grpc::ServerReaderWriter<DiscoveryResponse, DiscoveryRequest>* sotw_stream_ ABSL_GUARDED_BY(mu_) =
-      nullptr;
-};
-
 class FakeUpstreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -761,7 +691,7 @@ class FakeUpstreamTest : public ::testing::Test {
     return resource;
   }
 
-  FakeAds fake_;
+  facet::testing::FakeAdsService fake_{kWait};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Duration failover_timeout_ = absl::Seconds(5);
