@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "xds_server/common/status_macros.h"
+#include "xds_server/names/names.h"
 
 namespace facet::xds {
 
@@ -94,11 +95,16 @@ class Compiler {
   }
 
  private:
-  absl::Status CheckLength(const std::string& s, const std::string& path) const {
+  // Checks a key or value: served in every variant's constraints (and so
+  // parsed by every client), it is valid UTF-8 without control characters.
+  absl::Status CheckText(const std::string& s, const std::string& path) const {
     if (s.size() > limits_.max_string_length) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": length ", s.size(), " exceeds ",
                                                      limits_.max_string_length,
                                                      " (limit max_string_length)"));
+    }
+    if (std::string problem = NameTextProblem(s); !problem.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", problem));
     }
     return absl::OkStatus();
   }
@@ -108,11 +114,11 @@ class Compiler {
     if (single.key().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(key_path, ": must not be empty"));
     }
-    RETURN_IF_ERROR(CheckLength(single.key(), key_path));
+    RETURN_IF_ERROR(CheckText(single.key(), key_path));
     leaf_keys_[index] = single.key();
     switch (single.constraint_type_case()) {
       case SingleConstraint::kValue:
-        RETURN_IF_ERROR(CheckLength(single.value(), Field(path, "value")));
+        RETURN_IF_ERROR(CheckText(single.value(), Field(path, "value")));
         nodes_[index].kind = Kind::kValue;
         nodes_[index].value = single.value();
         return absl::OkStatus();

@@ -351,6 +351,33 @@ TEST(ConstraintCompileTest, RejectsValueLongerThanMaxStringLength) {
                HasSubstr("constraint.value: length 5 exceeds 4 (limit max_string_length)")));
 }
 
+TEST(ConstraintCompileTest, RejectsKeysAndValuesThatAreNotUtf8OrHoldControlCharacters) {
+  auto compile = [](const std::string& key, const std::string& value) {
+    DynamicParameterConstraints proto;
+    auto* one = proto.mutable_and_constraints()->add_constraints()->mutable_constraint();
+    one->set_key("env");
+    one->set_value("prod");
+    auto* two = proto.mutable_and_constraints()->add_constraints()->mutable_constraint();
+    two->set_key(key);
+    two->set_value(value);
+    return Constraint::Compile(proto).status();
+  };
+  EXPECT_THAT(compile("zone", "z\xc3\xa9"), IsOk());  // "zé"
+  EXPECT_THAT(compile("zone", "a\xff"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "and_constraints.constraints[1].constraint.value: is not valid UTF-8 (at "
+                       "byte 1)"));
+  EXPECT_THAT(compile("zo\xc0\x80ne", "a"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("constraint.key: is not valid UTF-8 (at byte 2)")));
+  for (const std::string& control :
+       std::vector<std::string>{"\n", std::string(1, '\0'), "\x7f", "\xc2\x85"}) {
+    EXPECT_THAT(compile("zone", "a" + control),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("constraint.value: contains control characters (at byte 1)")));
+  }
+}
+
 TEST(ConstraintCompileTest, AcceptsDepthAtLimitAndRejectsDeeper) {
   ConstraintLimits limits;
   limits.max_depth = 4;

@@ -16,6 +16,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "xds_server/common/did_you_mean.h"
+#include "xds_server/names/names.h"
 #include "xds_server/json/yaml_json.h"
 
 namespace facet::json {
@@ -190,6 +191,11 @@ class Checker {
         if (kind != ScalarKind::kString) {
           return Error(path, absl::StrCat("expected a string, found ", DescribeNode(node),
                                           "; quote it to make it a string"));
+        }
+        // protobuf's JSON parser refuses it too, but quoting the bytes.
+        if (const size_t at = xds::InvalidUtf8Offset(text);
+            field.type() == FieldDescriptor::TYPE_STRING && at < text.size()) {
+          return Error(path, absl::StrCat("is not valid UTF-8 (at byte ", at, ")"));
         }
         if (field.type() == FieldDescriptor::TYPE_BYTES) {
           std::string decoded;

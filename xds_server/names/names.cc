@@ -160,9 +160,27 @@ absl::Status ParseContextParams(absl::string_view name, absl::string_view raw_qu
   return absl::OkStatus();
 }
 
-// Returns the length of the UTF-8 sequence at the start of `text`, or 0 if
-// it is not a valid one (overlong forms, surrogates and code points above
-// U+10FFFF are invalid, as in RFC 3629).
+// True for a fully-qualified protobuf message name: dot-separated
+// identifiers, at least two of them.
+bool IsProtoFullName(absl::string_view type) {
+  if (type.find('.') == absl::string_view::npos) return false;
+  for (absl::string_view part : absl::StrSplit(type, '.')) {
+    if (part.empty() || absl::ascii_isdigit(static_cast<unsigned char>(part[0]))) return false;
+    for (char c : part) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    }
+  }
+  return true;
+}
+
+absl::Status InvalidBuildField(absl::string_view field, absl::string_view value,
+                               absl::string_view reason) {
+  return absl::InvalidArgumentError(absl::StrCat("cannot build an xdstp:// resource name: ", field,
+                                                 " ", Quote(value), " ", reason));
+}
+
+}  // namespace
+
 std::size_t Utf8SequenceLength(absl::string_view text) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(text[i]); };
   const unsigned char first = byte(0);
@@ -189,8 +207,6 @@ std::size_t Utf8SequenceLength(absl::string_view text) {
   return length;
 }
 
-// Returns why `text` cannot be (part of) a resource name, or "" if it can:
-// it must be valid UTF-8 without control characters (C0, DEL or C1).
 std::string NameTextProblem(absl::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     const std::size_t length = Utf8SequenceLength(text.substr(i));
@@ -205,26 +221,14 @@ std::string NameTextProblem(absl::string_view text) {
   return "";
 }
 
-// True for a fully-qualified protobuf message name: dot-separated
-// identifiers, at least two of them.
-bool IsProtoFullName(absl::string_view type) {
-  if (type.find('.') == absl::string_view::npos) return false;
-  for (absl::string_view part : absl::StrSplit(type, '.')) {
-    if (part.empty() || absl::ascii_isdigit(static_cast<unsigned char>(part[0]))) return false;
-    for (char c : part) {
-      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
-    }
+std::size_t InvalidUtf8Offset(absl::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t length = Utf8SequenceLength(text.substr(i));
+    if (length == 0) return i;
+    i += length;
   }
-  return true;
+  return text.size();
 }
-
-absl::Status InvalidBuildField(absl::string_view field, absl::string_view value,
-                               absl::string_view reason) {
-  return absl::InvalidArgumentError(absl::StrCat("cannot build an xdstp:// resource name: ", field,
-                                                 " ", Quote(value), " ", reason));
-}
-
-}  // namespace
 
 std::string XdstpName::ToString() const {
   std::size_t size =

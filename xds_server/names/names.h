@@ -111,6 +111,20 @@ absl::StatusOr<std::string> BuildXdstpName(
 // C1), or an xdstp name that ParseXdstpName rejects.
 absl::StatusOr<std::string> NormalizeResourceName(absl::string_view name);
 
+// Returns the length of the UTF-8 sequence at the start of `text` (not
+// empty), or 0 if it is not a valid one (overlong forms, surrogates and code
+// points above U+10FFFF are invalid, as in RFC 3629).
+std::size_t Utf8SequenceLength(absl::string_view text);
+
+// Returns the offset of the first byte of `text` that does not begin a valid
+// UTF-8 sequence, or text.size() when all of `text` is valid UTF-8.
+std::size_t InvalidUtf8Offset(absl::string_view text);
+
+// Returns why `text` cannot be (part of) a resource name, a constraint key or
+// a constraint value Facet serves, or "" if it can: it must be valid UTF-8
+// without control characters (C0, DEL or C1). The reason names the byte.
+std::string NameTextProblem(absl::string_view text);
+
 }  // namespace facet::xds
 
 #endif  // FACET_XDS_SERVER_NAMES_NAMES_H_

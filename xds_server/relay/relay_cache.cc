@@ -28,6 +28,14 @@ std::optional<std::set<std::string>> KeysOf(
 
 }  // namespace
 
+bool RelayCache::Removes(const Sub& sub, const UpstreamRemoval& removal) {
+  // The variant the sub holds is withdrawn, or upstream says none exists for
+  // its parameters.
+  const bool withdrawn = sub.variant != nullptr &&
+                         SameConstraints(sub.variant->constraints, removal.constraints.proto());
+  return withdrawn || SameConstraints(removal.constraints, ExactConstraints(sub.params));
+}
+
 RelayCache::RelayCache(Options options)
     : options_(std::move(options)), current_(Snapshot::EmptyPartial()) {}
 
@@ -188,8 +196,46 @@ absl::Status RelayCache::Apply(int upstream, const UpstreamUpdate& update, absl:
       if (key.first == type && entry.upstream == upstream) variants.try_emplace(&entry);
     }
   }
-  // Check before changing anything: two variants of one response matching
-  // one subscription break TP2 (constraints must be mutually exclusive).
+  // Check before changing anything. The bounds of a manifest's resource
+  // (validation.md#limits): the variants of one name in the response, and
+  // the distinct keys across them and the variants the response leaves held.
+  auto removed = [&](Entry* entry, const Sub& sub) {
+    auto it = removals.find(entry);
+    if (it == removals.end()) return false;
+    for (const UpstreamRemoval* removal : it->second) {
+      if (Removes(sub, *removal)) return true;
+    }
+    return false;
+  };
+  for (const auto& [entry, list] : variants) {
+    if (list.size() > static_cast<size_t>(options_.limits.max_variants_per_resource)) {
+      ++updates_rejected_;
+      return absl::InvalidArgumentError(absl::StrCat(
+          update.type_url, " ", entry->name, ": the response carries ", list.size(),
+          " variants; the limit is ", options_.limits.max_variants_per_resource, " per resource"));
+    }
+    std::set<std::string> keys;
+    for (const UpstreamVariant* variant : list) {
+      keys.insert(variant->constraints.keys().begin(), variant->constraints.keys().end());
+    }
+    for (const auto& [key, sub] : entry->subs) {
+      if (sub.variant == nullptr || update.full_state || removed(entry, sub)) continue;
+      const bool replaced = std::any_of(list.begin(), list.end(), [&](const UpstreamVariant* v) {
+        return v->constraints.Matches(sub.params);
+      });
+      if (!replaced) {
+        keys.insert(sub.variant->constraints.keys().begin(), sub.variant->constraints.keys().end());
+      }
+    }
+    if (keys.size() > static_cast<size_t>(options_.limits.max_keys_per_resource)) {
+      ++updates_rejected_;
+      return absl::InvalidArgumentError(absl::StrCat(
+          update.type_url, " ", entry->name, ": the variants constrain ", keys.size(),
+          " distinct keys; the limit is ", options_.limits.max_keys_per_resource, " per resource"));
+    }
+  }
+  // Two variants of one response matching one subscription break TP2
+  // (constraints must be mutually exclusive).
   for (const auto& [entry, list] : variants) {
     for (const auto& [key, sub] : entry->subs) {
       const UpstreamVariant* first = nullptr;
@@ -212,11 +258,7 @@ absl::Status RelayCache::Apply(int upstream, const UpstreamUpdate& update, absl:
     touched.insert(Key{entry->type, entry->name});
     for (auto& [key, sub] : entry->subs) {
       for (const UpstreamRemoval* removal : list) {
-        const bool withdrawn =
-            sub.variant != nullptr &&
-            SameConstraints(sub.variant->constraints, removal->constraints.proto());
-        const bool absent = SameConstraints(removal->constraints, ExactConstraints(sub.params));
-        if (withdrawn || absent) {
+        if (Removes(sub, *removal)) {
           sub.variant = nullptr;
           sub.resolved = true;
         }

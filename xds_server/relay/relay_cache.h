@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "xds_server/ads/stream_state.h"
+#include "xds_server/constraints/constraints.h"
 #include "xds_server/snapshot/snapshot.h"
 #include "xds_server/upstream/upstream_client.h"
 
@@ -52,6 +53,9 @@ class RelayCache {
     std::function<int(const std::string& name)> route;
     // How long an upstream subscription no downstream stream needs is kept.
     absl::Duration linger = absl::Seconds(10);
+    // The bounds a manifest's resource has (max_variants_per_resource,
+    // max_keys_per_resource), applied to what upstream sends.
+    ConstraintLimits limits;
   };
 
   explicit RelayCache(Options options);
@@ -63,8 +67,12 @@ class RelayCache {
                               std::shared_ptr<const Snapshot>* snapshot);
 
   // Applies one upstream response from `upstream` as one transaction. An
-  // error (a variant set that breaks TP2 for a subscription) rejects the
-  // whole response and changes nothing. Otherwise returns the upstream
+  // error (a variant set that breaks TP2 for a subscription; more variants
+  // of one name than limits.max_variants_per_resource in the response, or
+  // more distinct keys than limits.max_keys_per_resource across the variants
+  // the response carries and those of the resource it leaves held) is
+  // InvalidArgument naming the type, name and bound, rejects the whole
+  // response and changes nothing. Otherwise returns the upstream
   // subscriptions to start or end (key sets learned or changed) and the
   // snapshot to publish when the served view changed.
   absl::Status Apply(int upstream, const UpstreamUpdate& update, absl::Time now,
@@ -118,6 +126,8 @@ class RelayCache {
   };
   using Key = std::pair<const ResourceType*, std::string>;
 
+  // Returns whether `removal` takes away what `sub` holds.
+  static bool Removes(const Sub& sub, const UpstreamRemoval& removal);
   Entry& EntryFor(const ResourceType& type, const std::string& name);
   // Points the demands of `entry` (every one when `all`, else those
   // waiting for a probe) at their subs under the current keys, creating (and

@@ -155,6 +155,73 @@ TEST_F(RelayCacheTest, RejectsAResponseWhoseVariantsOverlapForOneSubscription) {
   EXPECT_EQ(cache_.stats().updates_rejected, 1);
 }
 
+// The bound a manifest's resource has on its variants
+// (ConstraintLimits::max_variants_per_resource), on what one upstream
+// response carries for a name.
+TEST_F(RelayCacheTest, RejectsAResponseWithMoreVariantsOfANameThanAManifestMayHave) {
+  const int limit = ConstraintLimits().max_variants_per_resource;
+  std::shared_ptr<const Snapshot> snapshot;
+  cache_.OnDemand({Demand("r", {{"env", "v0"}})}, kT0, &snapshot);
+  UpstreamUpdate update{kRds, {}, {}, false, 0};
+  for (int i = 0; i <= limit; ++i) {
+    update.variants.push_back(Upstream("r", absl::StrCat("{env: v", i, "}"), absl::StrCat(i)));
+  }
+  std::vector<Fetch> fetches;
+  absl::Status status = cache_.Apply(0, update, kT0, &fetches, &snapshot);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(status.message()),
+      ::testing::HasSubstr(absl::StrCat(kRds, " r: the response carries ", limit + 1,
+                                        " variants; the limit is ", limit, " per resource")));
+  EXPECT_EQ(Served(cache_.current(), "r", {{"env", "v0"}}), "?");
+  EXPECT_EQ(cache_.stats().updates_rejected, 1);
+
+  update.variants.pop_back();
+  ASSERT_THAT(cache_.Apply(0, update, kT0, &fetches, &snapshot), IsOk());
+  EXPECT_EQ(Served(cache_.current(), "r", {{"env", "v0"}}), "0");
+}
+
+// The bound a manifest's resource has on the keys its variants constrain
+// (ConstraintLimits::max_keys_per_resource): counted over the variants a
+// response carries and those it leaves held.
+TEST_F(RelayCacheTest, RejectsAResponseThatTakesANameOverTheKeyLimit) {
+  const int limit = ConstraintLimits().max_keys_per_resource;
+  // `{k<first>: x, ..., k<last>: x}`.
+  auto over = [](int first, int last) {
+    std::string match = "{";
+    for (int k = first; k <= last; ++k) {
+      absl::StrAppend(&match, k > first ? ", " : "", "k", k, ": x");
+    }
+    return match + "}";
+  };
+  ParameterSet params;
+  for (int k = 0; k <= limit; ++k) params[absl::StrCat("k", k)] = "x";
+  std::shared_ptr<const Snapshot> snapshot;
+  cache_.OnDemand({Demand("r", params)}, kT0, &snapshot);
+  std::vector<Fetch> fetches;
+  const std::string too_many =
+      absl::StrCat(kRds, " r: the variants constrain ", limit + 1, " distinct keys; the limit is ",
+                   limit, " per resource");
+
+  UpstreamUpdate all{kRds, {Upstream("r", over(0, limit), "all")}, {}, false, 0};
+  absl::Status status = cache_.Apply(0, all, kT0, &fetches, &snapshot);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(too_many));
+  EXPECT_EQ(Served(cache_.current(), "r", params), "?");
+
+  UpstreamUpdate some{kRds, {Upstream("r", over(0, 19), "some")}, {}, false, 0};
+  ASSERT_THAT(cache_.Apply(0, some, kT0, &fetches, &snapshot), IsOk());
+  EXPECT_EQ(Served(cache_.current(), "r", params), "some");
+
+  // With the 20 keys held, 13 more make 33.
+  UpstreamUpdate rest{kRds, {Upstream("r", over(20, limit), "rest")}, {}, false, 0};
+  status = cache_.Apply(0, rest, kT0, &fetches, &snapshot);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(too_many));
+  EXPECT_EQ(Served(cache_.current(), "r", params), "some");
+  EXPECT_EQ(cache_.stats().updates_rejected, 2);
+}
+
 TEST_F(RelayCacheTest, NamesNoUpstreamServesDoNotExist) {
   RelayCache cache(RelayCache::Options{[](const std::string& name) {
                                          return name.rfind("xdstp://known/", 0) == 0 ? 0 : -1;

@@ -18,6 +18,7 @@
 #include "xds_server/common/did_you_mean.h"
 #include "xds_server/constraints/variant_set.h"
 #include "xds_server/names/names.h"
+#include "xds_server/resources/wire_check.h"
 
 namespace facet::xds::internal {
 namespace {
@@ -386,6 +387,12 @@ class ObjectValidatorImpl {
     if (!ok) return nullptr;
     variant->references = *std::move(references);
     variant->serialized = DeterministicBytes(**message);
+    // What every client parses: the bounds hold for the encoded form too,
+    // and strings are UTF-8 (a relay or client refuses the response otherwise).
+    if (std::optional<EncodedProblem> problem = CheckEncodedResource(type, variant->serialized)) {
+      AddError(findings, "InvalidResource", written(problem->field), problem->reason);
+      return nullptr;
+    }
     variant->version = ContentDigest(absl::StrCat(
         type.type_url(), "\n", served_name, "\n",
         DeterministicBytes(variant->constraints.proto()), "\n", variant->serialized));

@@ -4,10 +4,13 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/random/random.h"
@@ -15,10 +18,14 @@
 #include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
+#include "google/protobuf/unknown_field_set.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/common/log_text.h"
+#include "xds_server/names/names.h"
 #include "xds_server/resources/resource_type.h"
+#include "xds_server/resources/wire_check.h"
 
 namespace facet::xds {
 namespace {
@@ -67,8 +74,11 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
   Resource unwrapped;
   if (wrapper == nullptr && any.type_url() == kResourceWrapperTypeUrl) {
     if (!unwrapped.ParseFromString(any.value())) {
+      std::optional<EncodedProblem> problem =
+          CheckEncodedMessage(*Resource::descriptor(), any.value());
       return absl::InvalidArgumentError(
-          absl::StrCat(where, ": the Resource wrapper does not parse"));
+          absl::StrCat(where, ": the Resource wrapper does not parse",
+                       problem.has_value() ? absl::StrCat(" (", problem->ToString(), ")") : ""));
     }
     wrapper = &unwrapped;
   }
@@ -79,6 +89,11 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
   if (inner.type_url() != type.type_url()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": type ", SafeForLog(inner.type_url()),
                                                    " is not the response's ", type.type_url()));
+  }
+  // The bounds of a manifest's resource, and what every downstream client's
+  // parser requires (UTF-8 strings), before the bytes are relayed.
+  if (std::optional<EncodedProblem> problem = CheckEncodedResource(type, inner.value())) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", problem->ToString()));
   }
   std::unique_ptr<google::protobuf::Message> message = type.New();
   if (!message->ParseFromString(inner.value())) {
@@ -110,6 +125,46 @@ absl::Status DecodeResource(const ResourceType& type, const google::protobuf::An
   variant.serialized = inner.value();
   update->variants.push_back(std::move(variant));
   return absl::OkStatus();
+}
+
+// Parses `buffer`, a response as read from the wire, into `response`. One
+// that does not parse (a string field that is not UTF-8, malformed bytes) is
+// not the end of the stream: `response` then holds only the type URL and
+// nonce it carries, so that it can be NACKed, and the error names the field
+// at fault. Sets `*answerable` to whether that type URL and nonce could be
+// read (protobuf reads each as valid UTF-8 or not at all).
+template <typename Response>
+absl::Status ParseResponse(const grpc::ByteBuffer& buffer, Response* response, bool* answerable) {
+  *answerable = true;
+  std::vector<grpc::Slice> slices;
+  std::string bytes;
+  if (buffer.Dump(&slices).ok()) {
+    bytes.reserve(buffer.Length());
+    for (const grpc::Slice& slice : slices) {
+      bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+    }
+  }
+  if (response->ParseFromString(bytes)) return absl::OkStatus();
+  response->Clear();
+  google::protobuf::UnknownFieldSet fields;
+  *answerable = fields.ParseFromString(bytes);
+  for (int i = 0; *answerable && i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& field = fields.field(i);
+    const bool type_url = field.number() == Response::kTypeUrlFieldNumber;
+    if (!type_url && field.number() != Response::kNonceFieldNumber) continue;
+    if (field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+        InvalidUtf8Offset(field.length_delimited()) != field.length_delimited().size()) {
+      *answerable = false;
+    } else if (type_url) {
+      response->set_type_url(field.length_delimited());
+    } else {
+      response->set_nonce(field.length_delimited());
+    }
+  }
+  std::optional<EncodedProblem> problem = CheckEncodedMessage(*Response::descriptor(), bytes);
+  return absl::InvalidArgumentError(
+      absl::StrCat(Response::descriptor()->name(), " does not parse",
+                   problem.has_value() ? absl::StrCat(": ", problem->ToString()) : ""));
 }
 
 // Returns the served type a response's type URL names exactly.
@@ -185,9 +240,10 @@ class UpstreamClient::Core {
   UpstreamClientStats stats() const;
   const std::vector<UpstreamServer>& servers() const { return servers_; }
 
-  // What the stream reactors call. `id` names the stream.
+  // What the stream reactors call. `id` names the stream; `buffer` is a
+  // Response as read from the wire.
   template <typename Response>
-  void OnResponse(uint64_t id, const Response& response);
+  void OnResponse(uint64_t id, const grpc::ByteBuffer& buffer);
   // Fills the next request of stream `id`, if one is due and no write is in
   // flight; marks the write in flight.
   template <typename Request>
@@ -206,7 +262,7 @@ class UpstreamClient::Core {
   class Stream {
    public:
     virtual ~Stream() = default;
-    virtual void Begin(AggregatedDiscoveryService::Stub& stub) = 0;
+    virtual void Begin(const std::shared_ptr<grpc::Channel>& channel) = 0;
     virtual void Cancel() = 0;
     virtual void Pump() = 0;
   };
@@ -236,14 +292,15 @@ class UpstreamClient::Core {
   std::shared_ptr<Stream> StartStreamLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts the call and its first writes; without the lock, and drops
   // `stream` (possibly the last reference) without it too.
-  void Open(std::shared_ptr<Stream> stream, AggregatedDiscoveryService::Stub& stub)
+  void Open(std::shared_ptr<Stream> stream, std::shared_ptr<grpc::Channel> channel)
       ABSL_LOCKS_EXCLUDED(mu_);
   // Records the end of the current stream and schedules the next one.
   void EndStreamLocked(bool got_response, bool timed_out, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Duration NextBackoffLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Returns the channel's stub, or null when its credentials are unsupported.
-  AggregatedDiscoveryService::Stub* StubLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns server `index`'s channel, or null when its credentials are
+  // unsupported.
+  std::shared_ptr<grpc::Channel> ChannelLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Pops the next ACK/NACK of a type.
   static Ack PopAck(TypeStream& ts);
   bool FillLocked(DeltaDiscoveryRequest* request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -266,7 +323,6 @@ class UpstreamClient::Core {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, std::set<Locator>> subscriptions_ ABSL_GUARDED_BY(mu_);
   std::vector<std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::unique_ptr<AggregatedDiscoveryService::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
   // The open stream (one at a time) and its state.
   std::shared_ptr<Stream> stream_ ABSL_GUARDED_BY(mu_);
   int live_reactors_ ABSL_GUARDED_BY(mu_) = 0;
@@ -293,8 +349,9 @@ class UpstreamClient::Core {
 };
 
 template <typename Request, typename Response>
-class UpstreamClient::Core::Reactor final : public grpc::ClientBidiReactor<Request, Response>,
-                                            public Core::Stream {
+class UpstreamClient::Core::Reactor final
+    : public grpc::ClientBidiReactor<Request, grpc::ByteBuffer>,
+      public Core::Stream {
  public:
   Reactor(Core* core, uint64_t id) : count_{core}, id_(id) {
     // gRPC runs the reactions on its threads after this constructor (run on
@@ -303,12 +360,16 @@ class UpstreamClient::Core::Reactor final : public grpc::ClientBidiReactor<Reque
     core_.store(core, std::memory_order_release);
   }
 
-  void Begin(AggregatedDiscoveryService::Stub& stub) override {
-    if constexpr (std::is_same_v<Request, DeltaDiscoveryRequest>) {
-      stub.async()->DeltaAggregatedResources(&context_, this);
-    } else {
-      stub.async()->StreamAggregatedResources(&context_, this);
-    }
+  void Begin(const std::shared_ptr<grpc::Channel>& channel) override {
+    // Responses are read as bytes and parsed by the core: one that does not
+    // parse as a generated message would end the reads (gRPC reports it as
+    // the end of the stream, with the call still open) and leave it unanswered.
+    static const std::string* const kMethod = new std::string(
+        absl::StrCat("/", AggregatedDiscoveryService::service_full_name(), "/",
+                     std::is_same_v<Request, DeltaDiscoveryRequest> ? "DeltaAggregatedResources"
+                                                                    : "StreamAggregatedResources"));
+    grpc::TemplatedGenericStub<Request, grpc::ByteBuffer> stub(channel);
+    stub.PrepareBidiStreamingCall(&context_, *kMethod, grpc::StubOptions(), this);
     // Held until reads have ended and no write is in flight, so that writes
     // started from other threads never race OnDone.
     this->AddHold();
@@ -328,7 +389,7 @@ class UpstreamClient::Core::Reactor final : public grpc::ClientBidiReactor<Reque
       if (core()->OnReadsEnded(id_)) this->RemoveHold();
       return;
     }
-    core()->OnResponse(id_, response_);
+    core()->template OnResponse<Response>(id_, response_);
     response_.Clear();
     this->StartRead(&response_);
   }
@@ -358,8 +419,8 @@ class UpstreamClient::Core::Reactor final : public grpc::ClientBidiReactor<Reque
   std::atomic<Core*> core_{nullptr};  // Stored last by the constructor.
   const uint64_t id_;
   grpc::ClientContext context_;
-  Request request_;    // The write in flight.
-  Response response_;  // The read in flight.
+  Request request_;            // The write in flight.
+  grpc::ByteBuffer response_;  // The read in flight, a Response.
 };
 
 UpstreamClient::Core::Core(std::vector<UpstreamServer> servers, Options options, Listener& listener)
@@ -368,7 +429,6 @@ UpstreamClient::Core::Core(std::vector<UpstreamServer> servers, Options options,
       listener_(listener),
       node_(options_.node),
       channels_(servers_.size()),
-      stubs_(servers_.size()),
       backoff_(options_.initial_backoff) {
   if (servers_.empty()) spdlog::error("upstream client has no servers: nothing will connect");
   const auto& features = node_.client_features();
@@ -401,8 +461,8 @@ void UpstreamClient::Core::Shutdown() {
 }
 
 void UpstreamClient::Core::Open(std::shared_ptr<Stream> stream,
-                                AggregatedDiscoveryService::Stub& stub) {
-  stream->Begin(stub);
+                                std::shared_ptr<grpc::Channel> channel) {
+  stream->Begin(channel);
   {
     absl::MutexLock lock(&mu_);
     if (stream_ == stream) started_ = true;
@@ -420,9 +480,9 @@ void UpstreamClient::Core::RunTimers() {
       next_start_ = absl::InfiniteFuture();
       std::shared_ptr<Stream> stream = StartStreamLocked();
       if (stream == nullptr) continue;
-      AggregatedDiscoveryService::Stub* stub = stubs_[server_].get();
+      std::shared_ptr<grpc::Channel> channel = channels_[server_];
       mu_.Unlock();
-      Open(std::move(stream), *stub);
+      Open(std::move(stream), std::move(channel));
       mu_.Lock();
       continue;
     }
@@ -444,8 +504,8 @@ void UpstreamClient::Core::RunTimers() {
   }
 }
 
-AggregatedDiscoveryService::Stub* UpstreamClient::Core::StubLocked(int index) {
-  if (stubs_[index] != nullptr) return stubs_[index].get();
+std::shared_ptr<grpc::Channel> UpstreamClient::Core::ChannelLocked(int index) {
+  if (channels_[index] != nullptr) return channels_[index];
   const UpstreamServer& server = servers_[index];
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (server.channel_creds == "insecure") {
@@ -482,14 +542,13 @@ AggregatedDiscoveryService::Stub* UpstreamClient::Core::StubLocked(int index) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
               static_cast<int>(absl::ToInt64Milliseconds(options_.max_backoff)));
   channels_[index] = grpc::CreateCustomChannel(server.server_uri, credentials, args);
-  stubs_[index] = AggregatedDiscoveryService::NewStub(channels_[index]);
-  return stubs_[index].get();
+  return channels_[index];
 }
 
 std::shared_ptr<UpstreamClient::Core::Stream> UpstreamClient::Core::StartStreamLocked() {
   ++stats_.streams_started;
   if (stats_.streams_started > 1) ++stats_.reconnects;
-  if (StubLocked(server_) == nullptr) {
+  if (ChannelLocked(server_) == nullptr) {
     spdlog::error("upstream {}: unsupported channel_creds \"{}\" (insecure or tls)",
                   servers_[server_].server_uri, servers_[server_].channel_creds);
     EndStreamLocked(/*got_response=*/false, /*timed_out=*/false,
@@ -579,9 +638,12 @@ void UpstreamClient::Core::OnStreamDone(uint64_t id, const grpc::Status& status)
 }
 
 template <typename Response>
-void UpstreamClient::Core::OnResponse(uint64_t id, const Response& response) {
+void UpstreamClient::Core::OnResponse(uint64_t id, const grpc::ByteBuffer& buffer) {
+  Response response;
+  bool answerable = true;
+  absl::Status result = ParseResponse(buffer, &response, &answerable);
   UpstreamUpdate update;
-  absl::Status result = Decode(response, &update);
+  if (result.ok()) result = Decode(response, &update);
   bool first = false;
   {
     absl::MutexLock lock(&mu_);
@@ -594,9 +656,12 @@ void UpstreamClient::Core::OnResponse(uint64_t id, const Response& response) {
     update.server_index = server_;
     if (stopping_) return;
   }
-  if (response.type_url().empty()) {
-    spdlog::warn("upstream {}: ignoring a response without type_url",
-                 servers_[update.server_index].server_uri);
+  if (response.type_url().empty() || !answerable) {
+    // Nothing to NACK it with; the stream goes on.
+    spdlog::warn(
+        "upstream {}: ignoring a response without a readable type_url and nonce{}",
+        servers_[update.server_index].server_uri,
+        result.ok() ? "" : absl::StrCat(": ", SafeForLog(result.message(), kMaxLoggedStatusBytes)));
     return;
   }
   {

@@ -20,10 +20,12 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "test/fakes/fake_ads_service.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/resources/resource_type.h"
+#include "xds_server/resources/wire_check.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/test_objects.h"
 
@@ -31,7 +33,6 @@ namespace facet::xds {
 namespace {
 
 using ::envoy::config::route::v3::RouteConfiguration;
-using ::envoy::service::discovery::v3::AggregatedDiscoveryService;
 using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
 using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
 using ::envoy::service::discovery::v3::DiscoveryRequest;
@@ -635,76 +636,6 @@ INSTANTIATE_TEST_SUITE_P(Protocols, UpstreamClientTest,
 
 // ---- A scripted upstream, for what Facet's server never sends -------------
 
-// Records every request and sends what the test scripts, on one stream at a
-// time. Thread-safe.
-class FakeAds final : public AggregatedDiscoveryService::Service {
- public:
-  grpc::Status StreamAggregatedResources(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<DiscoveryResponse, DiscoveryRequest>* stream) override {
-    return Serve(context, stream, &sotw_requests_, &sotw_stream_);
-  }
-  grpc::Status DeltaAggregatedResources(
-      grpc::ServerContext* context,
-      grpc::ServerReaderWriter<DeltaDiscoveryResponse, DeltaDiscoveryRequest>* stream) override {
-    return Serve(context, stream, &delta_requests_, &delta_stream_);
-  }
-
-  bool Send(const DeltaDiscoveryResponse& response) {
-    absl::MutexLock lock(&mu_);
-    return delta_stream_ != nullptr && delta_stream_->Write(response);
-  }
-  bool Send(const DiscoveryResponse& response) {
-    absl::MutexLock lock(&mu_);
-    return sotw_stream_ != nullptr && sotw_stream_->Write(response);
-  }
-
-  // Waits for the n-th request (0-based) of the protocol.
-  std::optional<DeltaDiscoveryRequest> DeltaRequest(size_t n) { return Nth(&delta_requests_, n); }
-  std::optional<DiscoveryRequest> SotwRequest(size_t n) { return Nth(&sotw_requests_, n); }
-  size_t streams() {
-    absl::MutexLock lock(&mu_);
-    return streams_;
-  }
-
- private:
-  template <typename Response, typename Request>
-  grpc::Status Serve(grpc::ServerContext* context,
-                     grpc::ServerReaderWriter<Response, Request>* stream,
-                     std::vector<Request>* requests,
-                     grpc::ServerReaderWriter<Response, Request>** current) {
-    {
-      absl::MutexLock lock(&mu_);
-      ++streams_;
-      *current = stream;
-    }
-    Request request;
-    while (stream->Read(&request)) {
-      absl::MutexLock lock(&mu_);
-      requests->push_back(request);
-    }
-    absl::MutexLock lock(&mu_);
-    if (*current == stream) *current = nullptr;
-    return grpc::Status::OK;
-  }
-  template <typename Request>
-  std::optional<Request> Nth(const std::vector<Request>* requests, size_t n) {
-    absl::MutexLock lock(&mu_);
-    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return requests->size() > n; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&ready), kWait)) return std::nullopt;
-    return (*requests)[n];
-  }
-
-  absl::Mutex mu_;
-  size_t streams_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<DeltaDiscoveryRequest> delta_requests_ ABSL_GUARDED_BY(mu_);
-  std::vector<DiscoveryRequest> sotw_requests_ ABSL_GUARDED_BY(mu_);
-  grpc::ServerReaderWriter<DeltaDiscoveryResponse, DeltaDiscoveryRequest>* delta_stream_
-      ABSL_GUARDED_BY(mu_) = nullptr;
-  grpc::ServerReaderWriter<DiscoveryResponse, DiscoveryRequest>* sotw_stream_ ABSL_GUARDED_BY(mu_) =
-      nullptr;
-};
-
 class FakeUpstreamTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -760,7 +691,7 @@ class FakeUpstreamTest : public ::testing::Test {
     return resource;
   }
 
-  FakeAds fake_;
+  facet::testing::FakeAdsService fake_{kWait};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   absl::Duration failover_timeout_ = absl::Seconds(5);
@@ -880,6 +811,111 @@ TEST_F(FakeUpstreamTest, DeltaNacksUncompilableConstraintsWrongTypesAndBadBytes)
 
   EXPECT_EQ(listener_.update_count(), 0u);  // Nothing rejected reaches the listener.
   EXPECT_EQ(client_->stats().nacks_sent, 4);
+}
+
+// A hostile or broken upstream: each response below does not parse, or
+// carries a resource past the bounds. Each is NACKed naming the resource and
+// the reason, and the stream goes on: a later good response is applied and a
+// new subscription is sent.
+TEST_F(FakeUpstreamTest, UnparsableAndOversizedResponsesAreNackedAndTheStreamGoesOn) {
+  ASSERT_NO_FATAL_FAILURE(StartDeltaSubscribedToRoute());
+  size_t next_request = 1;
+  auto expect_nack = [&](Resource resource, const std::string& nonce, const std::string& detail) {
+    DeltaDiscoveryResponse response = DeltaResponse(kRds, nonce);
+    *response.add_resources() = std::move(resource);
+    ASSERT_TRUE(fake_.Send(response));  // protobuf logs the bad UTF-8, and sends it.
+    std::optional<DeltaDiscoveryRequest> nack = fake_.DeltaRequest(next_request++);
+    ASSERT_TRUE(nack.has_value()) << "no answer to " << nonce;
+    EXPECT_EQ(nack->response_nonce(), nonce);
+    ASSERT_TRUE(nack->has_error_detail()) << nonce;
+    EXPECT_THAT(nack->error_detail().message(), HasSubstr(detail)) << nonce;
+  };
+
+  Resource bad_name = Wrapped("prod", "v1");
+  bad_name.mutable_resource_name()->set_name("r\xff");
+  expect_nack(bad_name, "name",
+              "DeltaDiscoveryResponse does not parse: resources[0].resource_name.name: is not "
+              "valid UTF-8 (at byte 1)");
+
+  Resource bad_value = Wrapped("pro\xc3", "v1");
+  expect_nack(bad_value, "value",
+              "resources[0].resource_name.dynamic_parameter_constraints.constraint.value: is not "
+              "valid UTF-8 (at byte 3)");
+
+  Resource bad_version = Wrapped("prod", "v\x80");
+  expect_nack(bad_version, "version", "resources[0].version: is not valid UTF-8 (at byte 1)");
+
+  Resource bad_content = Wrapped("prod", "v1");
+  RouteConfiguration route;
+  route.set_name("r");
+  route.add_virtual_hosts()->set_name("v\xed\xa0\x80");  // A surrogate.
+  bad_content.mutable_resource()->PackFrom(route);
+  expect_nack(bad_content, "content",
+              "RouteConfiguration resource [0]: virtual_hosts[0].name: is not valid UTF-8 (at "
+              "byte 1)");
+
+  Resource control = Wrapped("pr\x01od", "v1");
+  expect_nack(control, "control", "contains control characters");
+
+  // A resource just past the bound a manifest's resource has.
+  Resource big = Wrapped("prod", "v1");
+  route.mutable_virtual_hosts(0)->set_name(std::string(kMaxResourceBytes, 'x'));
+  big.mutable_resource()->PackFrom(route);
+  expect_nack(big, "big",
+              absl::StrCat("RouteConfiguration resource [0]: is ", route.ByteSizeLong(),
+                           " bytes encoded; the limit is 1048576 bytes per resource"));
+  EXPECT_EQ(listener_.update_count(), 0u);
+
+  DeltaDiscoveryResponse good = DeltaResponse(kRds, "good");
+  *good.add_resources() = Wrapped("prod", "v2");
+  ASSERT_TRUE(fake_.Send(good));
+  std::optional<DeltaDiscoveryRequest> ack = fake_.DeltaRequest(next_request++);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->response_nonce(), "good");
+  EXPECT_FALSE(ack->has_error_detail());
+  ASSERT_TRUE(listener_.WaitFor(HasVariant("r", "v2")).has_value());
+
+  client_->Subscribe({kRds, "r2", kProd});
+  std::optional<DeltaDiscoveryRequest> subscribe = fake_.DeltaRequest(next_request++);
+  ASSERT_TRUE(subscribe.has_value());
+  ASSERT_EQ(subscribe->resource_locators_subscribe_size(), 1);
+  EXPECT_EQ(subscribe->resource_locators_subscribe(0).name(), "r2");
+  EXPECT_EQ(fake_.streams(), 1u);
+  EXPECT_EQ(client_->stats().nacks_sent, 6);
+}
+
+TEST_F(FakeUpstreamTest, SotwUnparsableResponseIsNackedWithTheAcceptedVersion) {
+  StartClient(UpstreamClient::Protocol::kSotw);
+  client_->Subscribe({kRds, "r", kProd});
+  ASSERT_TRUE(fake_.SotwRequest(0).has_value());
+  DiscoveryResponse good;
+  good.set_type_url(kRds);
+  good.set_version_info("7");
+  good.set_nonce("a");
+  good.add_resources()->PackFrom(Wrapped("prod", ""));
+  ASSERT_TRUE(fake_.Send(good));
+  ASSERT_TRUE(fake_.SotwRequest(1).has_value());
+
+  DiscoveryResponse bad = good;
+  bad.set_version_info("8\xff");
+  bad.set_nonce("b");
+  ASSERT_TRUE(fake_.Send(bad));
+  std::optional<DiscoveryRequest> nack = fake_.SotwRequest(2);
+  ASSERT_TRUE(nack.has_value());
+  EXPECT_EQ(nack->version_info(), "7");
+  EXPECT_EQ(nack->response_nonce(), "b");
+  ASSERT_TRUE(nack->has_error_detail());
+  EXPECT_THAT(nack->error_detail().message(),
+              HasSubstr("DiscoveryResponse does not parse: version_info: is not valid UTF-8"));
+
+  good.set_version_info("9");
+  good.set_nonce("c");
+  ASSERT_TRUE(fake_.Send(good));
+  std::optional<DiscoveryRequest> ack = fake_.SotwRequest(3);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->version_info(), "9");
+  EXPECT_FALSE(ack->has_error_detail());
+  ASSERT_TRUE(listener_.WaitFor(HasVariant("r", "9")).has_value());
 }
 
 TEST_F(FakeUpstreamTest, SotwAcksWithVersionAndNacksWithThePreviousOne) {
