@@ -41,6 +41,7 @@ using ::testing::Not;
 using ::testing::StartsWith;
 
 constexpr absl::Duration kWait = absl::Seconds(30);
+constexpr absl::Duration kStallTimeout = absl::Seconds(2);
 const std::string kCds(kClusterTypeUrl);
 const std::string kEds(kClusterLoadAssignmentTypeUrl);
 
@@ -171,6 +172,32 @@ class AttackTest : public ::testing::Test {
       *request.mutable_node() = MakeNode(absl::StrCat("never-reads-", i));
       ASSERT_TRUE(streams->back()->Write(request));
     }
+  }
+
+  // Starts a server with `manifests` whose response budget holds four
+  // responses of 256 KiB and whose write-stall timeout is kStallTimeout.
+  void StartWithSmallBudget(const std::string& manifests) {
+    controller::XdsServerOptions options;
+    options.ads.response_memory_budget_bytes = 1 << 20;
+    options.ads.write_stall_timeout = kStallTimeout;
+    options.memory_budget_bytes = 64 << 20;
+    Start(options, manifests);
+  }
+
+  // Opens a SotW stream of node "reader" subscribed to `name` of `type`,
+  // reads its first response into `*first` and ACKs it.
+  void OpenReader(const std::string& type, const std::string& name,
+                  std::unique_ptr<SotwStream>* reader, DiscoveryResponse* first) {
+    auto stream = client_->OpenSotw();
+    ASSERT_THAT(stream, IsOk());
+    *reader = *std::move(stream);
+    DiscoveryRequest request = MakeRequest(type, {name});
+    *request.mutable_node() = MakeNode("reader");
+    ASSERT_THAT((*reader)->Send(request), IsOk());
+    auto response = (*reader)->Next(kWait);
+    ASSERT_THAT(response, IsOk());
+    *first = *std::move(response);
+    ASSERT_THAT((*reader)->Send(Ack(*first, request)), IsOk());
   }
 
   xds::SnapshotStore store_;
@@ -605,25 +632,14 @@ TEST_F(AttackTest, ManyStreamsThatNeverReadStayWithinTheResponseBudget) {
 // soon as the stall check cancels the writes filling the budget: within the
 // timeout plus the check period, however many non-readers wait.
 TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhateverTheNonReadersQueued) {
-  constexpr int kStreams = 40;
+  constexpr int kStreams = 40;  // Four fill the budget: ten timeouts to try every stream.
   constexpr int64_t kResponseBytes = 256 << 10;
-  constexpr int64_t kBudget = 1 << 20;  // Four responses: ten timeouts to try every stream.
-  constexpr absl::Duration kTimeout = absl::Seconds(2);
-  controller::XdsServerOptions options;
-  options.ads.response_memory_budget_bytes = kBudget;
-  options.ads.write_stall_timeout = kTimeout;
-  options.memory_budget_bytes = 64 << 20;
-  Start(options, BigCluster(kResponseBytes));
+  StartWithSmallBudget(BigCluster(kResponseBytes));
 
   // The reader holds the cluster before the attack.
-  auto reader = client_->OpenSotw();
-  ASSERT_THAT(reader, IsOk());
-  DiscoveryRequest request = MakeRequest(kCds, {"big"});
-  *request.mutable_node() = MakeNode("reader");
-  ASSERT_THAT((*reader)->Send(request), IsOk());
-  auto first = (*reader)->Next(kWait);
-  ASSERT_THAT(first, IsOk());
-  ASSERT_THAT((*reader)->Send(Ack(*first, request)), IsOk());
+  std::unique_ptr<SotwStream> reader;
+  DiscoveryResponse first;
+  ASSERT_NO_FATAL_FAILURE(OpenReader(kCds, "big", &reader, &first));
 
   // Streams that never read: four writes fill the budget, the other streams
   // wait for it.
@@ -641,13 +657,73 @@ TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhateverTheNonReadersQueu
   store_.Publish(
       BuildTestSnapshot(absl::StrReplaceAll(BigCluster(kResponseBytes), {{"p: x", "p: y"}})));
   const absl::Time pushed = absl::Now();
-  auto push = (*reader)->Next(kWait);
+  auto push = reader->Next(kWait);
   const absl::Duration waited = absl::Now() - pushed;
   ASSERT_THAT(push, IsOk());
-  EXPECT_NE(push->version_info(), first->version_info());
+  EXPECT_NE(push->version_info(), first.version_info());
   // The timeout, a check period and generous slack for a loaded machine;
   // before, about ten timeouts (one budget-load of non-readers each).
-  EXPECT_LT(waited, 2 * kTimeout + absl::Seconds(3)) << waited;
+  EXPECT_LT(waited, 2 * kStallTimeout + absl::Seconds(3)) << waited;
+  EXPECT_GT(ads_->stats().streams_closed_write_stall, 0);
+
+  for (auto& context : contexts) context->TryCancel();
+  for (auto& stream : stalled) stream->Finish();
+}
+
+// The probe as it likely ran: the non-readers read their first
+// response (small enough for the transport's window, so the write
+// completed), then the resource grew and every one of them was pushed a
+// response it never reads. They count as readers then, so admitting readers
+// first does not help: in arrival order, a reading client's push waited
+// behind every one of them, a budget-load per timeout. The budget goes round
+// the connections instead, so the non-readers sharing a connection get one
+// turn between two of the reader's: its push goes out as soon as the stall
+// check cancels the writes filling the budget. The reader watches another
+// resource, changed after the non-readers queued, so that its push arrives
+// last (the order a single change wakes streams in is the index's); each
+// snapshot follows the one before, so a change wakes only its watchers.
+TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhenNonReadersReadTheirFirstResponse) {
+  constexpr int kStreams = 40;  // Four fill the budget: ten timeouts to try every stream.
+  constexpr int64_t kResponseBytes = 256 << 10;
+  StartWithSmallBudget(BigCluster(64) + Endpoints(1));
+
+  // The reader holds endpoint e-0 before the attack.
+  std::unique_ptr<SotwStream> reader;
+  DiscoveryResponse first;
+  ASSERT_NO_FATAL_FAILURE(OpenReader(kEds, "e-0", &reader, &first));
+
+  // Streams on one connection that take the small cluster "big" (their
+  // writes complete without a read) and never read.
+  auto stub = NonReadingStub();
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
+      stalled;
+  ASSERT_NO_FATAL_FAILURE(OpenNonReaders(*stub, kStreams, &contexts, &stalled));
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+    return stats.pushes == kStreams + 1 && stats.response_bytes_in_flight == 0;
+  })) << ads_->stats().pushes;
+
+  // The cluster grows: four of its pushes fill the budget, the others wait.
+  store_.Publish(
+      BuildTestSnapshot(BigCluster(kResponseBytes) + Endpoints(1), store_.Current().get()));
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
+    return stats.responses_deferred >= kStreams - 8;
+  })) << ads_->stats().responses_deferred;
+
+  // The reader's endpoint changes: its push waits at most for the writes
+  // filling the budget now to be found stalled.
+  store_.Publish(
+      BuildTestSnapshot(BigCluster(kResponseBytes) +
+                            absl::StrReplaceAll(Endpoints(1), {{"port_value: 1", "port_value: 2"}}),
+                        store_.Current().get()));
+  const absl::Time pushed = absl::Now();
+  auto push = reader->Next(kWait);
+  const absl::Duration waited = absl::Now() - pushed;
+  ASSERT_THAT(push, IsOk());
+  EXPECT_NE(push->version_info(), first.version_info());
+  // The timeout, a check period and generous slack for a loaded machine;
+  // before, about ten timeouts (one budget-load of non-readers each).
+  EXPECT_LT(waited, 2 * kStallTimeout + absl::Seconds(3)) << waited;
   EXPECT_GT(ads_->stats().streams_closed_write_stall, 0);
 
   for (auto& context : contexts) context->TryCancel();

@@ -795,17 +795,16 @@ bool AdsService::AdmitResponse(StreamCore& core, bool reader) {
   const int64_t budget = options_.response_memory_budget_bytes;
   if (budget <= 0 || response_bytes_.load() < budget) return true;
   absl::MutexLock lock(&budget_mu_);
-  auto& queue = reader ? waiting_readers_ : waiting_untried_;
-  queue.push_back(core.shared_from_this());
-  waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
+  const size_t waiting = waiting_readers_.size() + waiting_untried_.size();
+  waiting_count_.store(waiting + 1);
   // A write that completed since the first look may have found no stream
   // waiting (it reads waiting_count_ after it releases its bytes, this reads
   // the bytes after it counts itself in): look again before waiting.
   if (response_bytes_.load() < budget) {
-    queue.pop_back();
-    waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
+    waiting_count_.store(waiting);
     return true;
   }
+  (reader ? waiting_readers_ : waiting_untried_).Push(core.peer(), core.shared_from_this());
   responses_deferred_++;
   return false;
 }
@@ -823,7 +822,8 @@ void AdsService::ReleaseResponseBytes(int64_t bytes) {
   if (waiting_count_.load() == 0) return;
   // One stream at a time, each admitted (or not) before the next is looked
   // at: O(1) per resumed stream. Readers first: a stream that never
-  // completed a write gets the budget only when no reader waits.
+  // completed a write gets the budget only when no reader waits. Within
+  // each, connections take turns.
   while (true) {
     std::shared_ptr<StreamCore> next;
     {
@@ -832,8 +832,7 @@ void AdsService::ReleaseResponseBytes(int64_t bytes) {
       if (queue.empty() || response_bytes_.load() >= options_.response_memory_budget_bytes) {
         return;
       }
-      next = std::move(queue.front());
-      queue.pop_front();
+      next = queue.Pop();
       waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
     }
     next->Resume();  // No lock held: it may write.

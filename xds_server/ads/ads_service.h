@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <set>
@@ -22,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "xds_server/ads/client_status.h"
+#include "xds_server/ads/fair_queue.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/ads/snapshot_store.h"
@@ -218,8 +218,9 @@ class AdsService final
   // The response memory budget. AdmitResponse returns whether `core` may
   // build a response now; when not, `core` is queued and resumed once the
   // budget allows: streams that have completed a write (`reader`) before
-  // streams that have not, each in arrival order. Called with the core's
-  // lock held.
+  // streams that have not, each class round-robin by connection (a stream
+  // waits for at most one response of each other connection waiting). Called
+  // with the core's lock held.
   bool AdmitResponse(StreamCore& core, bool reader);
   void AddResponseBytes(int64_t bytes);
   // Returns a written response's bytes to the budget and resumes waiting
@@ -285,11 +286,14 @@ class AdsService final
   // Streams waiting for the budget: those that have completed a write
   // (readers) are resumed before those that have not, so clients that never
   // read cannot queue ahead of readers; a stream is tried at most once
-  // before the stall check finds it out. budget_mu_ is taken after a
-  // stream's own lock, never with mu_, and only once the budget is spent.
+  // before the stall check finds it out. Each class takes turns by
+  // connection, so streams that read once and then stopped, however many
+  // share a connection, hold one turn in a round, not one each. budget_mu_ is
+  // taken after a stream's own lock, never with mu_, and only once the budget
+  // is spent.
   mutable absl::Mutex budget_mu_;
-  std::deque<std::shared_ptr<StreamCore>> waiting_readers_ ABSL_GUARDED_BY(budget_mu_);
-  std::deque<std::shared_ptr<StreamCore>> waiting_untried_ ABSL_GUARDED_BY(budget_mu_);
+  FairQueue<std::shared_ptr<StreamCore>> waiting_readers_ ABSL_GUARDED_BY(budget_mu_);
+  FairQueue<std::shared_ptr<StreamCore>> waiting_untried_ ABSL_GUARDED_BY(budget_mu_);
   // Streams in both queues, read without the lock by ReleaseResponseBytes.
   std::atomic<size_t> waiting_count_{0};
   // The write-stall check: one thread, started last by the constructor and
