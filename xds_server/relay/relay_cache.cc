@@ -220,8 +220,10 @@ absl::Status RelayCache::Apply(int upstream, const UpstreamUpdate& update, absl:
     }
     for (const auto& [key, sub] : entry->subs) {
       if (sub.variant == nullptr || update.full_state || removed(entry, sub)) continue;
+      // A named reference: clang 14 does not capture structured bindings.
+      const auto& params = sub.params;
       const bool replaced = std::any_of(list.begin(), list.end(), [&](const UpstreamVariant* v) {
-        return v->constraints.Matches(sub.params);
+        return v->constraints.Matches(params);
       });
       if (!replaced) {
         keys.insert(sub.variant->constraints.keys().begin(), sub.variant->constraints.keys().end());
