@@ -110,6 +110,7 @@ ManifestFile ReadManifestFile(const std::string& path, bool fingerprints) {
   if (in.bad()) return unreadable("cannot be read");
   ManifestFile parsed = ParseManifestText(text, path, fingerprints);
   parsed.opened = true;
+  if (!parsed.unreadable) parsed.text = std::move(text);
   return parsed;
 }
 
@@ -207,6 +208,7 @@ ManifestSet LoadManifests(absl::Span<const std::string> paths) {
     const std::string& path = listed[f];
     ManifestFile& file = files[f];
     if (file.opened) set.files.push_back(path);
+    std::string().swap(file.text);  // Only the objects are kept.
     set.problems.insert(set.problems.end(), std::make_move_iterator(file.problems.begin()),
                         std::make_move_iterator(file.problems.end()));
     for (FileObject& read : file.objects) {
