@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
 
 namespace facet::controller {
 
@@ -32,6 +33,13 @@ const std::string& LocationOf(const FileObject& object) {
 }
 
 int64_t Millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
+
+// Text the directory's writers control (file names, object names, fields,
+// messages quoting them), escaped and cut for a log line.
+std::string Logged(absl::string_view text) {
+  return xds::SafeForLog(text, xds::kMaxLoggedStatusBytes);
+}
+std::string Logged(const xds::ObjectRef& ref) { return xds::SafeForLog(ref.ToString()); }
 
 }  // namespace
 
@@ -178,8 +186,8 @@ void ManifestDirSource::Rescan() {
     // keep serving what it last held, and say so once.
     if (!listing_failed_) {
       for (const ManifestProblem& problem : problems) {
-        spdlog::error("manifests: {}: {}; the last good content keeps serving", problem.location,
-                      problem.message);
+        spdlog::error("manifests: {}: {}; the last good content keeps serving",
+                      Logged(problem.location), Logged(problem.message));
       }
     }
     listing_failed_ = true;
@@ -255,7 +263,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
       it->second.held.reset();  // Decided once the directory is back.
       return;
     }
-    spdlog::info("manifests: {} removed; its {} objects are withdrawn", path,
+    spdlog::info("manifests: {} removed; its {} objects are withdrawn", Logged(path),
                  it->second.objects.size());
     const auto objects = std::move(it->second.objects);
     files_.erase(it);
@@ -270,14 +278,14 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
   for (const ManifestProblem& problem : read.problems) {
     switch (problem.kind) {
       case ManifestProblem::Kind::kUnreadable:
-        spdlog::error("manifests: {}: {}; its last good content keeps serving", problem.location,
-                      problem.message);
+        spdlog::error("manifests: {}: {}; its last good content keeps serving",
+                      Logged(problem.location), Logged(problem.message));
         break;
       case ManifestProblem::Kind::kError:
-        spdlog::error("manifests: {}: {}", problem.location, problem.message);
+        spdlog::error("manifests: {}: {}", Logged(problem.location), Logged(problem.message));
         break;
       case ManifestProblem::Kind::kWarning:
-        spdlog::warn("manifests: {}: {}", problem.location, problem.message);
+        spdlog::warn("manifests: {}: {}", Logged(problem.location), Logged(problem.message));
         break;
     }
   }
@@ -313,7 +321,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
         "manifests: {}: this read no longer defines {} of its objects (first: {}); "
         "the file's objects keep serving until it is quiet for {} ms and still lacks "
         "them",
-        path, dropped.size(), dropped.front().ToString(), Millis(options_.removal_settle));
+        Logged(path), dropped.size(), Logged(dropped.front()), Millis(options_.removal_settle));
     absl::MutexLock lock(&mu_);
     stats_.held_removals++;
     return;
@@ -329,7 +337,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     spdlog::info(
         "manifests: {}: {} objects no longer defined, removed after the file was quiet "
         "for {} ms",
-        path, dropped.size(), Millis(options_.removal_settle));
+        Logged(path), dropped.size(), Millis(options_.removal_settle));
     for (const xds::ObjectRef& ref : dropped) {
       state.objects.erase(ref);
       Undefine(ref, path);
@@ -337,7 +345,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
   }
   state.text = std::move(read.text);
   if (!changed.empty()) {
-    spdlog::info("manifests: read {}: {} objects new or changed", path, changed.size());
+    spdlog::info("manifests: read {}: {} objects new or changed", Logged(path), changed.size());
   }
 }
 
@@ -372,7 +380,7 @@ void ManifestDirSource::Restore(const Undo& undo, Clock::time_point now) {
     spdlog::info(
         "manifests: {}: this read would withdraw served variants; the file's previous "
         "objects keep serving until it is quiet for {} ms",
-        path, Millis(options_.removal_settle));
+        Logged(path), Millis(options_.removal_settle));
     absl::MutexLock lock(&mu_);
     stats_.held_removals++;
   }
@@ -400,9 +408,11 @@ void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& pat
   const bool added = files.insert(path).second;
   const std::string& serving = *files.begin();
   if (added && files.size() > 1) {
-    spdlog::error("manifests: {}: {} is defined in more than one file ({}); using the one in {}, "
-                  "the first by name",
-                  LocationOf(*object), ref.ToString(), absl::StrJoin(files, ", "), serving);
+    spdlog::error(
+        "manifests: {}: {} is defined in more than one file ({}); using the one in {}, "
+        "the first by name",
+        Logged(LocationOf(*object)), Logged(ref), Logged(absl::StrJoin(files, ", ")),
+        Logged(serving));
   }
   if (serving != path) return;
   needs_upsert_.erase(ref);
@@ -426,7 +436,7 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
   }
   if (was_serving) {
     const std::string& next = *it->second.begin();
-    spdlog::info("manifests: {} is now taken from {}", ref.ToString(), next);
+    spdlog::info("manifests: {} is now taken from {}", Logged(ref), Logged(next));
     needs_upsert_[ref] = next;
     dirty_.insert(next);
   }
@@ -449,14 +459,15 @@ bool ManifestDirSource::BuildAndPublish(Undo* undo, Clock::time_point now) {
   for (const auto& status : result.changed_statuses) {
     for (const xds::Finding& finding : status->findings) {
       if (finding.severity == xds::Severity::kError) {
-        spdlog::error("{}: {}: {}", status->ref.ToString(), finding.field, finding.message);
+        spdlog::error("{}: {}: {}", Logged(status->ref), xds::SafeForLog(finding.field),
+                      Logged(finding.message));
       } else {
-        spdlog::warn("{}: {}: warning: {}", status->ref.ToString(), finding.field,
-                     finding.message);
+        spdlog::warn("{}: {}: warning: {}", Logged(status->ref), xds::SafeForLog(finding.field),
+                     Logged(finding.message));
       }
     }
     if (!status->accepted && status->serving_previous) {
-      spdlog::warn("{}: rejected; its previous revision keeps serving", status->ref.ToString());
+      spdlog::warn("{}: rejected; its previous revision keeps serving", Logged(status->ref));
     }
   }
   spdlog::info("snapshot built in {} us: {} objects ({} validated, {} reference checks), {} "
