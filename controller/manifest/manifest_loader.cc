@@ -1,14 +1,20 @@
 #include "controller/manifest/manifest_loader.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <system_error>
 #include <thread>
 #include <variant>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/manifest/object_parser.h"
@@ -35,6 +41,14 @@ ManifestProblem DefinedAgain(const xds::ObjectRef& ref, const std::string& locat
   return {ManifestProblem::Kind::kError, location,
           absl::StrCat(ref.ToString(), ": defined again (first at ", first,
                        "); the later definition is ignored")};
+}
+
+// Returns strerror's text for `error`, in lower case like the other messages
+// ("too many levels of symbolic links").
+std::string ErrorText(int error) {
+  std::string text = std::strerror(error);
+  absl::AsciiStrToLower(&text);
+  return text;
 }
 
 const std::string& LocationOf(const FileObject& read) {
@@ -86,28 +100,41 @@ ManifestFile ReadManifestFile(const std::string& path, bool fingerprints) {
     file.problems.push_back({ManifestProblem::Kind::kUnreadable, path, std::move(message)});
     return std::move(file);
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return unreadable("cannot be read");
+  auto cannot_read = [&](int error) {
+    return unreadable(absl::StrCat("cannot be read: ", ErrorText(error)));
+  };
+  // Non-blocking, so that opening a FIFO never waits for a writer; only a
+  // regular file is read (not a FIFO, a device such as /dev/zero, a socket).
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return cannot_read(errno);
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st;
+  if (fstat(fd, &st) != 0) return cannot_read(errno);
+  if (!S_ISREG(st.st_mode)) return unreadable("is not a regular file");
   file.opened = true;
   auto too_large = [&](absl::string_view size) {
     return unreadable(absl::StrCat("is ", size, "; the limit for a manifest file is ",
                                    kMaxManifestFileBytes, " bytes: split it"));
   };
-  std::error_code error;
-  const uintmax_t size = fs::file_size(path, error);
-  if (!error && size > kMaxManifestFileBytes) return too_large(absl::StrCat(size, " bytes"));
-  // The size may change while reading (or be unknown): read at most one
-  // byte more than the limit.
+  const auto size = static_cast<uintmax_t>(st.st_size);
+  if (size > kMaxManifestFileBytes) return too_large(absl::StrCat(size, " bytes"));
+  // The size may change while reading: read at most one byte more than the
+  // limit.
   std::string text;
-  if (!error) text.reserve(size);
+  text.reserve(size);
   char chunk[64 * 1024];
-  while (text.size() <= kMaxManifestFileBytes &&
-         in.read(chunk, std::min(sizeof(chunk), kMaxManifestFileBytes + 1 - text.size()))
-                 .gcount() > 0) {
-    text.append(chunk, in.gcount());
+  while (text.size() <= kMaxManifestFileBytes) {
+    const ssize_t n =
+        read(fd, chunk, std::min(sizeof(chunk), kMaxManifestFileBytes + 1 - text.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return cannot_read(errno);
+    if (n == 0) break;
+    text.append(chunk, static_cast<size_t>(n));
   }
   if (text.size() > kMaxManifestFileBytes) return too_large("larger than that");
-  if (in.bad()) return unreadable("cannot be read");
   ManifestFile parsed = ParseManifestText(text, path, fingerprints);
   parsed.opened = true;
   if (!parsed.unreadable) parsed.text = std::move(text);
@@ -174,7 +201,10 @@ std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
     } else if (fs::exists(path, error)) {
       files.push_back(path);
     } else {
-      problems->push_back({ManifestProblem::Kind::kUnreadable, path, "no such file or directory"});
+      // Not only a missing path: a symbolic link loop (ELOOP), a denied
+      // directory on the way (EACCES).
+      problems->push_back({ManifestProblem::Kind::kUnreadable, path,
+                           error ? ErrorText(error.value()) : "no such file or directory"});
     }
   }
   return files;
