@@ -406,16 +406,20 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
       out.documents.push_back(builder.TakeDocument());
     }
   } catch (const YAML::Exception& e) {
-    // What yaml-cpp says when a key is longer than YAML allows an implicit
-    // key to be (1,024 characters), even in valid JSON.
-    const bool maybe_long_key =
-        e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::MAP_VALUE;
-    out.error = YamlReadError{
-        PositionOf(e.mark),
-        absl::StrCat("not valid YAML: ", e.msg,
-                     maybe_long_key ? " (or a map key is longer than 1024 characters, the "
-                                      "limit for a key in YAML, JSON included)"
-                                    : "")};
+    // A bound passed before yaml-cpp gave up is the error (its recursion
+    // guard throws "bad file" a few hundred levels past the depth bound).
+    if (!builder.error().has_value()) {
+      // What yaml-cpp says when a key is longer than YAML allows an implicit
+      // key to be (1,024 characters), even in valid JSON.
+      const bool maybe_long_key =
+          e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::MAP_VALUE;
+      out.error = YamlReadError{
+          PositionOf(e.mark),
+          absl::StrCat("not valid YAML: ", e.msg,
+                       maybe_long_key ? " (or a map key is longer than 1024 characters, the "
+                                        "limit for a key in YAML, JSON included)"
+                                      : "")};
+    }
   }
   if (!out.error.has_value() && builder.error().has_value()) {
     out.error = builder.error();

@@ -105,6 +105,18 @@ TEST(ReadYamlDocumentsTest, BoundsNestingDepth) {
   EXPECT_FALSE(ReadYamlDocuments(ok).error.has_value());
 }
 
+TEST(ReadYamlDocumentsTest, NestingFarPastTheBoundGetsTheBoundsMessage) {
+  // Deep enough for yaml-cpp's own recursion guard ("bad file") to throw
+  // after the bound was passed.
+  for (int depth : {450, 1000, 5000}) {
+    const std::string flow = std::string(depth, '[') + std::string(depth, ']');
+    EXPECT_THAT(ErrorOf(flow).message, HasSubstr("nested more than 100 levels deep")) << depth;
+    std::string block;
+    for (int i = 0; i < depth; ++i) block.append(std::string(i, ' ')).append("-\n");
+    EXPECT_THAT(ErrorOf(block).message, HasSubstr("nested more than 100 levels deep")) << depth;
+  }
+}
+
 TEST(ReadYamlDocumentsTest, InvalidYamlHasAPosition) {
   const YamlReadError error = ErrorOf("a: 1\nb: [1, 2\n");
   EXPECT_THAT(error.message, HasSubstr("not valid YAML"));
