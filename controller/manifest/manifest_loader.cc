@@ -1,11 +1,6 @@
 #include "controller/manifest/manifest_loader.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -18,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/manifest/object_parser.h"
+#include "xds_server/common/regular_file.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/json/yaml_reader.h"
 
@@ -100,41 +96,19 @@ ManifestFile ReadManifestFile(const std::string& path, bool fingerprints) {
     file.problems.push_back({ManifestProblem::Kind::kUnreadable, path, std::move(message)});
     return std::move(file);
   };
-  auto cannot_read = [&](int error) {
-    return unreadable(absl::StrCat("cannot be read: ", ErrorText(error)));
-  };
-  // Non-blocking, so that opening a FIFO never waits for a writer; only a
-  // regular file is read (not a FIFO, a device such as /dev/zero, a socket).
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return cannot_read(errno);
-  struct Closer {
-    int fd;
-    ~Closer() { close(fd); }
-  } closer{fd};
-  struct stat st;
-  if (fstat(fd, &st) != 0) return cannot_read(errno);
-  if (!S_ISREG(st.st_mode)) return unreadable("is not a regular file");
-  file.opened = true;
-  auto too_large = [&](absl::string_view size) {
-    return unreadable(absl::StrCat("is ", size, "; the limit for a manifest file is ",
-                                   kMaxManifestFileBytes, " bytes: split it"));
-  };
-  const auto size = static_cast<uintmax_t>(st.st_size);
-  if (size > kMaxManifestFileBytes) return too_large(absl::StrCat(size, " bytes"));
-  // The size may change while reading: read at most one byte more than the
-  // limit.
-  std::string text;
-  text.reserve(size);
-  char chunk[64 * 1024];
-  while (text.size() <= kMaxManifestFileBytes) {
-    const ssize_t n =
-        read(fd, chunk, std::min(sizeof(chunk), kMaxManifestFileBytes + 1 - text.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return cannot_read(errno);
-    if (n == 0) break;
-    text.append(chunk, static_cast<size_t>(n));
+  // Only a regular file is read (not a FIFO, a device such as /dev/zero, a
+  // socket), opened without blocking.
+  xds::RegularFileRead read = xds::ReadRegularFile(path, kMaxManifestFileBytes);
+  using Outcome = xds::RegularFileRead::Outcome;
+  if (read.outcome == Outcome::kCannotRead || read.outcome == Outcome::kNotRegular) {
+    return unreadable(xds::DescribeFailure(read, kMaxManifestFileBytes, "a manifest file"));
   }
-  if (text.size() > kMaxManifestFileBytes) return too_large("larger than that");
+  file.opened = true;
+  if (read.outcome == Outcome::kTooLarge) {
+    return unreadable(absl::StrCat(
+        xds::DescribeFailure(read, kMaxManifestFileBytes, "a manifest file"), ": split it"));
+  }
+  std::string text = std::move(read.text);
   ManifestFile parsed = ParseManifestText(text, path, fingerprints);
   parsed.opened = true;
   if (!parsed.unreadable) parsed.text = std::move(text);
