@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "xds_server/common/log_text.h"
 #include "yaml-cpp/anchor.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/exceptions.h"
@@ -182,8 +183,9 @@ class BoundedBuilder : public YAML::EventHandler {
 
   bool failed() const { return error_.has_value(); }
 
-  void Fail(const YAML::Mark& mark, std::string message) {
-    if (!failed()) error_ = YamlReadError{PositionOf(mark), std::move(message)};
+  // Escapes `message` (xds::EscapeText): it may quote the text's bytes.
+  void Fail(const YAML::Mark& mark, const std::string& message) {
+    if (!failed()) error_ = YamlReadError{PositionOf(mark), xds::EscapeText(message)};
   }
 
   std::string AnchorName(YAML::anchor_t anchor) const {
@@ -413,9 +415,11 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
       // key to be (1,024 characters), even in valid JSON.
       const bool maybe_long_key =
           e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::MAP_VALUE;
+      // yaml-cpp's message may quote a byte of the text ("unknown escape
+      // character: " and the byte, a NUL included): escaped.
       out.error = YamlReadError{
           PositionOf(e.mark),
-          absl::StrCat("not valid YAML: ", e.msg,
+          absl::StrCat("not valid YAML: ", xds::EscapeText(e.msg),
                        maybe_long_key ? " (or a map key is longer than 1024 characters, the "
                                         "limit for a key in YAML, JSON included)"
                                       : "")};

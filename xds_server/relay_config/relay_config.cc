@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/common/regular_file.h"
 #include "xds_server/common/status_macros.h"
 #include "xds_server/json/proto_json.h"
@@ -172,9 +173,13 @@ class Parser {
   }
 
  private:
+  // The message is escaped (xds::EscapeText): reasons quote the file's bytes
+  // (yaml-cpp's messages, values), which may hold NULs or control characters.
   absl::Status Invalid(absl::string_view path, absl::string_view reason) const {
-    if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", reason));
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", reason));
+    if (path.empty()) {
+      return absl::InvalidArgumentError(EscapeText(absl::StrCat(source_, ": ", reason)));
+    }
+    return absl::InvalidArgumentError(EscapeText(absl::StrCat(source_, ": ", path, ": ", reason)));
   }
 
   absl::Status Expected(absl::string_view path, absl::string_view what,

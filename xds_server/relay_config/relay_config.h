@@ -48,7 +48,8 @@ struct RelayConfig {
 // private_key_file (the last two together); each must name a readable
 // regular file of at most kMaxCertificateFileBytes (read here, without
 // blocking; the only access to the file system). Inputs above the bounds
-// above are InvalidArgument. Thread-safe.
+// above are InvalidArgument. Messages are escaped (EscapeText): they may
+// quote the configuration's bytes. Thread-safe.
 absl::StatusOr<RelayConfig> ParseRelayConfig(absl::string_view json, absl::string_view source);
 
 // Reads and parses the file at `path` (errors name the path): NotFound if it

@@ -276,6 +276,37 @@ TEST(ParseRelayConfigTest, RefusesCertificateFilesThatAreNotSmallRegularFiles) {
   std::remove(big.c_str());
 }
 
+// True when `text` has no byte below 0x20 and no DEL.
+bool HasNoControlBytes(absl::string_view text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
+  }
+  return true;
+}
+
+TEST(ParseRelayConfigTest, EscapesControlBytesTheMessageQuotes) {
+  // A NUL and an ESC in a value the message quotes, raw and JSON-escaped.
+  for (const std::string& type : {std::string("in\0se\x1b"
+                                              "cure",
+                                              10),
+                                  std::string(R"(in\u0000se\u001bcure)")}) {
+    absl::Status status =
+        ParseRelayConfig(
+            absl::StrCat(R"({"xds_servers": [{"server_uri": "up:1", "channel_creds": [{"type": ")",
+                         type, R"("}]}]})"),
+            "relay.json")
+            .status();
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_TRUE(HasNoControlBytes(status.message())) << status.message();
+  }
+  // yaml-cpp's own message quotes the byte after an unknown escape.
+  absl::Status status =
+      ParseRelayConfig(std::string("{\"node\": {\"id\": \"\\\0\"}}", 22), "relay.json").status();
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("unknown escape character: \\x00")));
+  EXPECT_TRUE(HasNoControlBytes(status.message())) << status.message();
+}
+
 TEST(ParseRelayConfigTest, RejectsBadAuthoritiesNamingThePath) {
   EXPECT_EQ(ErrorOf(Minimal(R"(, "authorities": {"a.example": {"xds_servers": [
                                   {"server_uri": "", "channel_creds": [{"type": "insecure"}]}]}})")),
