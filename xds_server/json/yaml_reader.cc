@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "xds_server/common/log_text.h"
 #include "yaml-cpp/anchor.h"
+#include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/exceptions.h"
 #include "yaml-cpp/mark.h"
@@ -408,9 +409,12 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
       out.documents.push_back(builder.TakeDocument());
     }
   } catch (const YAML::Exception& e) {
-    // A bound passed before yaml-cpp gave up is the error (its recursion
-    // guard throws "bad file" a few hundred levels past the depth bound).
-    if (!builder.error().has_value()) {
+    // The depth bound, passed before yaml-cpp's recursion guard gave up (a
+    // few hundred levels past it), is the error. Otherwise yaml-cpp's is: a
+    // problem the events showed just before may only follow from the text
+    // yaml-cpp could not parse (a text cut short inside a flow map).
+    const bool deep = dynamic_cast<const YAML::DeepRecursion*>(&e) != nullptr;
+    if (!deep || !builder.error().has_value()) {
       // What yaml-cpp says when a key is longer than YAML allows an implicit
       // key to be (1,024 characters), even in valid JSON.
       const bool maybe_long_key =
