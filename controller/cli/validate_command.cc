@@ -4,10 +4,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/manifest/manifest_loader.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/snapshot/builder.h"
 
 namespace facet::controller {
 namespace {
+
+using xds::EscapeText;
 
 constexpr char kUsage[] =
     "usage: facet validate [--no-warnings] PATH...\n"
@@ -21,18 +24,22 @@ constexpr char kUsage[] =
     "  Exit status: 0 valid (warnings allowed), 1 something is rejected, 2 unreadable input.\n";
 
 // Prints the variants an accepted resource compiled from conditional
-// elements, so that what will be served can be reviewed.
+// elements, so that what will be served can be reviewed. Everything taken
+// from the input is printed through EscapeText: one line per problem, whatever
+// names and messages hold.
 void PrintCompiledVariants(const xds::ObjectStatus& status, std::ostream& out) {
   if (status.variants.empty() || status.variants.front()->origin == nullptr) return;
   const xds::ConditionalOrigin& origin = *status.variants.front()->origin;
-  out << status.ref.ToString() << ": spec.variants[" << origin.written_index
+  out << EscapeText(status.ref.ToString()) << ": spec.variants[" << origin.written_index
       << "].resource: compiles to " << status.variants.size() << " variant"
       << (status.variants.size() == 1 ? "" : "s") << " from " << origin.conditions.size()
       << " distinct condition" << (origin.conditions.size() == 1 ? "" : "s") << "\n";
   for (const auto& variant : status.variants) {
     std::vector<std::string> includes;
-    for (size_t element : variant->included) includes.push_back(origin.elements[element].path);
-    out << "  " << variant->label << ": "
+    for (size_t element : variant->included) {
+      includes.push_back(EscapeText(origin.elements[element].path));
+    }
+    out << "  " << EscapeText(variant->label) << ": "
         << (variant->constraints.unconstrained() ? "(every client)"
                                                  : variant->constraints.ToString())
         << "; includes: "
@@ -71,15 +78,18 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
     switch (problem.kind) {
       case ManifestProblem::Kind::kUnreadable:
         unreadable = true;
-        out << problem.location << ": " << problem.message << "\n";
+        out << EscapeText(problem.location) << ": " << EscapeText(problem.message) << "\n";
         break;
       case ManifestProblem::Kind::kError:
         rejected = true;
-        out << problem.location << ": " << problem.message << "\n";
+        out << EscapeText(problem.location) << ": " << EscapeText(problem.message) << "\n";
         break;
       case ManifestProblem::Kind::kWarning:
         ++warning_count;
-        if (warnings) out << problem.location << ": warning: " << problem.message << "\n";
+        if (warnings) {
+          out << EscapeText(problem.location) << ": warning: " << EscapeText(problem.message)
+              << "\n";
+        }
         break;
     }
   }
@@ -103,8 +113,9 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
       } else {
         ++object_errors;
       }
-      out << status.ref.ToString() << ": " << (finding.field.empty() ? "-" : finding.field) << ": "
-          << (is_warning ? "warning: " : "") << finding.message << "\n";
+      out << EscapeText(status.ref.ToString()) << ": "
+          << (finding.field.empty() ? "-" : EscapeText(finding.field)) << ": "
+          << (is_warning ? "warning: " : "") << EscapeText(finding.message) << "\n";
     }
     if (!status.accepted) rejected = true;
     if (status.accepted) PrintCompiledVariants(status, out);

@@ -1,7 +1,6 @@
 #include "controller/manifest/manifest_dir_source.h"
 
 #include <malloc.h>
-
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -12,11 +11,13 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
 #include <utility>
 #include <variant>
 
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
 
 namespace facet::controller {
 
@@ -32,6 +33,13 @@ const std::string& LocationOf(const FileObject& object) {
 }
 
 int64_t Millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
+
+// Text the directory's writers control (file names, object names, fields,
+// messages quoting them), escaped and cut for a log line.
+std::string Logged(absl::string_view text) {
+  return xds::SafeForLog(text, xds::kMaxLoggedStatusBytes);
+}
+std::string Logged(const xds::ObjectRef& ref) { return xds::SafeForLog(ref.ToString()); }
 
 }  // namespace
 
@@ -178,8 +186,8 @@ void ManifestDirSource::Rescan() {
     // keep serving what it last held, and say so once.
     if (!listing_failed_) {
       for (const ManifestProblem& problem : problems) {
-        spdlog::error("manifests: {}: {}; the last good content keeps serving", problem.location,
-                      problem.message);
+        spdlog::error("manifests: {}: {}; the last good content keeps serving",
+                      Logged(problem.location), Logged(problem.message));
       }
     }
     listing_failed_ = true;
@@ -204,41 +212,46 @@ void ManifestDirSource::Rescan() {
 
 void ManifestDirSource::ProcessDirty() {
   const Clock::time_point now = Clock::now();
-  // Read the files dirty now together (many at start-up: over the cores).
-  std::map<std::string, ManifestFile> reads;
-  if (dirty_.size() > 1) {
-    std::vector<std::string> paths;
-    for (const std::string& path : dirty_) {
-      std::error_code error;
-      if (fs::is_regular_file(path, error)) paths.push_back(path);
+  Undo undo;
+  // Undoing a build may make another file serve an object (and so dirty).
+  do {
+    // Read the files dirty now together (many at start-up: over the cores).
+    std::map<std::string, ManifestFile> reads;
+    if (dirty_.size() > 1) {
+      std::vector<std::string> paths;
+      for (const std::string& path : dirty_) {
+        std::error_code error;
+        if (fs::is_regular_file(path, error)) paths.push_back(path);
+      }
+      std::vector<ManifestFile> files = ReadManifestFiles(paths, /*fingerprints=*/true);
+      for (size_t i = 0; i < paths.size(); ++i) reads.emplace(paths[i], std::move(files[i]));
     }
-    std::vector<ManifestFile> files = ReadManifestFiles(paths, /*fingerprints=*/true);
-    for (size_t i = 0; i < paths.size(); ++i) reads.emplace(paths[i], std::move(files[i]));
-  }
-  // Processing a file may make another one serve an object (and so dirty).
-  while (!dirty_.empty()) {
-    const std::string path = *dirty_.begin();
-    dirty_.erase(dirty_.begin());
-    auto read = reads.find(path);
-    std::optional<ManifestFile> pre_read;
-    if (read != reads.end()) {
-      pre_read = std::move(read->second);
-      reads.erase(read);
+    // Processing a file may make another one serve an object (and so dirty).
+    while (!dirty_.empty()) {
+      const std::string path = *dirty_.begin();
+      dirty_.erase(dirty_.begin());
+      auto read = reads.find(path);
+      std::optional<ManifestFile> pre_read;
+      if (read != reads.end()) {
+        pre_read = std::move(read->second);
+        reads.erase(read);
+      }
+      ProcessFile(path, now, std::move(pre_read), &undo);
+      auto file = files_.find(path);
+      if (file != files_.end() && file->second.held) {
+        held_files_.insert(path);
+      } else {
+        held_files_.erase(path);
+      }
     }
-    ProcessFile(path, now, std::move(pre_read));
-    auto file = files_.find(path);
-    if (file != files_.end() && file->second.held) {
-      held_files_.insert(path);
-    } else {
-      held_files_.erase(path);
+    while (BuildAndPublish(&undo, now)) {
     }
-  }
-  while (BuildAndPublish()) {
-  }
+    undo.clear();
+  } while (!dirty_.empty());
 }
 
 void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point now,
-                                    std::optional<ManifestFile> pre_read) {
+                                    std::optional<ManifestFile> pre_read, Undo* undo) {
   std::error_code error;
   const bool exists = fs::is_regular_file(path, error);
   if (!exists) {
@@ -250,7 +263,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
       it->second.held.reset();  // Decided once the directory is back.
       return;
     }
-    spdlog::info("manifests: {} removed; its {} objects are withdrawn", path,
+    spdlog::info("manifests: {} removed; its {} objects are withdrawn", Logged(path),
                  it->second.objects.size());
     const auto objects = std::move(it->second.objects);
     files_.erase(it);
@@ -265,14 +278,14 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
   for (const ManifestProblem& problem : read.problems) {
     switch (problem.kind) {
       case ManifestProblem::Kind::kUnreadable:
-        spdlog::error("manifests: {}: {}; its last good content keeps serving", problem.location,
-                      problem.message);
+        spdlog::error("manifests: {}: {}; its last good content keeps serving",
+                      Logged(problem.location), Logged(problem.message));
         break;
       case ManifestProblem::Kind::kError:
-        spdlog::error("manifests: {}: {}", problem.location, problem.message);
+        spdlog::error("manifests: {}: {}", Logged(problem.location), Logged(problem.message));
         break;
       case ManifestProblem::Kind::kWarning:
-        spdlog::warn("manifests: {}: {}", problem.location, problem.message);
+        spdlog::warn("manifests: {}: {}", Logged(problem.location), Logged(problem.message));
         break;
     }
   }
@@ -283,45 +296,110 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
   }
 
   std::set<xds::ObjectRef> defined;
-  int changed = 0;
+  std::vector<FileObject*> changed;
   for (FileObject& object : read.objects) {
-    const xds::ObjectRef ref = object.ref();
+    const xds::ObjectRef& ref = object.ref();
     defined.insert(ref);
-    auto [it, inserted] = state.objects.emplace(ref, object.fingerprint);
+    auto it = state.objects.find(ref);
     auto forced = needs_upsert_.find(ref);
-    if (inserted || it->second != object.fingerprint ||
+    if (it == state.objects.end() || it->second != object.fingerprint ||
         (forced != needs_upsert_.end() && forced->second == path)) {
-      it->second = object.fingerprint;
-      ++changed;
-      Define(ref, path, &object);
+      changed.push_back(&object);
     }
   }
   std::vector<xds::ObjectRef> dropped;
   for (const auto& [ref, fingerprint] : state.objects) {
     if (defined.count(ref) == 0) dropped.push_back(ref);
   }
-  if (dropped.empty()) {
-    state.held.reset();
-  } else if (state.held && state.held->first == stamp &&
-             now - state.held->second >= options_.removal_settle) {
-    spdlog::info("manifests: {}: {} objects no longer defined, removed after the file was quiet "
-                 "for {} ms",
-                 path, dropped.size(), Millis(options_.removal_settle));
-    state.held.reset();
+  const bool quiet = state.held && state.held->first == stamp &&
+                     now - state.held->second >= options_.removal_settle;
+  if (!dropped.empty() && !quiet) {
+    // The whole read waits: a prefix of a file being written would withdraw
+    // its missing objects, and its cut last object may be what others need.
+    if (!state.held || !(state.held->first == stamp)) state.held.emplace(stamp, now);
+    spdlog::info(
+        "manifests: {}: this read no longer defines {} of its objects (first: {}); "
+        "the file's objects keep serving until it is quiet for {} ms and still lacks "
+        "them",
+        Logged(path), dropped.size(), Logged(dropped.front()), Millis(options_.removal_settle));
+    absl::MutexLock lock(&mu_);
+    stats_.held_removals++;
+    return;
+  }
+  state.held.reset();
+  if (!changed.empty() && !quiet && published_) undo->try_emplace(path, state.text);
+  for (FileObject* object : changed) {
+    const xds::ObjectRef ref = object->ref();
+    state.objects[ref] = object->fingerprint;
+    Define(ref, path, object);
+  }
+  if (!dropped.empty()) {
+    spdlog::info(
+        "manifests: {}: {} objects no longer defined, removed after the file was quiet "
+        "for {} ms",
+        Logged(path), dropped.size(), Millis(options_.removal_settle));
     for (const xds::ObjectRef& ref : dropped) {
       state.objects.erase(ref);
       Undefine(ref, path);
     }
-  } else {
-    if (!state.held || !(state.held->first == stamp)) state.held.emplace(stamp, now);
-    spdlog::info("manifests: {}: this read no longer defines {} of its objects (first: {}); "
-                 "they keep serving until the file is quiet for {} ms and still lacks them",
-                 path, dropped.size(), dropped.front().ToString(),
-                 Millis(options_.removal_settle));
+  }
+  state.text = std::move(read.text);
+  if (!changed.empty()) {
+    spdlog::info("manifests: read {}: {} objects new or changed", Logged(path), changed.size());
+  }
+}
+
+void ManifestDirSource::Restore(const Undo& undo, Clock::time_point now) {
+  for (const auto& [path, text] : undo) {
+    auto it = files_.find(path);
+    if (it == files_.end()) continue;
+    FileState& state = it->second;
+    ManifestFile previous = ParseManifestText(text, path, /*fingerprints=*/true);
+    std::set<xds::ObjectRef> defined;
+    for (FileObject& object : previous.objects) {
+      const xds::ObjectRef ref = object.ref();
+      defined.insert(ref);
+      auto [slot, inserted] = state.objects.emplace(ref, object.fingerprint);
+      if (inserted || slot->second != object.fingerprint) {
+        slot->second = object.fingerprint;
+        Define(ref, path, &object);
+      }
+    }
+    for (auto object = state.objects.begin(); object != state.objects.end();) {
+      if (defined.count(object->first) > 0) {
+        ++object;
+        continue;
+      }
+      const xds::ObjectRef ref = object->first;
+      object = state.objects.erase(object);
+      Undefine(ref, path);
+    }
+    state.text = text;
+    if (state.stamp) state.held.emplace(*state.stamp, now);
+    held_files_.insert(path);
+    spdlog::info(
+        "manifests: {}: this read would withdraw served variants; the file's previous "
+        "objects keep serving until it is quiet for {} ms",
+        Logged(path), Millis(options_.removal_settle));
     absl::MutexLock lock(&mu_);
     stats_.held_removals++;
   }
-  if (changed > 0) spdlog::info("manifests: read {}: {} objects new or changed", path, changed);
+}
+
+bool ManifestDirSource::Withdraws(const xds::IncrementalBuilder::Result& result) const {
+  absl::MutexLock lock(&mu_);
+  for (const auto& status : result.changed_statuses) {
+    auto before = statuses_.find(status->ref);
+    if (before == statuses_.end() || before->second->variants.empty()) continue;
+    std::set<std::tuple<const xds::ResourceType*, absl::string_view, absl::string_view>> served;
+    for (const auto& variant : status->variants) {
+      served.emplace(variant->type, variant->name, variant->label);
+    }
+    for (const auto& variant : before->second->variants) {
+      if (served.count({variant->type, variant->name, variant->label}) == 0) return true;
+    }
+  }
+  return false;
 }
 
 void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& path,
@@ -330,9 +408,11 @@ void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& pat
   const bool added = files.insert(path).second;
   const std::string& serving = *files.begin();
   if (added && files.size() > 1) {
-    spdlog::error("manifests: {}: {} is defined in more than one file ({}); using the one in {}, "
-                  "the first by name",
-                  LocationOf(*object), ref.ToString(), absl::StrJoin(files, ", "), serving);
+    spdlog::error(
+        "manifests: {}: {} is defined in more than one file ({}); using the one in {}, "
+        "the first by name",
+        Logged(LocationOf(*object)), Logged(ref), Logged(absl::StrJoin(files, ", ")),
+        Logged(serving));
   }
   if (serving != path) return;
   needs_upsert_.erase(ref);
@@ -356,30 +436,38 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
   }
   if (was_serving) {
     const std::string& next = *it->second.begin();
-    spdlog::info("manifests: {} is now taken from {}", ref.ToString(), next);
+    spdlog::info("manifests: {} is now taken from {}", Logged(ref), Logged(next));
     needs_upsert_[ref] = next;
     dirty_.insert(next);
   }
 }
 
-bool ManifestDirSource::BuildAndPublish() {
+bool ManifestDirSource::BuildAndPublish(Undo* undo, Clock::time_point now) {
   if (published_ && !builder_.has_pending()) return false;
   const auto start = Clock::now();
   xds::IncrementalBuilder::Result result = builder_.Build();
+  if (!undo->empty() && Withdraws(result)) {
+    // Not published: the files' previous objects come back, and the build
+    // from them serves what was served.
+    Restore(*undo, now);
+    undo->clear();
+    result = builder_.Build();
+  }
   const auto elapsed =
       std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
   // Only what changed is logged: a build's cost and log follow the change.
   for (const auto& status : result.changed_statuses) {
     for (const xds::Finding& finding : status->findings) {
       if (finding.severity == xds::Severity::kError) {
-        spdlog::error("{}: {}: {}", status->ref.ToString(), finding.field, finding.message);
+        spdlog::error("{}: {}: {}", Logged(status->ref), xds::SafeForLog(finding.field),
+                      Logged(finding.message));
       } else {
-        spdlog::warn("{}: {}: warning: {}", status->ref.ToString(), finding.field,
-                     finding.message);
+        spdlog::warn("{}: {}: warning: {}", Logged(status->ref), xds::SafeForLog(finding.field),
+                     Logged(finding.message));
       }
     }
     if (!status->accepted && status->serving_previous) {
-      spdlog::warn("{}: rejected; its previous revision keeps serving", status->ref.ToString());
+      spdlog::warn("{}: rejected; its previous revision keeps serving", Logged(status->ref));
     }
   }
   spdlog::info("snapshot built in {} us: {} objects ({} validated, {} reference checks), {} "
@@ -391,7 +479,9 @@ bool ManifestDirSource::BuildAndPublish() {
                  "changed objects wait for the next build, which follows",
                  result.search_steps, result.deferred_objects);
   }
-  const bool publish = !published_ || result.snapshot_changed;
+  // An undone build ends where it began: the same content, not published.
+  const bool publish =
+      !published_ || (result.snapshot_changed && result.snapshot->version() != published_version_);
   {
     absl::MutexLock lock(&mu_);
     for (const auto& status : result.changed_statuses) statuses_[status->ref] = status;
@@ -402,6 +492,8 @@ bool ManifestDirSource::BuildAndPublish() {
   }
   if (publish) {
     published_ = true;
+    published_version_ = result.snapshot->version();
+    undo->clear();  // What was published is not undone.
     store_.Publish(result.snapshot);
   }
   // A large batch (the first read of a big directory) parses much more than

@@ -29,10 +29,14 @@ namespace facet::controller {
 // never IN_MODIFY), or polls it where inotify is unavailable. Each changed
 // file is re-read and compared object by object with what it defined; only
 // objects that were added, changed or removed reach the IncrementalBuilder.
-// A re-read that would remove objects the file defined (a file being
-// rewritten in place reads as empty or as a prefix) is held back until the
-// file has been quiet for `removal_settle` and a re-read confirms it;
-// deleting or renaming a file away removes its objects at once.
+// A re-read that would withdraw anything (a file being rewritten in place
+// reads as empty or as a prefix) is held back whole until the file has been
+// quiet for `removal_settle` and a re-read confirms it: one that no longer
+// defines some of the file's objects, and one whose build would serve fewer
+// variants of any object (a cut revision, or an unchanged object whose
+// reference stops resolving). Such a build is undone before it is published,
+// by re-applying the files' previous texts. Deleting or renaming a file away
+// removes its objects at once.
 //
 // Owns one worker thread that reads files, builds and publishes snapshots.
 // The accessors are thread-safe.
@@ -50,8 +54,8 @@ class ManifestDirSource {
     // event (a steady stream of events still gets built).
     std::chrono::milliseconds quiet{1};
     std::chrono::milliseconds coalesce{5};
-    // How long a file must be quiet before a re-read that removes objects
-    // it defined is applied.
+    // How long a file must be quiet before a re-read that would withdraw
+    // anything is applied.
     std::chrono::milliseconds removal_settle{1000};
     // Polls even where inotify works (for tests).
     bool force_poll = false;
@@ -70,7 +74,7 @@ class ManifestDirSource {
     int64_t upserts = 0;            // Objects handed to the builder as new or changed.
     int64_t removals = 0;           // Objects removed from the builder.
     int64_t validated_objects = 0;  // Objects the builder validated anew.
-    int64_t held_removals = 0;      // Re-reads whose removals were held back.
+    int64_t held_removals = 0;      // Re-reads held back because they would withdraw.
     int64_t wakeups = 0;            // Times the worker woke (events, timers).
     bool inotify = false;           // Whether inotify watches the directory.
   };
@@ -103,10 +107,15 @@ class ManifestDirSource {
     std::optional<FileStamp> stamp;  // Of the last read.
     // Fingerprints of the objects this file defines.
     std::map<xds::ObjectRef, uint64_t> objects;
-    // Set while a re-read that removes objects is held back: the stamp of
-    // that read and when it happened.
+    // The text of the read that defined them (to undo a later read).
+    std::string text;
+    // Set while a re-read that would withdraw anything is held back: the
+    // stamp of that read and when it happened.
     std::optional<std::pair<FileStamp, Clock::time_point>> held;
   };
+  // The texts files defined their objects from before a build, by path, for
+  // the files whose re-read that build applies before they were quiet.
+  using Undo = std::map<std::string, std::string>;
 
   void Run();
   // Waits for inotify events or the stop signal until `deadline`; adds the
@@ -119,13 +128,21 @@ class ManifestDirSource {
   // Re-reads the dirty files, feeds the builder, builds and publishes.
   void ProcessDirty();
   // Applies a (re-)read of `path`: `pre_read` when given, else a fresh read.
+  // A change applied before the file was quiet adds its previous text to
+  // `undo`.
   void ProcessFile(const std::string& path, Clock::time_point now,
-                   std::optional<ManifestFile> pre_read = std::nullopt);
+                   std::optional<ManifestFile> pre_read, Undo* undo);
   void Define(const xds::ObjectRef& ref, const std::string& path, FileObject* object);
   void Undefine(const xds::ObjectRef& ref, const std::string& path);
   // Builds and publishes the pending changes; returns whether some wait for
   // another build (the build's search budget ran out before their checks).
-  bool BuildAndPublish();
+  // When the build would withdraw anything, the files in `undo` get their
+  // previous objects back (and are held) before anything is published.
+  bool BuildAndPublish(Undo* undo, Clock::time_point now);
+  // Whether `result` serves fewer variants of some object than before.
+  bool Withdraws(const xds::IncrementalBuilder::Result& result) const;
+  // Re-applies the previous texts in `undo` and holds those files.
+  void Restore(const Undo& undo, Clock::time_point now);
 
   const Options options_;
   xds::SnapshotStore& store_;
@@ -144,6 +161,7 @@ class ManifestDirSource {
   bool rescan_due_ = false;
   bool listing_failed_ = false;
   bool published_ = false;
+  std::string published_version_;  // Of the last snapshot published.
   int inotify_fd_ = -1;
   int watch_ = -1;
   int stop_fd_ = -1;  // An eventfd the destructor signals.

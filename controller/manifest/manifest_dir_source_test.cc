@@ -259,6 +259,88 @@ bool ServesService(const xds::Snapshot& s, const std::string& name) {
          PortOf(s, name + "-b") != 0;
 }
 
+// A listener and the route it needs, routing clients with env=prod and the
+// others by two variants; `port` goes into the endpoints svc-b.
+std::vector<std::string> RoutedServiceDocuments(int port) {
+  std::vector<std::string> documents = ServiceDocuments("svc", port);
+  // Listener, clusters and endpoints first; the route, whose second variant
+  // a cut loses, last.
+  std::string route = documents[1];
+  documents.erase(documents.begin() + 1);
+  const std::string variant = route.substr(route.find("  - resource: "));
+  route.replace(
+      route.find("  - resource: "), variant.size(),
+      absl::StrCat("  - name: prod\n    match: {env: prod}\n    resource: ", variant.substr(14),
+                   "  - name: others\n    match: {env: {not: prod}}\n",
+                   "    resource: ", variant.substr(14)));
+  documents.push_back(route);
+  return documents;
+}
+
+size_t RouteVariants(const xds::Snapshot& s) {
+  const xds::ServedResource* route = s.Find(xds::RouteConfigurationType(), "svc");
+  return route == nullptr ? 0 : route->variants.size();
+}
+
+TEST_F(ManifestDirSourceTest, FileCaughtMidWriteWithdrawsNothingUntilQuiet) {
+  Write("svc.yaml", Join(RoutedServiceDocuments(2001)));
+  xds::SnapshotStore store;
+  Published published(store);
+  ManifestDirSource::Options options = InotifyOnly();
+  options.removal_settle = std::chrono::seconds(30);  // Longer than the test.
+  auto source = Start(store, options);
+  ASSERT_TRUE(ServesService(*store.Current(), "svc"));
+  ASSERT_EQ(RouteVariants(*store.Current()), 2u);
+  const int64_t held = source->stats().held_removals;
+  // The new text in two writes: the first ends inside the route, after its
+  // first variant, a prefix that parses (the listener would then lose the
+  // clients without env=prod).
+  const std::string text = Join(RoutedServiceDocuments(2002));
+  const size_t cut = text.find("  - name: others");
+  ASSERT_NE(cut, std::string::npos);
+  const int fd = open((dir_ / "svc.yaml").c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, text.data(), cut), static_cast<ssize_t>(cut));
+  close(fd);  // IN_CLOSE_WRITE: the prefix is read.
+  for (int i = 0; i < 2000 && source->stats().held_removals == held; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));  // Polls a counter: no signal exists for it.
+  }
+  EXPECT_GT(source->stats().held_removals, held) << "the prefix was never read";
+  std::ofstream(dir_ / "svc.yaml", std::ios::app) << text.substr(cut);
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "svc-b") == 2002; }));
+  for (const auto& snapshot : published.all()) {
+    EXPECT_TRUE(ServesService(*snapshot, "svc")) << "published without the listener";
+    EXPECT_EQ(RouteVariants(*snapshot), 2u) << "published a cut route";
+  }
+  EXPECT_EQ(RouteVariants(*store.Current()), 2u);
+}
+
+TEST_F(ManifestDirSourceTest, PrefixMissingObjectsChangesNothingUntilQuiet) {
+  const std::vector<std::string> before = ServiceDocuments("svc", 2001);
+  Write("svc.yaml", Join(before));
+  xds::SnapshotStore store;
+  Published published(store);
+  ManifestDirSource::Options options = InotifyOnly();
+  options.removal_settle = std::chrono::seconds(30);
+  auto source = Start(store, options);
+  const auto first = store.Current();
+  const int64_t held = source->stats().held_removals;
+  // A prefix whose first object changed and whose last ones are missing.
+  std::vector<std::string> prefix = ServiceDocuments("svc", 2001);
+  prefix.resize(2);
+  prefix[1].replace(prefix[1].find("prefix: /"), 9, "prefix: /v2");
+  Write("svc.yaml", Join(prefix));
+  for (int i = 0; i < 2000 && source->stats().held_removals == held; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_GT(source->stats().held_removals, held);
+  Write("other.yaml", Endpoints("other", 5));  // A change after it, to wait for.
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "other") == 5; }));
+  // The route kept its served revision: the prefix changed nothing.
+  EXPECT_EQ(store.Current()->Find(xds::RouteConfigurationType(), "svc")->variants[0],
+            first->Find(xds::RouteConfigurationType(), "svc")->variants[0]);
+}
+
 // Rewrites `path` in place as a slow writer does: truncate, then one document
 // at a time, each followed by fsync and a pause, then close.
 void SlowRewrite(const fs::path& path, const std::vector<std::string>& documents) {

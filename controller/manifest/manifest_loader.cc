@@ -1,17 +1,19 @@
 #include "controller/manifest/manifest_loader.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <system_error>
 #include <thread>
 #include <variant>
 
 #include "absl/hash/hash.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/manifest/object_parser.h"
+#include "xds_server/common/regular_file.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/json/yaml_reader.h"
 
@@ -35,6 +37,14 @@ ManifestProblem DefinedAgain(const xds::ObjectRef& ref, const std::string& locat
   return {ManifestProblem::Kind::kError, location,
           absl::StrCat(ref.ToString(), ": defined again (first at ", first,
                        "); the later definition is ignored")};
+}
+
+// Returns strerror's text for `error`, in lower case like the other messages
+// ("too many levels of symbolic links").
+std::string ErrorText(int error) {
+  std::string text = std::strerror(error);
+  absl::AsciiStrToLower(&text);
+  return text;
 }
 
 const std::string& LocationOf(const FileObject& read) {
@@ -86,30 +96,22 @@ ManifestFile ReadManifestFile(const std::string& path, bool fingerprints) {
     file.problems.push_back({ManifestProblem::Kind::kUnreadable, path, std::move(message)});
     return std::move(file);
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return unreadable("cannot be read");
-  file.opened = true;
-  auto too_large = [&](absl::string_view size) {
-    return unreadable(absl::StrCat("is ", size, "; the limit for a manifest file is ",
-                                   kMaxManifestFileBytes, " bytes: split it"));
-  };
-  std::error_code error;
-  const uintmax_t size = fs::file_size(path, error);
-  if (!error && size > kMaxManifestFileBytes) return too_large(absl::StrCat(size, " bytes"));
-  // The size may change while reading (or be unknown): read at most one
-  // byte more than the limit.
-  std::string text;
-  if (!error) text.reserve(size);
-  char chunk[64 * 1024];
-  while (text.size() <= kMaxManifestFileBytes &&
-         in.read(chunk, std::min(sizeof(chunk), kMaxManifestFileBytes + 1 - text.size()))
-                 .gcount() > 0) {
-    text.append(chunk, in.gcount());
+  // Only a regular file is read (not a FIFO, a device such as /dev/zero, a
+  // socket), opened without blocking.
+  xds::RegularFileRead read = xds::ReadRegularFile(path, kMaxManifestFileBytes);
+  using Outcome = xds::RegularFileRead::Outcome;
+  if (read.outcome == Outcome::kCannotRead || read.outcome == Outcome::kNotRegular) {
+    return unreadable(xds::DescribeFailure(read, kMaxManifestFileBytes, "a manifest file"));
   }
-  if (text.size() > kMaxManifestFileBytes) return too_large("larger than that");
-  if (in.bad()) return unreadable("cannot be read");
+  file.opened = true;
+  if (read.outcome == Outcome::kTooLarge) {
+    return unreadable(absl::StrCat(
+        xds::DescribeFailure(read, kMaxManifestFileBytes, "a manifest file"), ": split it"));
+  }
+  std::string text = std::move(read.text);
   ManifestFile parsed = ParseManifestText(text, path, fingerprints);
   parsed.opened = true;
+  if (!parsed.unreadable) parsed.text = std::move(text);
   return parsed;
 }
 
@@ -173,7 +175,10 @@ std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
     } else if (fs::exists(path, error)) {
       files.push_back(path);
     } else {
-      problems->push_back({ManifestProblem::Kind::kUnreadable, path, "no such file or directory"});
+      // Not only a missing path: a symbolic link loop (ELOOP), a denied
+      // directory on the way (EACCES).
+      problems->push_back({ManifestProblem::Kind::kUnreadable, path,
+                           error ? ErrorText(error.value()) : "no such file or directory"});
     }
   }
   return files;
@@ -207,6 +212,7 @@ ManifestSet LoadManifests(absl::Span<const std::string> paths) {
     const std::string& path = listed[f];
     ManifestFile& file = files[f];
     if (file.opened) set.files.push_back(path);
+    std::string().swap(file.text);  // Only the objects are kept.
     set.problems.insert(set.problems.end(), std::make_move_iterator(file.problems.begin()),
                         std::make_move_iterator(file.problems.end()));
     for (FileObject& read : file.objects) {

@@ -61,6 +61,8 @@ struct ManifestFile {
   bool unreadable = false;  // Not readable, or not valid YAML (see problems).
   std::vector<FileObject> objects;  // In file order; repeats within the file dropped.
   std::vector<ManifestProblem> problems;
+  // The text read (ReadManifestFile only; empty when unreadable).
+  std::string text;
 };
 
 // Largest manifest file Facet reads, in bytes. A larger file is refused

@@ -1,5 +1,7 @@
 #include "controller/manifest/manifest_loader.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -85,6 +87,37 @@ TEST_F(ManifestLoaderTest, ReportsUnreadableAndInvalidYaml) {
   // Missing paths are found while listing, before any file is read.
   EXPECT_THAT(set.problems[0].message, HasSubstr("no such file"));
   EXPECT_THAT(set.problems[1].message, HasSubstr("not valid YAML"));
+}
+
+TEST_F(ManifestLoaderTest, SymlinkLoopIsReportedAsALoop) {
+  fs::create_symlink(dir_ / "b.yaml", dir_ / "a.yaml");
+  fs::create_symlink(dir_ / "a.yaml", dir_ / "b.yaml");
+  ManifestSet set = LoadManifests({(dir_ / "a.yaml").string()});
+  ASSERT_EQ(set.problems.size(), 1u);
+  EXPECT_EQ(set.problems[0].message, "too many levels of symbolic links");
+  ManifestFile file = ReadManifestFile((dir_ / "a.yaml").string(), /*fingerprints=*/false);
+  EXPECT_TRUE(file.unreadable);
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].message, "cannot be read: too many levels of symbolic links");
+}
+
+TEST_F(ManifestLoaderTest, DeviceIsNotARegularFile) {
+  ManifestFile file = ReadManifestFile("/dev/zero", /*fingerprints=*/false);
+  EXPECT_TRUE(file.unreadable);
+  ASSERT_EQ(file.problems.size(), 1u);
+  EXPECT_EQ(file.problems[0].message, "is not a regular file");
+}
+
+TEST_F(ManifestLoaderTest, FifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = (dir_ / "pipe.yaml").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  // Without a writer, a blocking open would never return.
+  ManifestSet set = LoadManifests({fifo});
+  ASSERT_EQ(set.problems.size(), 1u);
+  EXPECT_EQ(set.problems[0].kind, ManifestProblem::Kind::kUnreadable);
+  EXPECT_EQ(set.problems[0].message, "is not a regular file");
+  // In a directory it is not a manifest file at all.
+  EXPECT_THAT(ListManifestFiles({dir_.string()}, &set.problems), IsEmpty());
 }
 
 TEST_F(ManifestLoaderTest, ReportsDuplicatesForeignObjectsAndGarbage) {

@@ -1,13 +1,11 @@
 #include "controller/tls/tls_files.h"
 
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
-#include <cerrno>
 #include <csignal>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -16,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/regular_file.h"
 
 namespace facet::controller {
 
@@ -59,20 +58,24 @@ absl::Status FileError(absl::string_view flag, const std::string& path, absl::st
   return absl::FailedPreconditionError(absl::StrCat("--", flag, ": ", path, ": ", reason));
 }
 
-// Calls `read(bio)` on the open file `path`. FailedPrecondition naming
-// `flag` when the file cannot be opened.
+// Calls `read(bio)` on the contents of the file `path`. FailedPrecondition
+// naming `flag` when the file cannot be read, is not a regular file (a FIFO
+// is refused at once, not waited on) or is larger than
+// xds::kMaxCertificateFileBytes.
 template <typename Read>
 absl::Status WithFile(absl::string_view flag, const std::string& path, Read read) {
-  FILE* file = std::fopen(path.c_str(), "r");
-  if (file == nullptr) return FileError(flag, path, std::strerror(errno));
-  BIO* bio = BIO_new_fp(file, BIO_CLOSE);
-  if (bio == nullptr) {
-    std::fclose(file);
-    return FileError(flag, path, "cannot be read");
+  xds::RegularFileRead file = xds::ReadRegularFile(path, xds::kMaxCertificateFileBytes);
+  if (file.outcome != xds::RegularFileRead::Outcome::kRead) {
+    return FileError(
+        flag, path,
+        xds::DescribeFailure(file, xds::kMaxCertificateFileBytes, "a certificate or key file"));
   }
+  BIO* bio = BIO_new_mem_buf(file.text.data(), static_cast<int>(file.text.size()));
+  if (bio == nullptr) return FileError(flag, path, "cannot be read");
   absl::Status status = read(bio);
   BIO_free(bio);
   ERR_clear_error();  // The read that ends a PEM sequence leaves an error queued.
+  OPENSSL_cleanse(file.text.data(), file.text.size());  // A key is not left in freed memory.
   return status;
 }
 

@@ -28,7 +28,9 @@ struct TlsFiles {
 };
 
 // Reads the files and checks that the certificate and key parse and belong
-// together, and that the client CA, when set, holds certificates.
+// together, and that the client CA, when set, holds certificates. Each must
+// be a regular file (a FIFO is refused at once, not waited on) of at most
+// xds::kMaxCertificateFileBytes.
 // FailedPrecondition otherwise; the message begins with the flag that names
 // the file: `--<flag_prefix>-cert`, `-key` or `-client-ca` (e.g. prefix
 // "admin-tls").

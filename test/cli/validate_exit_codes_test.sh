@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks the exit codes of the real `facet validate` binary: 0 valid,
-# 1 rejected, 2 unreadable.
+# 1 rejected, 2 unreadable (with the reason for hostile inputs).
 set -u
 facet=$1
 repo=$2
@@ -28,6 +28,33 @@ done
 expect 2 "${tmp}/broken.yaml"
 expect 2 "${tmp}/does-not-exist"
 expect 2
+# Hostile inputs are refused at once (a FIFO is not waited on, /dev/zero not
+# read), each with its reason.
+expect_unreadable() {
+  local want=$1
+  shift
+  local output
+  output=$(timeout 20 "${facet}" validate "$@" 2>&1)
+  local got=$?
+  if [[ ${got} -ne 2 || ${output} != *"${want}"* ]]; then
+    echo "FAIL: facet validate $* exited ${got} (want 2) with \"${output}\" (want \"${want}\")"
+    failures=$((failures + 1))
+  fi
+}
+mkfifo "${tmp}/fifo.yaml"
+expect_unreadable "${tmp}/fifo.yaml: is not a regular file" "${tmp}/fifo.yaml"
+expect_unreadable "/dev/zero: is not a regular file" /dev/zero
+ln -s "${tmp}/loop-b.yaml" "${tmp}/loop-a.yaml"
+ln -s "${tmp}/loop-a.yaml" "${tmp}/loop-b.yaml"
+expect_unreadable "${tmp}/loop-a.yaml: too many levels of symbolic links" "${tmp}/loop-a.yaml"
+# Nested far past the depth bound (yaml-cpp's own guard would say "bad file").
+{
+  printf 'a: '
+  printf '[%.0s' $(seq 1 5000)
+  printf ']%.0s' $(seq 1 5000)
+  printf '\n'
+} >"${tmp}/deep.yaml"
+expect_unreadable "lists and maps nested more than 100 levels deep" "${tmp}/deep.yaml"
 "${facet}" version | grep -q '^facet ' || { echo "FAIL: facet version"; failures=$((failures + 1)); }
 if [[ ${failures} -gt 0 ]]; then exit 1; fi
 echo "validate exit codes: ok"

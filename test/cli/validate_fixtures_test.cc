@@ -132,6 +132,25 @@ TEST(ValidateFixturesTest, PrintsARejectedObjectBeforeTheObjectsThatReferToIt) {
                                   "\"greeter\", which is rejected (see demo/b-route)"));
 }
 
+TEST(ValidateFixturesTest, PrintsNamesWithControlCharactersEscapedOnOneLine) {
+  const fs::path file = fs::path(::testing::TempDir()) / "forged-name.yaml";
+  // A newline and ESC (YAML escapes) and a byte that is not UTF-8 (raw).
+  std::ofstream(file) << "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\n"
+                         "metadata: {name: \"x\\ndemo/forged: ok\\e[2K\", namespace: \"n\xff\"}\n"
+                         "spec: {type: cluster, name: c, variants: [{resource: {}}]}\n";
+  Outcome outcome = Validate({file.string()});
+  EXPECT_EQ(outcome.code, kValidateRejected);
+  EXPECT_THAT(outcome.out, HasSubstr("x\\ndemo/forged: ok\\x1b[2K"));
+  EXPECT_THAT(outcome.out, HasSubstr("n\\xff"));
+  std::istringstream lines(outcome.out);
+  for (std::string line; std::getline(lines, line);) {
+    EXPECT_THAT(line, Not(HasSubstr("\x1b"))) << line;
+    EXPECT_THAT(line, Not(HasSubstr("\xff"))) << line;
+    EXPECT_FALSE(absl::StartsWith(line, "demo/forged")) << outcome.out;
+  }
+  fs::remove(file);
+}
+
 TEST(ValidateFixturesTest, UsageErrorsExitTwo) {
   EXPECT_EQ(Validate({}).code, kValidateUnreadable);
   EXPECT_EQ(Validate({"--bogus", "x"}).code, kValidateUnreadable);

@@ -3,6 +3,7 @@
 // three serving commands, and `facet relay` dialling a TLS / mTLS upstream
 // with gRFC A65's channel_creds config. Certificates are generated per test.
 #include <httplib.h>  // Feature macros come from pkg-config (controller/webhook).
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <csignal>
@@ -320,13 +321,29 @@ TEST_F(TlsE2eTest, FlagErrorsNameTheFlagBeforeServing) {
     std::string message;
   };
   const std::string missing = dir_ + "/missing.pem";
+  const std::string fifo = dir_ + "/fifo.pem";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string big = Write("big.pem", std::string(1048577, '-'));
   const std::vector<Case> cases = {
       {{"--xds-tls-cert", cert_}, 2, "--xds-tls-cert: needs --xds-tls-key"},
       {{"--xds-tls-key", key_}, 2, "--xds-tls-key: needs --xds-tls-cert"},
       {{"--xds-tls-client-ca", ca_}, 2, "--xds-tls-client-ca: needs --xds-tls-cert"},
       {{"--xds-tls-cert", missing, "--xds-tls-key", key_},
        1,
-       absl::StrCat("--xds-tls-cert: ", missing, ": No such file or directory")},
+       absl::StrCat("--xds-tls-cert: ", missing, ": cannot be read: no such file or directory")},
+      // A FIFO is refused at once: opened blocking, it would hold up start-up
+      // (and SIGTERM) until a writer came.
+      {{"--xds-tls-cert", fifo, "--xds-tls-key", key_},
+       1,
+       absl::StrCat("--xds-tls-cert: ", fifo, ": is not a regular file")},
+      {{"--admin-tls-cert", cert_, "--admin-tls-key", "/dev/zero"},
+       1,
+       "--admin-tls-key: /dev/zero: is not a regular file"},
+      {{"--xds-tls-cert", cert_, "--xds-tls-key", key_, "--xds-tls-client-ca", big},
+       1,
+       absl::StrCat("--xds-tls-client-ca: ", big,
+                    ": is 1048577 bytes; the limit for a certificate or key file is 1048576 "
+                    "bytes")},
       {{"--xds-tls-cert", cert_, "--xds-tls-key", other_key_},
        1,
        absl::StrCat("--xds-tls-key: ", other_key_, ": is not the key of the certificate in ",
@@ -379,6 +396,36 @@ TEST_F(TlsE2eTest, FlagErrorsNameTheFlagBeforeServing) {
                 .exit_code,
             1);
   EXPECT_THAT(stderr_text, HasSubstr("--xds-tls-key: " + other_key_ + ": is not the key"));
+}
+
+// gRPC's certificate watcher opens the relay's certificate files blocking,
+// after the shutdown signals are blocked: a FIFO there held up start-up and
+// SIGTERM. The configuration's files are now read once without blocking
+// while the configuration is checked, so start-up cannot block on them (nor
+// on the configuration file itself) and the relay exits at once.
+TEST_F(TlsE2eTest, RelayRefusesAFifoAsItsCertificateFileAtOnce) {
+  const std::string fifo = dir_ + "/ca.fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string config =
+      Write("relay-fifo.json",
+            absl::StrCat(R"({"xds_servers": [{"server_uri": "127.0.0.1:1", )",
+                         R"("channel_creds": [{"type": "tls", "config": {"ca_certificate_file": ")",
+                         fifo, R"("}}]}]})"));
+  std::string stderr_text;
+  EXPECT_EQ(RunFailing({"relay", "--config", config, "--xds-address", "127.0.0.1:0",
+                        "--admin-address", "127.0.0.1:0"},
+                       &stderr_text)
+                .exit_code,
+            2);
+  EXPECT_THAT(stderr_text,
+              HasSubstr(absl::StrCat("xds_servers[0].channel_creds[0].config.ca_certificate_file: "
+                                     "\"",
+                                     fifo, "\": is not a regular file")));
+  // The configuration file itself.
+  const std::string config_fifo = dir_ + "/relay.fifo";
+  ASSERT_EQ(mkfifo(config_fifo.c_str(), 0600), 0);
+  EXPECT_EQ(RunFailing({"relay", "--config", config_fifo}, &stderr_text).exit_code, 1);
+  EXPECT_THAT(stderr_text, HasSubstr(absl::StrCat(config_fifo, ": is not a regular file")));
 }
 
 TEST_F(TlsE2eTest, RelayReachesTlsAndMtlsUpstreamsWithA65Config) {

@@ -6,7 +6,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "xds_server/common/log_text.h"
 #include "yaml-cpp/anchor.h"
+#include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/exceptions.h"
 #include "yaml-cpp/mark.h"
@@ -182,8 +184,9 @@ class BoundedBuilder : public YAML::EventHandler {
 
   bool failed() const { return error_.has_value(); }
 
-  void Fail(const YAML::Mark& mark, std::string message) {
-    if (!failed()) error_ = YamlReadError{PositionOf(mark), std::move(message)};
+  // Escapes `message` (xds::EscapeText): it may quote the text's bytes.
+  void Fail(const YAML::Mark& mark, const std::string& message) {
+    if (!failed()) error_ = YamlReadError{PositionOf(mark), xds::EscapeText(message)};
   }
 
   std::string AnchorName(YAML::anchor_t anchor) const {
@@ -406,16 +409,25 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
       out.documents.push_back(builder.TakeDocument());
     }
   } catch (const YAML::Exception& e) {
-    // What yaml-cpp says when a key is longer than YAML allows an implicit
-    // key to be (1,024 characters), even in valid JSON.
-    const bool maybe_long_key =
-        e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::MAP_VALUE;
-    out.error = YamlReadError{
-        PositionOf(e.mark),
-        absl::StrCat("not valid YAML: ", e.msg,
-                     maybe_long_key ? " (or a map key is longer than 1024 characters, the "
-                                      "limit for a key in YAML, JSON included)"
-                                    : "")};
+    // The depth bound, passed before yaml-cpp's recursion guard gave up (a
+    // few hundred levels past it), is the error. Otherwise yaml-cpp's is: a
+    // problem the events showed just before may only follow from the text
+    // yaml-cpp could not parse (a text cut short inside a flow map).
+    const bool deep = dynamic_cast<const YAML::DeepRecursion*>(&e) != nullptr;
+    if (!deep || !builder.error().has_value()) {
+      // What yaml-cpp says when a key is longer than YAML allows an implicit
+      // key to be (1,024 characters), even in valid JSON.
+      const bool maybe_long_key =
+          e.msg == YAML::ErrorMsg::END_OF_MAP_FLOW || e.msg == YAML::ErrorMsg::MAP_VALUE;
+      // yaml-cpp's message may quote a byte of the text ("unknown escape
+      // character: " and the byte, a NUL included): escaped.
+      out.error = YamlReadError{
+          PositionOf(e.mark),
+          absl::StrCat("not valid YAML: ", xds::EscapeText(e.msg),
+                       maybe_long_key ? " (or a map key is longer than 1024 characters, the "
+                                        "limit for a key in YAML, JSON included)"
+                                      : "")};
+    }
   }
   if (!out.error.has_value() && builder.error().has_value()) {
     out.error = builder.error();

@@ -105,10 +105,44 @@ TEST(ReadYamlDocumentsTest, BoundsNestingDepth) {
   EXPECT_FALSE(ReadYamlDocuments(ok).error.has_value());
 }
 
+TEST(ReadYamlDocumentsTest, NestingFarPastTheBoundGetsTheBoundsMessage) {
+  // Deep enough for yaml-cpp's own recursion guard ("bad file") to throw
+  // after the bound was passed.
+  for (int depth : {450, 1000, 5000}) {
+    const std::string flow = std::string(depth, '[') + std::string(depth, ']');
+    EXPECT_THAT(ErrorOf(flow).message, HasSubstr("nested more than 100 levels deep")) << depth;
+    std::string block;
+    for (int i = 0; i < depth; ++i) block.append(std::string(i, ' ')).append("-\n");
+    EXPECT_THAT(ErrorOf(block).message, HasSubstr("nested more than 100 levels deep")) << depth;
+  }
+}
+
 TEST(ReadYamlDocumentsTest, InvalidYamlHasAPosition) {
   const YamlReadError error = ErrorOf("a: 1\nb: [1, 2\n");
   EXPECT_THAT(error.message, HasSubstr("not valid YAML"));
   EXPECT_GT(error.position.line, 1);
+}
+
+// True when `text` has no byte below 0x20 and no DEL.
+bool HasNoControlBytes(const std::string& text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
+  }
+  return true;
+}
+
+TEST(ReadYamlDocumentsTest, EscapesTheTextsBytesThatAMessageQuotes) {
+  // yaml-cpp quotes the byte after a backslash it does not know.
+  const std::string nul_escape = ErrorOf(std::string("a: \"\\\0\"\n", 8)).message;
+  EXPECT_THAT(nul_escape, HasSubstr("unknown escape character: \\x00"));
+  EXPECT_TRUE(HasNoControlBytes(nul_escape)) << nul_escape;
+  const std::string esc_escape = ErrorOf("a: \"\\\x1b\"\n").message;
+  EXPECT_THAT(esc_escape, HasSubstr("unknown escape character: \\x1b"));
+  EXPECT_TRUE(HasNoControlBytes(esc_escape)) << esc_escape;
+  // A duplicate key is quoted in the message.
+  const std::string key = ErrorOf("\"k\\0\\e\": 1\n\"k\\0\\e\": 2\n").message;
+  EXPECT_THAT(key, HasSubstr("duplicate key \"k\\x00\\x1b\""));
+  EXPECT_TRUE(HasNoControlBytes(key)) << key;
 }
 
 // yaml-cpp reads a "," outside a flow collection as an endless run of empty

@@ -1,13 +1,8 @@
 #include "xds_server/relay_config/relay_config.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <initializer_list>
 #include <string>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -18,6 +13,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "xds_server/common/log_text.h"
+#include "xds_server/common/regular_file.h"
 #include "xds_server/common/status_macros.h"
 #include "xds_server/json/proto_json.h"
 #include "xds_server/json/yaml_json.h"
@@ -176,9 +173,13 @@ class Parser {
   }
 
  private:
+  // The message is escaped (xds::EscapeText): reasons quote the file's bytes
+  // (yaml-cpp's messages, values), which may hold NULs or control characters.
   absl::Status Invalid(absl::string_view path, absl::string_view reason) const {
-    if (path.empty()) return absl::InvalidArgumentError(absl::StrCat(source_, ": ", reason));
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": ", path, ": ", reason));
+    if (path.empty()) {
+      return absl::InvalidArgumentError(EscapeText(absl::StrCat(source_, ": ", reason)));
+    }
+    return absl::InvalidArgumentError(EscapeText(absl::StrCat(source_, ": ", path, ": ", reason)));
   }
 
   absl::Status Expected(absl::string_view path, absl::string_view what,
@@ -426,9 +427,13 @@ class Parser {
       const std::string file_path = AppendKey(path, file.key);
       ASSIGN_OR_RETURN(*file.field, String(value, file_path));
       if (file.field->empty()) return Invalid(file_path, "must not be empty");
-      if (::access(file.field->c_str(), R_OK) != 0) {
+      // Read once here, without blocking, so that a FIFO or a device is
+      // refused before gRPC's certificate watcher opens it (blocking).
+      RegularFileRead read = ReadRegularFile(*file.field, kMaxCertificateFileBytes);
+      if (read.outcome != RegularFileRead::Outcome::kRead) {
         return Invalid(file_path, absl::StrCat(Quoted(*file.field), ": ",
-                                               std::generic_category().message(errno)));
+                                               DescribeFailure(read, kMaxCertificateFileBytes,
+                                                               "a certificate file")));
       }
     }
     if (server.tls_certificate_file.empty() != server.tls_private_key_file.empty()) {
@@ -449,42 +454,9 @@ absl::StatusOr<RelayConfig> ParseRelayConfig(absl::string_view json, absl::strin
 }
 
 absl::StatusOr<RelayConfig> LoadRelayConfig(const std::string& path) {
-  auto read_error = [&](int error) {
-    std::string reason =
-        absl::StrCat(path, ": cannot read: ", std::generic_category().message(error));
-    switch (error) {
-      case ENOENT:
-        return absl::NotFoundError(reason);
-      case EACCES:
-      case EPERM:
-        return absl::PermissionDeniedError(reason);
-      default:
-        return absl::FailedPreconditionError(reason);
-    }
-  };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return read_error(errno);
-  // Read one byte more than allowed, so that an oversized file is detected
-  // without reading all of it.
-  std::string contents;
-  char buffer[64 * 1024];
-  while (contents.size() <= kMaxRelayConfigBytes) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      ::close(fd);
-      return read_error(error);
-    }
-    if (n == 0) break;
-    contents.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  if (contents.size() > kMaxRelayConfigBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": larger than ", kMaxRelayConfigBytes,
-                                                   " bytes; a relay configuration may be at "
-                                                   "most that"));
-  }
+  ASSIGN_OR_RETURN(std::string contents,
+                   ReadRegularFileOrError(path, kMaxRelayConfigBytes, "a relay configuration",
+                                          absl::StrCat(path, ": ")));
   return ParseRelayConfig(contents, path);
 }
 

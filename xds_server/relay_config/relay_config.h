@@ -45,14 +45,18 @@ struct RelayConfig {
 // channel_creds the first entry of a type the relay supports ("insecure",
 // "tls") is used; it is an error if there is none. A "tls" entry's config
 // takes gRFC A65's ca_certificate_file, certificate_file and
-// private_key_file (the last two together); each must name a readable file
-// (checked here; the only access to the file system). Inputs above the
-// bounds above are InvalidArgument. Thread-safe.
+// private_key_file (the last two together); each must name a readable
+// regular file of at most kMaxCertificateFileBytes (read here, without
+// blocking; the only access to the file system). Inputs above the bounds
+// above are InvalidArgument. Messages are escaped (EscapeText): they may
+// quote the configuration's bytes. Thread-safe.
 absl::StatusOr<RelayConfig> ParseRelayConfig(absl::string_view json, absl::string_view source);
 
 // Reads and parses the file at `path` (errors name the path): NotFound if it
-// does not exist, PermissionDenied if it may not be read, InvalidArgument if
-// it is larger than kMaxRelayConfigBytes or does not parse.
+// does not exist, PermissionDenied if it may not be read, FailedPrecondition
+// if it is not a regular file (a FIFO is refused at once, not waited on),
+// InvalidArgument if it is larger than kMaxRelayConfigBytes or does not
+// parse.
 absl::StatusOr<RelayConfig> LoadRelayConfig(const std::string& path);
 
 // Returns the servers a resource name is fetched from: the authority's for

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/common/regular_file.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::xds {
@@ -227,7 +228,7 @@ TEST(ParseRelayConfigTest, ReadsA65TlsConfigWithExistingFiles) {
 
   EXPECT_EQ(parse(R"({"ca_certificate_file": "/nonexistent/ca.pem"})").status().message(),
             "relay.json: xds_servers[0].channel_creds[0].config.ca_certificate_file: "
-            "\"/nonexistent/ca.pem\": No such file or directory");
+            "\"/nonexistent/ca.pem\": cannot be read: no such file or directory");
   EXPECT_EQ(parse(absl::StrCat(R"({"certificate_file": ")", cert, R"("})")).status().message(),
             "relay.json: xds_servers[0].channel_creds[0].config.private_key_file: required with "
             "certificate_file");
@@ -243,6 +244,67 @@ TEST(ParseRelayConfigTest, ReadsA65TlsConfigWithExistingFiles) {
   EXPECT_THAT(parse(R"({"ca_file": "x"})").status().message(),
               HasSubstr("xds_servers[0].channel_creds[0].config.ca_file: unknown field"));
   for (const std::string& path : {ca, cert, key}) std::remove(path.c_str());
+}
+
+TEST(ParseRelayConfigTest, RefusesCertificateFilesThatAreNotSmallRegularFiles) {
+  auto parse = [](const std::string& file) {
+    return ParseRelayConfig(
+        absl::StrCat(R"({"xds_servers": [{"server_uri": "up:1", )",
+                     R"("channel_creds": [{"type": "tls", "config": {"ca_certificate_file": ")",
+                     file, R"("}}]}]})"),
+        "relay.json");
+  };
+  const std::string prefix =
+      "relay.json: xds_servers[0].channel_creds[0].config.ca_certificate_file: ";
+  // gRPC's certificate watcher would open a FIFO blocking, holding up the
+  // relay's start-up until a writer came.
+  const std::string fifo = TempFile("ca.fifo");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_THAT(parse(fifo), StatusIs(absl::StatusCode::kInvalidArgument,
+                                    absl::StrCat(prefix, "\"", fifo, "\": is not a regular file")));
+  std::remove(fifo.c_str());
+  EXPECT_THAT(parse("/dev/zero"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       absl::StrCat(prefix, "\"/dev/zero\": is not a regular file")));
+  const std::string big = TempFile("big-ca.pem");
+  std::ofstream(big) << std::string(kMaxCertificateFileBytes + 1, '-');
+  EXPECT_THAT(parse(big), StatusIs(absl::StatusCode::kInvalidArgument,
+                                   absl::StrCat(prefix, "\"", big,
+                                                "\": is 1048577 bytes; the limit "
+                                                "for a certificate file is 1048576 bytes")));
+  std::remove(big.c_str());
+}
+
+// True when `text` has no byte below 0x20 and no DEL.
+bool HasNoControlBytes(absl::string_view text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) return false;
+  }
+  return true;
+}
+
+TEST(ParseRelayConfigTest, EscapesControlBytesTheMessageQuotes) {
+  // A NUL and an ESC in a value the message quotes, raw and JSON-escaped.
+  for (const std::string& type : {std::string("in\0se\x1b"
+                                              "cure",
+                                              10),
+                                  std::string(R"(in\u0000se\u001bcure)")}) {
+    absl::Status status =
+        ParseRelayConfig(
+            absl::StrCat(R"({"xds_servers": [{"server_uri": "up:1", "channel_creds": [{"type": ")",
+                         type, R"("}]}]})"),
+            "relay.json")
+            .status();
+    EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument));
+    EXPECT_TRUE(HasNoControlBytes(status.message())) << status.message();
+  }
+  // yaml-cpp's own message quotes the byte after an unknown escape.
+  absl::Status status =
+      ParseRelayConfig(std::string("{\"node\": {\"id\": \"\\\0\"}}", 22), "relay.json").status();
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kInvalidArgument,
+                               HasSubstr("unknown escape character: \\x00")));
+  EXPECT_TRUE(HasNoControlBytes(status.message())) << status.message();
 }
 
 TEST(ParseRelayConfigTest, RejectsBadAuthoritiesNamingThePath) {
@@ -471,7 +533,7 @@ TEST_F(LoadRelayConfigTest, MissingFileIsNotFoundNamingThePath) {
   std::string path = absl::StrCat(dir_, "/missing.json");
   EXPECT_THAT(LoadRelayConfig(path),
               StatusIs(absl::StatusCode::kNotFound,
-                       absl::StrCat(path, ": cannot read: No such file or directory")));
+                       absl::StrCat(path, ": cannot be read: no such file or directory")));
 }
 
 TEST_F(LoadRelayConfigTest, ErrorsNameThePath) {
@@ -480,14 +542,25 @@ TEST_F(LoadRelayConfigTest, ErrorsNameThePath) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        absl::StrCat(path, ": xds_servers: must not be empty")));
   EXPECT_THAT(LoadRelayConfig(dir_), StatusIs(absl::StatusCode::kFailedPrecondition,
-                                              HasSubstr(absl::StrCat(dir_, ": cannot read"))));
+                                              absl::StrCat(dir_, ": is not a regular file")));
+}
+
+TEST_F(LoadRelayConfigTest, RefusesAFifoWithoutWaitingForAWriter) {
+  const std::string fifo = absl::StrCat(dir_, "/relay.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  files_.push_back(fifo);
+  // Without a writer, a blocking open would never return.
+  EXPECT_THAT(LoadRelayConfig(fifo), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                              absl::StrCat(fifo, ": is not a regular file")));
 }
 
 TEST_F(LoadRelayConfigTest, RejectsOversizedFileWithoutParsing) {
   std::string path = Write("big.json", std::string(kMaxRelayConfigBytes + 1, ' '));
   EXPECT_THAT(LoadRelayConfig(path),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr(absl::StrCat(path, ": larger than 1048576 bytes"))));
+                       absl::StrCat(path,
+                                    ": is 1048577 bytes; the limit for a relay "
+                                    "configuration is 1048576 bytes")));
 }
 
 }  // namespace
