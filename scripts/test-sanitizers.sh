@@ -29,13 +29,14 @@ fuzzers=(constraints_fuzzer names_fuzzer proto_json_fuzzer manifest_fuzzer
   stream_state_fuzzer watch_event_fuzzer kubeconfig_fuzzer)
 # The tests run under TSan: the build's self-check (tsan_canary_test), then
 # the ADS server, the relay and the controller, each
-# with its own threads (gRPC reactors, workers, watches, HTTP servers).
+# with its own threads (gRPC reactors, workers, watches, the HTTP server's I/O
+# thread and handler pool).
 # status_churn_test is left out: it takes about 45 s unsanitized, far longer
 # under TSan, and exercises the same code as controller_e2e_test.
 tsan_tests=(tsan_canary_test ads_test ads_wire_test server_bounds_test e2e_test tls_e2e_test
   upstream_client_test relay_test relay_e2e_test kube_source_test manifest_dir_source_test
-  reflector_test leader_elector_test status_writer_test admin_server_test
-  cpprest_kube_client_test controller_e2e_test)
+  reflector_test leader_elector_test status_writer_test admin_server_test http_server_test
+  webhook_test cpprest_kube_client_test controller_e2e_test)
 
 # ccache shares objects between the two build directories (the Envoy API code
 # is compiled without sanitizers, the same in both): paths below the common
