@@ -1,4 +1,4 @@
-// A hostile xDS client against the real processes: `facet serve` and a
+// Hostile clients against the real processes. A hostile xDS client: `facet serve` and a
 // `facet relay` in front of it. Its node id and NACK error detail carry a
 // forged log line, terminal escapes, a right-to-left override and a C1
 // control (invalid UTF-8 cannot reach the server: gRPC refuses to parse a
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -19,6 +20,7 @@
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
 #include "test/e2e/e2e_harness.h"
+#include "test/http_attack/http_attack.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::testing {
@@ -121,6 +123,43 @@ TEST_F(HostileClientE2eTest, ForgedStringsStayOneLogLineAndStatusStaysValidJson)
   AttackAndNack("relay", harness_->XdsAddressOf("relay"));
   ExpectStatusIsValidJson("relay");
   ExpectNoForgedLine("relay");
+
+  EXPECT_THAT(harness_->Stop("relay"), IsOk());
+  EXPECT_THAT(harness_->StopFacet(), IsOk());
+}
+
+// The kubelet's probe times out after 1 s: /healthz on every serving
+// command's admin port answers within it beside 100 idle and 100 slowloris
+// connections (before the admin port had its own HTTP server, 10 idle
+// connections delayed it 3-5 s and 100 past 30 s), and the head deadline
+// closes the slow ones.
+TEST_F(HostileClientE2eTest, ProbesAnswerWithinASecondBesideIdleAndSlowPeersOnEveryAdminPort) {
+  ASSERT_THAT(harness_->StartBackends({"prod", "test"}), IsOk());
+  ASSERT_THAT(harness_->WriteManifest("greeter.yaml.tmpl", "greeter.yaml"), IsOk());
+  ASSERT_THAT(harness_->StartFacet(), IsOk());
+  e2e::RelayConfigOptions relay;
+  relay.servers = {harness_->xds_address()};
+  ASSERT_THAT(harness_->StartRelay("relay", relay), IsOk());
+
+  for (const std::string name : {std::string(E2eHarness::kFacet), std::string("relay")}) {
+    const std::string& address = harness_->AdminAddressOf(name);
+    int port = 0;
+    ASSERT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &port)) << address;
+    HostileConnections idle(port, 100, HostileConnections::Kind::kIdle);
+    HostileConnections slow(port, 100, HostileConnections::Kind::kSlowHead);
+    ASSERT_EQ(idle.opened() + slow.opened(), 200) << name;
+    for (int probe = 0; probe < 5; ++probe) {
+      absl::StatusOr<std::string> answer =
+          Exchange(port, /*tls=*/false, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+                   /*deadline=*/absl::Seconds(1));
+      ASSERT_THAT(answer, IsOk()) << name << " probe " << probe;
+      EXPECT_THAT(*answer, StartsWith("HTTP/1.1 200")) << name;
+    }
+    // The head deadline (5 s) closes the slowloris connections.
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (slow.Closed() < 100 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(100));
+    EXPECT_EQ(slow.Closed(), 100) << name;
+  }
 
   EXPECT_THAT(harness_->Stop("relay"), IsOk());
   EXPECT_THAT(harness_->StopFacet(), IsOk());
