@@ -618,6 +618,12 @@ AdsService::~AdsService() {
   decltype(streams_) streams;
   decltype(index_) index;
   decltype(nacks_) nacks;
+  decltype(connection_memory_) connection_memory;
+  {
+    // Streams' OnDone returned their subscription memory under memory_mu_.
+    absl::MutexLock lock(&memory_mu_);
+    connection_memory.swap(connection_memory_);
+  }
   absl::MutexLock lock(&mu_);
   streams.swap(streams_);
   index.swap(index_);
