@@ -105,16 +105,22 @@ class HostileClientE2eTest : public ::testing::Test {
     }
   }
 
+  // Starts the backends, `facet serve` on the greeter manifest, and a relay
+  // named "relay" in front of it.
+  void StartFacetAndRelay() {
+    ASSERT_THAT(harness_->StartBackends({"prod", "test"}), IsOk());
+    ASSERT_THAT(harness_->WriteManifest("greeter.yaml.tmpl", "greeter.yaml"), IsOk());
+    ASSERT_THAT(harness_->StartFacet(), IsOk());
+    e2e::RelayConfigOptions relay;
+    relay.servers = {harness_->xds_address()};
+    ASSERT_THAT(harness_->StartRelay("relay", relay), IsOk());
+  }
+
   std::unique_ptr<E2eHarness> harness_;
 };
 
 TEST_F(HostileClientE2eTest, ForgedStringsStayOneLogLineAndStatusStaysValidJson) {
-  ASSERT_THAT(harness_->StartBackends({"prod", "test"}), IsOk());
-  ASSERT_THAT(harness_->WriteManifest("greeter.yaml.tmpl", "greeter.yaml"), IsOk());
-  ASSERT_THAT(harness_->StartFacet(), IsOk());
-  e2e::RelayConfigOptions relay;
-  relay.servers = {harness_->xds_address()};
-  ASSERT_THAT(harness_->StartRelay("relay", relay), IsOk());
+  ASSERT_NO_FATAL_FAILURE(StartFacetAndRelay());
 
   AttackAndNack(E2eHarness::kFacet, harness_->xds_address());
   ExpectStatusIsValidJson(E2eHarness::kFacet);
@@ -134,12 +140,7 @@ TEST_F(HostileClientE2eTest, ForgedStringsStayOneLogLineAndStatusStaysValidJson)
 // connections delayed it 3-5 s and 100 past 30 s), and the head deadline
 // closes the slow ones.
 TEST_F(HostileClientE2eTest, ProbesAnswerWithinASecondBesideIdleAndSlowPeersOnEveryAdminPort) {
-  ASSERT_THAT(harness_->StartBackends({"prod", "test"}), IsOk());
-  ASSERT_THAT(harness_->WriteManifest("greeter.yaml.tmpl", "greeter.yaml"), IsOk());
-  ASSERT_THAT(harness_->StartFacet(), IsOk());
-  e2e::RelayConfigOptions relay;
-  relay.servers = {harness_->xds_address()};
-  ASSERT_THAT(harness_->StartRelay("relay", relay), IsOk());
+  ASSERT_NO_FATAL_FAILURE(StartFacetAndRelay());
 
   for (const std::string name : {std::string(E2eHarness::kFacet), std::string("relay")}) {
     const std::string& address = harness_->AdminAddressOf(name);

@@ -158,19 +158,33 @@ class AttackTest : public ::testing::Test {
     return envoy::service::discovery::v3::AggregatedDiscoveryService::NewStub(channel);
   }
 
-  // Opens `count` SotW streams on `stub` that subscribe to cluster "big" and
-  // never read.
-  void OpenNonReaders(
-      envoy::service::discovery::v3::AggregatedDiscoveryService::Stub& stub, int count,
-      std::vector<std::unique_ptr<grpc::ClientContext>>* contexts,
-      std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>*
-          streams) {
+  // SotW streams on a connection of their own (NonReadingStub) that
+  // subscribe to cluster "big" and never read. Members are destroyed streams
+  // first, then their contexts, then the stub.
+  struct NonReaders {
+    std::unique_ptr<envoy::service::discovery::v3::AggregatedDiscoveryService::Stub> stub;
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
+        streams;
+
+    // Cancels and ends every stream, then drops them.
+    void Stop() {
+      for (auto& context : contexts) context->TryCancel();
+      for (auto& stream : streams) stream->Finish();
+      streams.clear();
+      contexts.clear();
+    }
+  };
+
+  // Opens `count` non-reading streams into `out`.
+  void OpenNonReaders(int count, NonReaders* out) {
+    out->stub = NonReadingStub();
     for (int i = 0; i < count; ++i) {
-      contexts->push_back(std::make_unique<grpc::ClientContext>());
-      streams->push_back(stub.StreamAggregatedResources(contexts->back().get()));
+      out->contexts.push_back(std::make_unique<grpc::ClientContext>());
+      out->streams.push_back(out->stub->StreamAggregatedResources(out->contexts.back().get()));
       DiscoveryRequest request = MakeRequest(kCds, {"big"});
       *request.mutable_node() = MakeNode(absl::StrCat("never-reads-", i));
-      ASSERT_TRUE(streams->back()->Write(request));
+      ASSERT_TRUE(out->streams.back()->Write(request));
     }
   }
 
@@ -577,11 +591,8 @@ TEST_F(AttackTest, ManyStreamsThatNeverReadStayWithinTheResponseBudget) {
     options.memory_budget_bytes = 64 << 20;
     Start(options, BigCluster(kResponseBytes) + Endpoints(1));
 
-    auto stub = NonReadingStub();
-    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-    std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
-        stalled;
-    ASSERT_NO_FATAL_FAILURE(OpenNonReaders(*stub, kStreams, &contexts, &stalled));
+    NonReaders stalled;
+    ASSERT_NO_FATAL_FAILURE(OpenNonReaders(kStreams, &stalled));
 
     if (budget > 0) {
       // A client that reads is served while the attack goes on.
@@ -616,10 +627,7 @@ TEST_F(AttackTest, ManyStreamsThatNeverReadStayWithinTheResponseBudget) {
         return stats.streams_closed_write_stall == kStreams;
       }));
     }
-    for (auto& context : contexts) context->TryCancel();
-    for (auto& stream : stalled) stream->Finish();
-    stalled.clear();
-    contexts.clear();
+    stalled.Stop();
     TearDown();
   }
 }
@@ -643,11 +651,8 @@ TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhateverTheNonReadersQueu
 
   // Streams that never read: four writes fill the budget, the other streams
   // wait for it.
-  auto stub = NonReadingStub();
-  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-  std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
-      stalled;
-  ASSERT_NO_FATAL_FAILURE(OpenNonReaders(*stub, kStreams, &contexts, &stalled));
+  NonReaders stalled;
+  ASSERT_NO_FATAL_FAILURE(OpenNonReaders(kStreams, &stalled));
   ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
     return stats.streams_open == kStreams + 1 && stats.responses_deferred >= kStreams - 8;
   })) << ads_->stats().responses_deferred;
@@ -666,8 +671,7 @@ TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhateverTheNonReadersQueu
   EXPECT_LT(waited, 2 * kStallTimeout + absl::Seconds(3)) << waited;
   EXPECT_GT(ads_->stats().streams_closed_write_stall, 0);
 
-  for (auto& context : contexts) context->TryCancel();
-  for (auto& stream : stalled) stream->Finish();
+  stalled.Stop();
 }
 
 // The probe as it likely ran: the non-readers read their first
@@ -694,11 +698,8 @@ TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhenNonReadersReadTheirFi
 
   // Streams on one connection that take the small cluster "big" (their
   // writes complete without a read) and never read.
-  auto stub = NonReadingStub();
-  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
-  std::vector<std::unique_ptr<grpc::ClientReaderWriter<DiscoveryRequest, DiscoveryResponse>>>
-      stalled;
-  ASSERT_NO_FATAL_FAILURE(OpenNonReaders(*stub, kStreams, &contexts, &stalled));
+  NonReaders stalled;
+  ASSERT_NO_FATAL_FAILURE(OpenNonReaders(kStreams, &stalled));
   ASSERT_TRUE(WaitForStats([](const xds::AdsStats& stats) {
     return stats.pushes == kStreams + 1 && stats.response_bytes_in_flight == 0;
   })) << ads_->stats().pushes;
@@ -726,8 +727,7 @@ TEST_F(AttackTest, ReadersGetAPushWithinTheStallTimeoutWhenNonReadersReadTheirFi
   EXPECT_LT(waited, 2 * kStallTimeout + absl::Seconds(3)) << waited;
   EXPECT_GT(ads_->stats().streams_closed_write_stall, 0);
 
-  for (auto& context : contexts) context->TryCancel();
-  for (auto& stream : stalled) stream->Finish();
+  stalled.Stop();
 }
 
 }  // namespace
