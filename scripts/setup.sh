@@ -13,6 +13,10 @@ packages=(
   libcpp-httplib-dev
   # Boost.Beast and Boost.Asio (header-only): the admin and webhook ports' server.
   libboost-dev
+  # prometheus-cpp's core: the /metrics registry, counters, gauges, histograms
+  # and text serializer. xxHash: content digests. nlohmann-json: the test API
+  # server's JSON values, merge patch and JSON patch.
+  prometheus-cpp-dev libxxhash-dev nlohmann-json3-dev
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
