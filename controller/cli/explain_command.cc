@@ -1,13 +1,13 @@
 #include "controller/cli/explain_command.h"
 
-#include <httplib.h>  // Feature macros come from pkg-config (controller/webhook).
+#include <httplib.h>  // Feature macros come from pkg-config (controller/kubernetes/webhook).
 
 #include <map>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "controller/manifest/manifest_loader.h"
+#include "controller/sources/manifest/manifest_loader.h"
 #include "xds_server/explain/explain.h"
 #include "xds_server/resources/resource_type.h"
 #include "xds_server/snapshot/builder.h"

@@ -6,7 +6,7 @@
 #include "absl/synchronization/mutex.h"
 #include "controller/cli/controller_command.h"
 #include "controller/cli/explain_command.h"
-#include "controller/http/http_server.h"
+#include "controller/server/http/http_server.h"
 #include "controller/cli/relay_command.h"
 #include "controller/cli/serve_command.h"
 #include "controller/cli/serving_common.h"

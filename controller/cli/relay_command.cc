@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controller/admin/admin_server.h"
-#include "controller/admin/metrics_text.h"
+#include "controller/server/admin/admin_server.h"
+#include "controller/server/admin/metrics_text.h"
 #include "controller/cli/flags.h"
 #include "controller/cli/serving_common.h"
 #include "google/protobuf/struct.pb.h"

@@ -12,9 +12,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "controller/admin/admin_server.h"
+#include "controller/server/admin/admin_server.h"
 #include "controller/cli/flags.h"
-#include "controller/tls/tls_files.h"
+#include "controller/server/tls/tls_files.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
 

@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controller/manifest/manifest_loader.h"
+#include "controller/sources/manifest/manifest_loader.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/snapshot/builder.h"
 

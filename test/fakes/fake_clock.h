@@ -9,7 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "controller/kube/clock.h"
+#include "controller/kubernetes/client/clock.h"
 
 namespace facet::testing {
 

@@ -10,8 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "controller/kube/kube_errors.h"
-#include "controller/kube/yaml_fields.h"
+#include "controller/kubernetes/client/kube_errors.h"
+#include "controller/kubernetes/client/yaml_fields.h"
 #include "xds_server/common/status_macros.h"
 
 namespace facet::testing {

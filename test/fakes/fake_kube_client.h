@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "controller/kube/kube_client.h"
+#include "controller/kubernetes/client/kube_client.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::testing {

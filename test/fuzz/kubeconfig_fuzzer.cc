@@ -1,4 +1,4 @@
-// Fuzzes loading a kubeconfig file (controller/kube/kube_config): the input is
+// Fuzzes loading a kubeconfig file (controller/kubernetes/client/kube_config): the input is
 // the file's content; the context is the current-context.
 #include <cstddef>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/kube/kube_config.h"
+#include "controller/kubernetes/client/kube_config.h"
 #include "test/fuzz/fuzz_support.h"
 
 using facet::fuzz::Check;

@@ -1,4 +1,4 @@
-// Fuzzes reading a manifest file into Facet objects (controller/manifest):
+// Fuzzes reading a manifest file into Facet objects (controller/sources/manifest):
 // YAML or JSON, multi-document, `kind: List`, every object parsed down to its
 // variants' constraints and resources. The input is the file's content.
 #include <cstddef>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <variant>
 
-#include "controller/manifest/manifest_loader.h"
+#include "controller/sources/manifest/manifest_loader.h"
 #include "test/fuzz/fuzz_support.h"
 
 using facet::fuzz::Check;

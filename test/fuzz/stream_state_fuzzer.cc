@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/manifest/manifest_loader.h"
+#include "controller/sources/manifest/manifest_loader.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/ads/client_status.h"
 #include "xds_server/ads/parameter_mapping.h"

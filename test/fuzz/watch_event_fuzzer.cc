@@ -1,5 +1,5 @@
 // Fuzzes the Kubernetes watch stream's framing and event decoding
-// (controller/kube/watch_stream): the input arrives in chunks (sizes taken
+// (controller/kubernetes/client/watch_stream): the input arrives in chunks (sizes taken
 // from the input), is split into lines under a line limit, and every line is
 // decoded as a watch event.
 #include <fuzzer/FuzzedDataProvider.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/kube/watch_stream.h"
+#include "controller/kubernetes/client/watch_stream.h"
 #include "test/fuzz/fuzz_support.h"
 
 namespace {

@@ -10,7 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "benchmark/benchmark.h"
-#include "controller/kube_source/kube_source.h"
+#include "controller/kubernetes/source/kube_source.h"
 #include "test/fakes/fake_kube_client.h"
 #include "test/load/world.h"
 #include "yaml-cpp/yaml.h"

@@ -2,7 +2,7 @@
 // --xds-tls-* and --admin-tls-*, certificate rotation, the flag errors of all
 // three serving commands, and `facet relay` dialling a TLS / mTLS upstream
 // with gRFC A65's channel_creds config. Certificates are generated per test.
-#include <httplib.h>  // Feature macros come from pkg-config (controller/webhook).
+#include <httplib.h>  // Feature macros come from pkg-config (controller/kubernetes/webhook).
 #include <sys/stat.h>
 
 #include <algorithm>

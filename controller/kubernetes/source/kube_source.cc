@@ -1,0 +1,530 @@
+#include "controller/kubernetes/source/kube_source.h"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <utility>
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "controller/kubernetes/endpoints/endpoint_slices.h"
+#include "controller/kubernetes/client/yaml_fields.h"
+#include "controller/sources/manifest/object_parser.h"
+#include "spdlog/spdlog.h"
+#include "xds_server/common/log_text.h"
+#include "xds_server/names/names.h"
+
+namespace facet::controller {
+
+namespace {
+
+// Returns the object cached under `key` by the first of `reflectors` that
+// holds it (the node shares the cache's memory: read only).
+std::optional<YAML::Node> FindCached(
+    const std::vector<std::unique_ptr<kube::Reflector>>& reflectors, const std::string& key) {
+  for (const auto& reflector : reflectors) {
+    const auto snapshot = reflector->Snapshot();
+    if (auto it = snapshot->find(key); it != snapshot->end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+// The watch-cache key of a namespaced object.
+std::string CacheKey(const xds::ObjectRef& ref) {
+  return absl::StrCat(ref.namespace_, "/", ref.name);
+}
+
+}  // namespace
+
+KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
+                       const xds::AdsService* ads, std::function<bool()> is_leader,
+                       Options options)
+    : client_(client),
+      store_(store),
+      ads_(ads),
+      is_leader_(std::move(is_leader)),
+      options_(std::move(options)),
+      owned_clock_(options_.clock == nullptr ? std::make_unique<kube::RealClock>() : nullptr),
+      clock_(options_.clock != nullptr ? options_.clock : owned_clock_.get()),
+      status_writer_(client),
+      revision_writer_(client),
+      builder_([this] {
+        xds::BuildOptions build = options_.build;
+        build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
+        return build;
+      }()) {
+  auto make = [&](const std::string& path, const std::string& name, Kind kind) {
+    kube::Reflector::Options reflector_options;
+    reflector_options.collection_path = path;
+    reflector_options.name = name;
+    reflector_options.clock = options_.clock;
+    if (kind == Kind::kRevision) reflector_options.label_selector = kRevisionSelector;
+    if (kind == Kind::kSlice) reflector_options.label_selector = kServiceNameLabel;
+    reflector_options.on_change = [this, kind](const std::vector<kube::ObjectDelta>& deltas) {
+      Enqueue(kind, deltas);
+    };
+    return std::make_unique<kube::Reflector>(client_, std::move(reflector_options));
+  };
+  const std::string group = "/apis/facet.dev/v1alpha1";
+  if (options_.namespaces.empty()) {
+    resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources", Kind::kResource));
+    revision_reflectors_.push_back(
+        make("/apis/apps/v1/controllerrevisions", "controllerrevisions", Kind::kRevision));
+    slice_reflectors_.push_back(
+        make("/apis/discovery.k8s.io/v1/endpointslices", "endpointslices", Kind::kSlice));
+  } else {
+    for (const std::string& ns : options_.namespaces) {
+      resource_reflectors_.push_back(make(absl::StrCat(group, "/namespaces/", ns, "/xdsresources"),
+                                          absl::StrCat("xdsresources in ", ns), Kind::kResource));
+      revision_reflectors_.push_back(
+          make(absl::StrCat("/apis/apps/v1/namespaces/", ns, "/controllerrevisions"),
+               absl::StrCat("controllerrevisions in ", ns), Kind::kRevision));
+      slice_reflectors_.push_back(
+          make(absl::StrCat("/apis/discovery.k8s.io/v1/namespaces/", ns, "/endpointslices"),
+               absl::StrCat("endpointslices in ", ns), Kind::kSlice));
+    }
+  }
+  authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities", Kind::kAuthority);
+  builder_.SetLastGoodLookup([this](const xds::ObjectRef& ref) { return LastGood(ref); });
+}
+
+KubeSource::~KubeSource() { Stop(); }
+
+void KubeSource::Start() {
+  for (auto& reflector : resource_reflectors_) reflector->Start();
+  for (auto& reflector : revision_reflectors_) reflector->Start();
+  for (auto& reflector : slice_reflectors_) reflector->Start();
+  authority_reflector_->Start();
+  worker_ = std::thread([this] { Run(); });
+}
+
+void KubeSource::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ && !worker_.joinable()) return;
+    stopping_ = true;
+  }
+  if (worker_.joinable()) worker_.join();
+  for (auto& reflector : resource_reflectors_) reflector->Stop();
+  for (auto& reflector : revision_reflectors_) reflector->Stop();
+  for (auto& reflector : slice_reflectors_) reflector->Stop();
+  if (authority_reflector_) authority_reflector_->Stop();
+}
+
+std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
+  std::vector<xds::AuthorityObject> out;
+  const auto snapshot = authority_reflector_->Snapshot();
+  for (const auto& [key, object] : *snapshot) {
+    ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
+    if (auto* authority = std::get_if<xds::AuthorityObject>(&parsed)) {
+      out.push_back(std::move(*authority));
+    }
+  }
+  return out;
+}
+
+void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
+  absl::MutexLock lock(&mu_);
+  for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;
+  if (kind == Kind::kSlice && !deltas.empty()) slices_pending_ = true;
+  dirty_ = true;  // Also after the first list, whose deltas may be empty.
+}
+
+void KubeSource::RequestStatusSync() {
+  absl::MutexLock lock(&mu_);
+  status_due_ = true;
+}
+
+KubeSource::Stats KubeSource::stats() const {
+  Stats stats;
+  {
+    absl::MutexLock lock(&mu_);
+    stats = stats_;
+  }
+  auto add = [&stats](const kube::Reflector& reflector) {
+    const kube::Reflector::Counters counters = reflector.counters();
+    stats.reflectors.lists += counters.lists;
+    stats.reflectors.watches += counters.watches;
+    stats.reflectors.watch_errors += counters.watch_errors;
+  };
+  for (const auto& reflector : resource_reflectors_) add(*reflector);
+  if (authority_reflector_) add(*authority_reflector_);
+  return stats;
+}
+
+std::vector<xds::ObjectStatus> KubeSource::statuses() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<xds::ObjectStatus> out;
+  out.reserve(statuses_.size());
+  for (const auto& [ref, status] : statuses_) out.push_back(*status);
+  return out;
+}
+
+void KubeSource::Run() {
+  while (true) {
+    bool build = false;
+    bool status = false;
+    {
+      absl::MutexLock lock(&mu_);
+      auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return dirty_ || status_due_ || stopping_;
+      };
+      absl::Duration timeout = options_.status_resync;
+      if (status_backlog_ || status_waiting_) {  // Until the next pass may start.
+        timeout = std::min(timeout, std::max(absl::ZeroDuration(),
+                                             options_.status_backlog_retry -
+                                                 (clock_->Now() - last_status_sync_)));
+      }
+      mu_.AwaitWithTimeout(absl::Condition(&wake), timeout);
+      if (stopping_) return;
+      if (dirty_) {
+        // Debounce: let the rest of a burst arrive, then build once. Slice
+        // churn (a rolling update) is coalesced over a longer window.
+        const absl::Duration window = slices_pending_
+                                          ? std::max(options_.debounce, options_.slice_coalesce)
+                                          : options_.debounce;
+        slices_pending_ = false;
+        mu_.Unlock();
+        absl::SleepFor(window);
+        mu_.Lock();
+        if (stopping_) return;
+        dirty_ = false;
+        build = true;
+      }
+      status = status_due_;
+      status_due_ = false;
+    }
+    bool synced = authority_reflector_->has_synced();
+    for (const auto& reflector : resource_reflectors_) synced = synced && reflector->has_synced();
+    for (const auto& reflector : revision_reflectors_) synced = synced && reflector->has_synced();
+    for (const auto& reflector : slice_reflectors_) synced = synced && reflector->has_synced();
+    if (!synced) continue;  // Never publish a partial view of the cluster.
+    // Watch events of Facet's own status writes change no status: only a
+    // build that changed some status calls for a pass.
+    const bool changed = (build || last_ == nullptr) && BuildAndPublish();
+    const bool leading = !is_leader_ || is_leader_();
+    // A change waits for the pass interval like a backlog does: otherwise
+    // every build during churn would start a pass with a fresh budget.
+    status_waiting_ = leading && (status_waiting_ || changed);
+    if (!leading) status_backlog_ = false;  // A new leader is asked for a full pass.
+    const absl::Duration since = clock_->Now() - last_status_sync_;
+    if (leading && (status || since >= options_.status_resync ||
+                    ((status_waiting_ || status_backlog_) &&
+                     since >= options_.status_backlog_retry))) {
+      // A full pass when asked (e.g. on becoming leader) or on resync.
+      SyncRevisions(/*all=*/status || !status_waiting_);
+      status_waiting_ = false;
+      SyncStatus();
+    }
+  }
+}
+
+void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& key,
+                       bool deleted) {
+  if (kind == Kind::kRevision) {
+    // The newest revision of an object is its last accepted spec.
+    if (deleted) return;  // Pruned, or gone with its owner.
+    std::optional<xds::ResourceObject> last_good = LastGoodOf(object);
+    if (!last_good.has_value()) return;
+    const std::string owner = OwnerKeyOf(object);
+    const auto newest = std::make_pair(last_good->generation, key);
+    auto [it, inserted] = newest_revision_.try_emplace(owner, newest);
+    if (!inserted) {
+      if (it->second >= newest) return;
+      it->second = newest;
+    }
+    builder_.LastGoodChanged(last_good->ref);
+    return;
+  }
+  if (kind == Kind::kSlice) {
+    const std::string service = absl::StrCat(kube::StringAt(object, {"metadata", "namespace"}),
+                                             "/",
+                                             kube::StringAt(object, {"metadata", "labels",
+                                                                     kServiceNameLabel}));
+    auto& slices = slices_by_service_[service];
+    if (deleted) {
+      slices.erase(key);
+    } else {
+      slices.insert(key);
+    }
+    // Only the objects built from this Service's slices are rebuilt.
+    if (auto dependents = dependents_.find(service); dependents != dependents_.end()) {
+      for (const xds::ObjectRef& ref : dependents->second) UpsertWithSlices(ref);
+    }
+    if (slices.empty()) slices_by_service_.erase(service);
+    return;
+  }
+  const bool authority = kind == Kind::kAuthority;
+  ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
+  if (auto* resource = std::get_if<xds::ResourceObject>(&parsed); resource && !authority) {
+    ForgetSliced(resource->ref);
+    if (deleted) {
+      newest_revision_.erase(key);
+      builder_.Remove(resource->ref);
+    } else if (UsesSlices(*resource)) {
+      const xds::ObjectRef ref = resource->ref;
+      for (const xds::VariantSpec& variant : resource->spec->variants) {
+        if (variant.endpoints_from) {
+          dependents_[absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service)].insert(ref);
+        }
+      }
+      sliced_objects_[ref] = std::move(*resource);
+      UpsertWithSlices(ref);
+    } else {
+      builder_.Upsert(std::move(*resource));
+    }
+  } else if (auto* declared = std::get_if<xds::AuthorityObject>(&parsed); declared && authority) {
+    if (deleted) {
+      builder_.Remove(declared->ref);
+    } else {
+      builder_.Upsert(std::move(*declared));
+    }
+  } else if (auto* unusable = std::get_if<UnusableDocument>(&parsed); unusable && !deleted) {
+    spdlog::error("{}: {}", xds::SafeForLog(key),
+                  xds::SafeForLog(unusable->message, xds::kMaxLoggedStatusBytes));
+  }
+}
+
+bool KubeSource::UsesSlices(const xds::ResourceObject& object) {
+  if (!object.spec.has_value()) return false;
+  for (const xds::VariantSpec& variant : object.spec->variants) {
+    if (variant.endpoints_from) return true;
+  }
+  return false;
+}
+
+void KubeSource::ForgetSliced(const xds::ObjectRef& ref) {
+  auto it = sliced_objects_.find(ref);
+  if (it == sliced_objects_.end()) return;
+  for (const xds::VariantSpec& variant : it->second.spec->variants) {
+    if (!variant.endpoints_from) continue;
+    const std::string service = absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service);
+    auto dependents = dependents_.find(service);
+    if (dependents == dependents_.end()) continue;
+    dependents->second.erase(ref);
+    if (dependents->second.empty()) dependents_.erase(dependents);
+  }
+  sliced_objects_.erase(it);
+}
+
+void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
+  auto it = sliced_objects_.find(ref);
+  if (it == sliced_objects_.end()) return;
+  xds::ResourceObject object = it->second;  // Documents are shared, not changed.
+  for (size_t i = 0; i < object.spec->variants.size(); ++i) {
+    xds::VariantSpec& variant = object.spec->variants[i];
+    if (!variant.endpoints_from) continue;
+    std::vector<YAML::Node> slices;
+    const std::string service = absl::StrCat(ref.namespace_, "/", variant.endpoints_from->service);
+    if (auto keys = slices_by_service_.find(service); keys != slices_by_service_.end()) {
+      for (const std::string& key : keys->second) {
+        if (std::optional<YAML::Node> slice = FindCached(slice_reflectors_, key)) {
+          slices.push_back(*std::move(slice));
+        }
+      }
+    }
+    SlicedEndpoints built = ClusterLoadAssignmentFromSlices(
+        slices, *variant.endpoints_from, absl::StrCat("spec.variants[", i, "].endpointsFrom"));
+    variant.resource.reset(built.resource);
+    for (xds::Finding& finding : built.findings) object.findings.push_back(std::move(finding));
+  }
+  builder_.Upsert(std::move(object));
+}
+
+std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& ref) const {
+  auto newest = newest_revision_.find(CacheKey(ref));
+  if (newest == newest_revision_.end()) return std::nullopt;
+  std::optional<YAML::Node> revision = FindCached(revision_reflectors_, newest->second.second);
+  if (!revision) return std::nullopt;
+  return LastGoodOf(*revision);
+}
+
+void KubeSource::SyncRevisions(bool all) {
+  std::set<xds::ObjectRef> refs;
+  refs.swap(to_record_);
+  if (all) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [ref, status] : statuses_) {
+      if (status->accepted && ref.kind == xds::kXdsResourceKind) refs.insert(ref);
+    }
+  }
+  if (refs.empty()) return;
+  // What Facet already recorded, per owner.
+  std::map<std::string, std::vector<YAML::Node>> existing;
+  for (const auto& reflector : revision_reflectors_) {
+    const auto snapshot = reflector->Snapshot();
+    for (const auto& [key, revision] : *snapshot) existing[OwnerKeyOf(revision)].push_back(revision);
+  }
+  int64_t writes = 0, errors = 0;
+  for (const xds::ObjectRef& ref : refs) {
+    std::shared_ptr<const xds::ObjectStatus> status = builder_.StatusOf(ref);
+    if (status == nullptr || !status->accepted) continue;
+    const std::string key = CacheKey(ref);
+    std::optional<YAML::Node> object = FindCached(resource_reflectors_, key);
+    // Only the generation that was accepted (a newer one is built next).
+    if (!object || kube::StringAt(*object, {"metadata", "generation"}) !=
+                       absl::StrCat(status->generation)) {
+      continue;
+    }
+    absl::StatusOr<bool> wrote = revision_writer_.Record(*object, existing[key]);
+    if (!wrote.ok()) {
+      ++errors;
+      to_record_.insert(ref);  // Retried on the next pass.
+      spdlog::warn("{}: recording its accepted revision: {}", key,
+                   std::string(wrote.status().message()));
+    } else if (*wrote) {
+      ++writes;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  stats_.revision_writes += writes;
+  stats_.revision_errors += errors;
+}
+
+bool KubeSource::BuildAndPublish() {
+  std::map<std::pair<Kind, std::string>, kube::ObjectDelta> deltas;
+  {
+    absl::MutexLock lock(&mu_);
+    deltas.swap(pending_);
+  }
+  if (!loaded_) {
+    // The first time, every cached object (events so far are in the caches).
+    auto load = [this](const kube::Reflector& reflector, Kind kind) {
+      // Hold the snapshot for the whole loop: the reflector may replace its
+      // cache meanwhile, and a temporary shared_ptr would die before the body.
+      const auto snapshot = reflector.Snapshot();
+      for (const auto& [key, object] : *snapshot) Apply(kind, object, key, false);
+    };
+    for (const auto& reflector : revision_reflectors_) load(*reflector, Kind::kRevision);
+    for (const auto& reflector : slice_reflectors_) load(*reflector, Kind::kSlice);
+    for (const auto& reflector : resource_reflectors_) load(*reflector, Kind::kResource);
+    load(*authority_reflector_, Kind::kAuthority);
+    loaded_ = true;
+  } else {
+    for (const auto& [key, delta] : deltas) {
+      Apply(key.first, delta.object, delta.key, delta.type == kube::ObjectDelta::Type::kDeleted);
+    }
+  }
+  if (!builder_.has_pending() && last_ != nullptr) return false;  // Status or metadata only.
+  const absl::Time start = absl::Now();
+  xds::IncrementalBuilder::Result result = builder_.Build();
+  const absl::Duration elapsed = absl::Now() - start;
+  for (const auto& status : result.changed_statuses) {
+    for (const xds::Finding& finding : status->findings) {
+      if (finding.severity == xds::Severity::kError) {
+        spdlog::warn("{}: {}: {}", xds::SafeForLog(status->ref.ToString()),
+                     xds::SafeForLog(finding.field),
+                     xds::SafeForLog(finding.message, xds::kMaxLoggedStatusBytes));
+      }
+    }
+  }
+  spdlog::info("snapshot built in {}: {} objects ({} validated, {} reference checks), {} rejected, "
+               "{} served resources",
+               absl::FormatDuration(elapsed), builder_.object_count(), result.validated_objects,
+               result.reference_checks, builder_.rejected_count(), result.snapshot->size());
+  if (result.deferred_objects > 0) {
+    spdlog::warn("snapshot build spent its search budget ({} steps; limit build_search_steps): {} "
+                 "changed objects wait for the next build",
+                 result.search_steps, result.deferred_objects);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    // What the search budget left waits for the next build, which follows.
+    if (result.deferred_objects > 0) dirty_ = true;
+    stats_.builds++;
+    stats_.validated_objects += result.validated_objects;
+    stats_.rejected_objects = builder_.rejected_count();
+    stats_.last_build_duration = elapsed;
+    for (const auto& status : result.changed_statuses) {
+      statuses_[status->ref] = status;
+      if (status->accepted && status->ref.kind == xds::kXdsResourceKind) {
+        to_record_.insert(status->ref);
+      }
+    }
+    for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
+  }
+  if (last_ == nullptr || result.snapshot_changed) {
+    last_ = result.snapshot;
+    store_.Publish(result.snapshot);
+  }
+  // A large batch (the first list of a big cluster) parses much more than
+  // it keeps: hand the freed heap back to the system.
+  if (result.validated_objects >= 1000) malloc_trim(0);
+  ready_ = true;
+  return !result.changed_statuses.empty() || !result.removed_statuses.empty();
+}
+
+void KubeSource::SyncStatus() {
+  last_status_sync_ = clock_->Now();
+  ClientFeedback feedback;
+  if (ads_ != nullptr) {
+    feedback.clients = ads_->ClientsPerVariant();
+    for (const auto& record : ads_->nacks()) {
+      feedback.nacks[{record.type_url, record.name, record.version}].push_back(record);
+    }
+  }
+  std::vector<xds::ObjectStatus> statuses = this->statuses();
+  // Served resources per authority, counted from what is actually served
+  // (previous revisions that keep serving included).
+  std::map<std::string, int> per_authority;
+  if (last_ != nullptr) {
+    for (const xds::ResourceType* type : xds::AllResourceTypes()) {
+      for (const auto& [name, resource] : last_->resources(*type)) {
+        absl::StatusOr<xds::XdstpName> parsed = xds::ParseXdstpName(name);
+        if (xds::IsXdstpName(name) && parsed.ok()) per_authority[parsed->authority]++;
+      }
+    }
+  }
+  // Stored statuses are read from the watch caches: an unchanged status
+  // costs no request.
+  const auto authority_cache = authority_reflector_->Snapshot();
+  int64_t writes = 0, errors = 0;
+  status_backlog_ = false;
+  // Start where the last pass ran out of budget (statuses are in ref order),
+  // so objects whose status keeps changing cannot starve those after them.
+  size_t begin = 0;
+  if (status_cursor_.has_value()) {
+    begin = std::lower_bound(statuses.begin(), statuses.end(), *status_cursor_,
+                             [](const xds::ObjectStatus& status, const xds::ObjectRef& ref) {
+                               return status.ref < ref;
+                             }) -
+            statuses.begin();
+    status_cursor_.reset();
+  }
+  for (size_t n = 0; n < statuses.size(); ++n) {
+    const xds::ObjectStatus& status = statuses[(begin + n) % statuses.size()];
+    if (is_leader_ && !is_leader_()) break;  // Leadership lapsed mid-pass: stop writing.
+    if (writes >= options_.max_status_writes_per_pass) {
+      status_backlog_ = true;  // The rest follow after status_backlog_retry.
+      status_cursor_ = status.ref;
+      break;
+    }
+    // A rejected XdsAuthority (e.g. a duplicate) owns nothing.
+    const bool authority = status.ref.kind == xds::kXdsAuthorityKind;
+    const int resources = authority && status.accepted ? per_authority[status.served_name] : 0;
+    std::optional<YAML::Node> cached;
+    if (authority) {
+      if (auto it = authority_cache->find(status.ref.name); it != authority_cache->end()) {
+        cached = it->second;
+      }
+    } else {
+      cached = FindCached(resource_reflectors_, CacheKey(status.ref));
+    }
+    absl::StatusOr<bool> wrote =
+        status_writer_.Sync(status, feedback, resources, cached ? &*cached : nullptr);
+    if (!wrote.ok()) {
+      ++errors;
+      spdlog::warn("{}: writing status: {}", status.ref.ToString(),
+                   std::string(wrote.status().message()));
+    } else if (*wrote) {
+      ++writes;
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  stats_.status_writes += writes;
+  stats_.status_errors += errors;
+}
+
+}  // namespace facet::controller

@@ -1,0 +1,329 @@
+#include "controller/kubernetes/source/kube_source.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/time/clock.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "controller/kubernetes/client/yaml_fields.h"
+#include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "test/fakes/fake_kube_client.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::controller {
+namespace {
+
+using ::facet::testing::FakeKubeClient;
+
+constexpr char kResources[] = "/apis/facet.dev/v1alpha1/xdsresources";
+constexpr char kAuthorities[] = "/apis/facet.dev/v1alpha1/xdsauthorities";
+
+// Polls `predicate` until it holds (the fake and the worker run on their own
+// threads; there is no single event to wait for).
+bool Eventually(const std::function<bool()>& predicate) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (predicate()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return predicate();
+}
+
+void ApplyExamples(FakeKubeClient& client) {
+  for (const auto& entry : std::filesystem::directory_iterator(FACET_SOURCE_DIR "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    for (const YAML::Node& document : YAML::LoadAllFromFile(entry.path().string())) {
+      if (!document.IsMap()) continue;
+      const std::string kind = kube::StringAt(document, {"kind"});
+      client.Put(kind == "XdsAuthority" ? kAuthorities : kResources, document);
+    }
+  }
+}
+
+std::string Condition(FakeKubeClient& client, const std::string& key, const std::string& type,
+                      const std::string& field) {
+  YAML::Node object = client.Objects(kResources)[key];
+  for (const YAML::Node& c : kube::FieldAt(object, {"status", "conditions"})) {
+    if (kube::StringAt(c, {"type"}) == type) return kube::StringAt(c, {field});
+  }
+  return "";
+}
+
+class KubeSourceTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<KubeSource> Start(std::function<bool()> is_leader = nullptr) {
+    KubeSource::Options options;
+    options.debounce = absl::Milliseconds(5);
+    options.status_resync = absl::Milliseconds(50);
+    auto source = std::make_unique<KubeSource>(client_, store_, nullptr, std::move(is_leader), options);
+    source->Start();
+    return source;
+  }
+  // Applies the examples (26 objects) and starts a source whose passes write
+  // at most 5 statuses and, after the first, come only when asked for;
+  // returns once the first pass has written.
+  std::unique_ptr<KubeSource> StartWithFiveWritesPerPass() {
+    ApplyExamples(client_);
+    KubeSource::Options options;
+    options.debounce = absl::Milliseconds(5);
+    options.status_resync = absl::Hours(1);
+    options.max_status_writes_per_pass = 5;
+    options.status_backlog_retry = absl::Hours(1);
+    auto source = std::make_unique<KubeSource>(client_, store_, nullptr, nullptr, options);
+    source->Start();
+    EXPECT_TRUE(Eventually([&] { return source->stats().status_writes >= 5; }));
+    return source;
+  }
+  FakeKubeClient client_;
+  xds::SnapshotStore store_;
+};
+
+TEST_F(KubeSourceTest, ServesTheClusterStateAndWritesStatus) {
+  ApplyExamples(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  EXPECT_EQ(store_.Current()->size(), 24u);
+  ASSERT_TRUE(Eventually([&] {
+    return Condition(client_, "demo/greeter-routes", "Programmed", "status") == "True";
+  }));
+  EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Accepted", "status"), "True");
+  // Its own status writes come back as watch events, but change no spec:
+  // they must not trigger rebuilds.
+  absl::SleepFor(absl::Milliseconds(200));  // Several debounce and resync periods.
+  EXPECT_EQ(source->stats().builds, 1);
+  EXPECT_GE(source->stats().status_writes, 26);
+  YAML::Node authority = client_.Objects(kAuthorities)["a-example"];
+  // examples/20-authority-a.yaml declares 8 XdsResources under a.example.
+  EXPECT_EQ(kube::StringAt(authority, {"status", "resources"}), "8");
+}
+
+TEST_F(KubeSourceTest, RejectedEditKeepsServingAndIsReportedDeletionRemoves) {
+  ApplyExamples(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  const auto* before = store_.Current()->Find(xds::RouteConfigurationType(), "greeter");
+  ASSERT_NE(before, nullptr);
+  const std::string version = before->variants[0]->version;
+  // Make two route variants overlap.
+  YAML::Node route = YAML::Clone(client_.Objects(kResources)["demo/greeter-routes"]);
+  route["spec"]["variants"][1]["match"] = route["spec"]["variants"][0]["match"];
+  client_.Put(kResources, route);
+  ASSERT_TRUE(Eventually([&] {
+    return Condition(client_, "demo/greeter-routes", "Accepted", "reason") == "OverlappingVariants";
+  }));
+  EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Programmed", "reason"), "ServingPreviousRevision");
+  EXPECT_EQ(store_.Current()->Find(xds::RouteConfigurationType(), "greeter")->variants[0]->version, version);
+  // Deleting the listener removes it for clients.
+  ASSERT_TRUE(client_.Delete(kResources, "demo", "greeter-listener"));
+  ASSERT_TRUE(Eventually([&] { return store_.Current()->Find(xds::ListenerType(), "greeter") == nullptr; }));
+}
+
+TEST_F(KubeSourceTest, OneWatchEventValidatesOneObject) {
+  ApplyExamples(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  const int64_t loaded = source->stats().validated_objects;
+  EXPECT_EQ(loaded, 24);
+  const auto before = store_.Current();
+  YAML::Node endpoints = YAML::Clone(client_.Objects(kResources)["demo/greeter-prod-endpoints"]);
+  ASSERT_TRUE(endpoints["spec"]["variants"][0]["resource"]["endpoints"][0].IsDefined());
+  endpoints["spec"]["variants"][0]["resource"]["endpoints"][0]["load_balancing_weight"] = 7;
+  client_.Put(kResources, endpoints);
+  ASSERT_TRUE(Eventually([&] { return store_.Current() != before; }));
+  EXPECT_EQ(source->stats().validated_objects, loaded + 1);
+  const xds::ChangeSet& changes = store_.Current()->changes();
+  EXPECT_FALSE(changes.all);
+  EXPECT_EQ(changes.size(), 1u);
+}
+
+constexpr char kRevisions[] = "/apis/apps/v1/controllerrevisions";
+
+TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevision) {
+  ApplyExamples(client_);
+  auto first = Start();
+  ASSERT_TRUE(Eventually([&] { return first->ready(); }));
+  // The leader records every accepted object's spec.
+  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 24; }));
+  const std::string version =
+      store_.Current()->Find(xds::RouteConfigurationType(), "greeter")->variants[0]->version;
+  const std::string served_version = store_.Current()->version();
+  YAML::Node route = YAML::Clone(client_.Objects(kResources)["demo/greeter-routes"]);
+  route["spec"]["variants"][1]["match"] = route["spec"]["variants"][0]["match"];
+  client_.Put(kResources, route);
+  ASSERT_TRUE(Eventually([&] {
+    return Condition(client_, "demo/greeter-routes", "Accepted", "reason") == "OverlappingVariants";
+  }));
+  first.reset();
+
+  // A replica starting now never saw the route valid.
+  xds::SnapshotStore fresh_store;
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  KubeSource second(client_, fresh_store, nullptr, [] { return false; }, options);
+  second.Start();
+  ASSERT_TRUE(Eventually([&] { return second.ready(); }));
+  const xds::ServedResource* served =
+      fresh_store.Current()->Find(xds::RouteConfigurationType(), "greeter");
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->variants[0]->version, version);
+  EXPECT_EQ(fresh_store.Current()->version(), served_version);
+  EXPECT_NE(fresh_store.Current()->Find(xds::ListenerType(), "greeter"), nullptr);
+
+  // Deleting the object deletes its revisions.
+  ASSERT_TRUE(client_.Delete(kResources, "demo", "greeter-routes"));
+  for (const auto& [key, revision] : client_.Objects(kRevisions)) {
+    EXPECT_NE(OwnerKeyOf(revision), "demo/greeter-routes") << key;
+  }
+  second.Stop();
+}
+
+constexpr char kSlices[] = "/apis/discovery.k8s.io/v1/endpointslices";
+
+YAML::Node GreeterSlice(const std::string& ns, const std::string& name,
+                        const std::string& endpoints) {
+  return YAML::Load("{apiVersion: discovery.k8s.io/v1, kind: EndpointSlice, metadata: {name: " +
+                    name + ", namespace: " + ns +
+                    ", labels: {kubernetes.io/service-name: greeter}}, addressType: IPv4, "
+                    "ports: [{name: grpc, port: 50051}], endpoints: " + endpoints + "}");
+}
+
+std::vector<std::string> Addresses(const xds::SnapshotStore& store) {
+  std::vector<std::string> out;
+  const xds::ServedResource* served =
+      store.Current()->Find(xds::ClusterLoadAssignmentType(), "greeter-live");
+  if (served == nullptr) return {"(not served)"};
+  envoy::config::endpoint::v3::ClusterLoadAssignment cla;
+  cla.ParseFromString(served->variants[0]->serialized);
+  for (const auto& locality : cla.endpoints()) {
+    for (const auto& endpoint : locality.lb_endpoints()) {
+      out.push_back(absl::StrCat(locality.locality().zone(), "/",
+                                 endpoint.endpoint().address().socket_address().address(), ":",
+                                 endpoint.endpoint().address().socket_address().port_value()));
+    }
+  }
+  return out;
+}
+
+TEST_F(KubeSourceTest, EndpointsFollowTheServicesSlices) {
+  client_.Put(kResources, YAML::Load(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: greeter-live, "
+      "namespace: demo}, spec: {type: endpoint, name: greeter-live, variants: [{endpointsFrom: "
+      "{service: greeter, port: grpc}}]}}"));
+  client_.Put(kSlices, GreeterSlice("demo", "greeter-abc",
+                                    "[{addresses: [10.0.0.1], zone: a}, {addresses: [10.0.0.2], "
+                                    "zone: a, conditions: {ready: false}}]"));
+  // Same Service name in another namespace: never used.
+  client_.Put(kSlices, GreeterSlice("other", "greeter-xyz", "[{addresses: [10.9.9.9]}]"));
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  EXPECT_THAT(Addresses(store_), ::testing::ElementsAre("a/10.0.0.1:50051"));
+
+  // A new pod turns ready in a second slice: one object rebuilt.
+  const int64_t validated = source->stats().validated_objects;
+  client_.Put(kSlices, GreeterSlice("demo", "greeter-def", "[{addresses: [10.0.0.3], zone: b}]"));
+  ASSERT_TRUE(Eventually([&] { return Addresses(store_).size() == 2; }));
+  EXPECT_THAT(Addresses(store_), ::testing::ElementsAre("a/10.0.0.1:50051", "b/10.0.0.3:50051"));
+  EXPECT_EQ(source->stats().validated_objects, validated + 1);
+
+  // A rolling update: 100 slice changes paced over about 200 ms (as pods
+  // turn ready one by one) make a few builds, not one per change.
+  const int64_t builds = source->stats().builds;
+  for (int i = 0; i < 100; ++i) {
+    client_.Put(kSlices, GreeterSlice("demo", "greeter-def",
+                                      "[{addresses: [10.0.1." + std::to_string(i) + "], zone: b}]"));
+    absl::SleepFor(absl::Milliseconds(2));  // The pace of the rollout, not a wait.
+  }
+  ASSERT_TRUE(Eventually([&] {
+    return Addresses(store_) ==
+           std::vector<std::string>{"a/10.0.0.1:50051", "b/10.0.1.99:50051"};
+  }));
+  EXPECT_LE(source->stats().builds - builds, 6) << "builds: " << source->stats().builds - builds;
+
+  // Every slice gone: no endpoints, and a warning in status.
+  ASSERT_TRUE(client_.Delete(kSlices, "demo", "greeter-abc"));
+  ASSERT_TRUE(client_.Delete(kSlices, "demo", "greeter-def"));
+  ASSERT_TRUE(Eventually([&] { return Addresses(store_).empty(); }));
+  bool warned = false;
+  for (const auto& status : source->statuses()) {
+    for (const auto& finding : status.findings) {
+      warned = warned || absl::StrContains(finding.message, "no ready endpoints");
+    }
+  }
+  EXPECT_TRUE(warned);
+}
+
+TEST_F(KubeSourceTest, StatusWritesPerPassAreBounded) {
+  std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
+  absl::SleepFor(absl::Milliseconds(200));  // Nothing more may be written meanwhile.
+  EXPECT_EQ(source->stats().status_writes, 5);  // 26 objects need writing; 5 per pass.
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
+  source->Stop();
+}
+
+// The collection paths and keys of the objects whose stored status is set.
+std::set<std::pair<std::string, std::string>> WithStatus(FakeKubeClient& client) {
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const char* collection : {kResources, kAuthorities}) {
+    for (const auto& [key, object] : client.Objects(collection)) {
+      if (kube::FieldAt(object, {"status"}).IsDefined()) keys.insert({collection, key});
+    }
+  }
+  return keys;
+}
+
+TEST_F(KubeSourceTest, AStatusPassGoesOnWhereThePreviousStoppedAtItsBudget) {
+  std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
+  absl::SleepFor(absl::Milliseconds(200));
+  const std::set<std::pair<std::string, std::string>> first = WithStatus(client_);
+  ASSERT_EQ(first.size(), 5u);
+  // Their statuses differ from what Facet wants again (as client counts do
+  // under churn): the next pass must still reach the objects after them.
+  for (const auto& [collection, key] : first) {
+    YAML::Node object = client_.Objects(collection)[key];
+    object.remove("status");
+    client_.Put(collection, object);
+  }
+  ASSERT_TRUE(Eventually([&] { return WithStatus(client_).empty(); }));
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
+  const std::set<std::pair<std::string, std::string>> second = WithStatus(client_);
+  EXPECT_EQ(second.size(), 5u);
+  for (const auto& written : second) {
+    EXPECT_EQ(first.count(written), 0u) << written.second << " written again";
+  }
+  source->Stop();
+}
+
+TEST_F(KubeSourceTest, BuildsStartNoStatusPassSoonerThanTheIntervalAfterThePrevious) {
+  std::unique_ptr<KubeSource> source = StartWithFiveWritesPerPass();
+  const int64_t builds = source->stats().builds;
+  // A spec change changes a status; its build must not start a pass (with a
+  // fresh budget) within the interval.
+  YAML::Node routes = client_.Objects(kResources)["demo/greeter-routes"];
+  routes["spec"]["variants"].remove(0);
+  client_.Put(kResources, routes);
+  ASSERT_TRUE(Eventually([&] { return source->stats().builds > builds; }));
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(source->stats().status_writes, 5);
+  // Asked for (a new leader): at once.
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 10; }));
+  source->Stop();
+}
+
+TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
+  ApplyExamples(client_);
+  auto source = Start([] { return false; });
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  absl::SleepFor(absl::Milliseconds(200));  // Several resync periods: still nothing written.
+  EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Accepted", "status"), "");
+  EXPECT_EQ(source->stats().status_writes, 0);
+}
+
+}  // namespace
+}  // namespace facet::controller

@@ -1,0 +1,64 @@
+#include "controller/kubernetes/webhook/webhook_server.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "controller/server/http/http_server.h"
+#include "controller/server/tls/tls_files.h"
+#include "spdlog/spdlog.h"
+
+namespace facet::controller {
+
+WebhookServer::WebhookServer() = default;
+
+absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(const std::string& address,
+                                                                   const std::string& cert_file,
+                                                                   const std::string& key_file,
+                                                                   Handler handler) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", address, "\" is not HOST:PORT"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  auto server = std::unique_ptr<WebhookServer>(new WebhookServer());
+  server->certificates_ = std::make_unique<ReloadingCertificates>(
+      TlsFiles{cert_file, key_file, /*client_ca_file=*/""}, "webhook-tls");
+  if (absl::Status loaded = server->certificates_->Load(); !loaded.ok()) return loaded;
+  HttpServerOptions options;
+  options.host = host.empty() ? "0.0.0.0" : host;
+  options.port = port;
+  // Each handshake takes the current certificate (so a renewed one is used
+  // from the next connection on, without a restart).
+  options.certificates = server->certificates_.get();
+  options.methods = {"POST"};
+  options.method_not_allowed_body = "only POST /validate is supported\n";
+  options.max_body_bytes = kWebhookMaxBodyBytes;
+  options.max_buffered_body_bytes = kWebhookMaxBufferedBodyBytes;
+  options.header_timeout = kWebhookHeaderTimeout;
+  options.body_timeout = absl::Seconds(10);
+  options.write_timeout = absl::Seconds(10);
+  options.max_connections = kWebhookMaxConnections;
+  options.worker_threads = 4;
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      std::move(options), [handler = std::move(handler)](const HttpRequest& request) {
+        if (request.path != "/validate") {
+          return HttpResponse{404, "text/plain; charset=utf-8", "not found; try POST /validate\n"};
+        }
+        return HttpResponse{200, "application/json", handler(request.body)};
+      });
+  if (!http.ok()) {
+    if (http.status().code() != absl::StatusCode::kUnavailable) return http.status();
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address));
+  }
+  server->server_ = std::move(*http);
+  const int bound = server->server_->port();
+  server->address_ = absl::StrCat(address.substr(0, colon), ":", bound);
+  spdlog::info("admission webhook on https://{}/validate", server->address_);
+  return server;
+}
+
+WebhookServer::~WebhookServer() { server_.reset(); }
+
+}  // namespace facet::controller
