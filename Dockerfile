@@ -2,7 +2,7 @@
 # The Facet image: `facet` on Debian bookworm, running `facet controller` by
 # default.
 #
-#   scripts/build-image.sh [TAG]         # buildah, as CI builds and tests it
+#   scripts/build-image.sh [TAG]         # buildah, from source, as a user would
 #   docker build -t <registry>/facet:0.1.0 .
 #
 # The build stage installs the Debian -dev packages facet links, fetches the
@@ -10,11 +10,18 @@
 # target in Release from the source tree (filtered by .dockerignore). The
 # runtime stage holds the stripped binary and only the shared libraries it
 # links, and runs as a non-root user.
+#
+# CI packages the binary it has just tested instead of compiling it a second
+# time: `scripts/build-image.sh --binary build/controller/cli/facet` builds
+# the `prebuilt` target, whose context is a directory holding only that
+# binary, stripped (the build stage is then not run). Both images are the
+# `runtime` stage with one binary added; test/image/dockerfile_packages_test.sh
+# checks the build stage's packages without building it.
 
 FROM debian:bookworm AS build
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-# What facet (not the tests) needs to build; scripts/setup.sh installs these
-# and the test dependencies on a development machine. curl fetches the Envoy
+# What facet (not the tests) needs to build: scripts/setup.sh's facet_packages
+# (test/image/dockerfile_packages_test.sh checks that they agree). curl fetches the Envoy
 # API tarball where npm is not installed.
 # hadolint ignore=DL3008
 RUN apt-get update \
@@ -43,13 +50,13 @@ RUN --mount=type=cache,target=/var/cache/facet \
     && ccache --show-stats | grep -E '^ *(Hits|Misses):' | head -2 \
     && rm -rf /tmp/build
 
-FROM debian:bookworm-slim
+FROM debian:bookworm-slim AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The runtime packages of the libraries facet links (ldd, then dpkg -S): gRPC
 # (which brings libprotoc32), protobuf, abseil, cpprestsdk (the Kubernetes
 # client), cpp-httplib (`facet explain`'s client), yaml-cpp, spdlog and fmt, re2,
-# c-ares, OpenSSL, zlib, prometheus-cpp's core (/metrics), xxHash (digests). Their names carry the soname, so bookworm pins the
-# ABI. ca-certificates: the in-cluster API server's CA comes from the service
+# c-ares, OpenSSL, zlib, prometheus-cpp's core (/metrics), xxHash (digests).
+# Their names carry the soname, so bookworm pins the ABI. ca-certificates: the in-cluster API server's CA comes from the service
 # account, but a kubeconfig may name a public one.
 # hadolint ignore=DL3008
 RUN apt-get update \
@@ -61,13 +68,25 @@ RUN apt-get update \
     && groupadd --gid 65532 facet \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin facet
+USER 65532:65532
+# 18000: xDS (gRPC, h2c). 18080: admin HTTP (/healthz, /readyz, /metrics).
+EXPOSE 18000 18080
+ENTRYPOINT ["/usr/local/bin/facet", "controller"]
+
+# CI's image: the binary CI tested (scripts/build-image.sh --binary PATH).
+FROM runtime AS prebuilt
+COPY facet /usr/local/bin/facet
+# Fail here, not in the cluster, if a library is missing.
+RUN if ldd /usr/local/bin/facet | grep 'not found'; then \
+      echo "facet needs a library the runtime stage does not install" >&2; exit 1; \
+    fi \
+    && facet version
+
+# The default target: facet built from this tree by the build stage.
+FROM runtime
 COPY --from=build /opt/facet/bin/facet /usr/local/bin/facet
 # Fail here, not in the cluster, if a library is missing.
 RUN if ldd /usr/local/bin/facet | grep 'not found'; then \
       echo "facet needs a library the runtime stage does not install" >&2; exit 1; \
     fi \
     && facet version
-USER 65532:65532
-# 18000: xDS (gRPC, h2c). 18080: admin HTTP (/healthz, /readyz, /metrics).
-EXPOSE 18000 18080
-ENTRYPOINT ["/usr/local/bin/facet", "controller"]

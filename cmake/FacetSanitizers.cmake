@@ -11,9 +11,14 @@ if(FACET_SANITIZE)
     # (the reasons are in the file). Spelled -fsanitize-blacklist (clang 14
     # takes both spellings): ccache 4.7 hashes that file's contents, and not
     # those of an -fsanitize-ignorelist, whose edits it would not see.
+    # The path is relative to the build directory, where Ninja runs every
+    # compile: ccache hashes the option as written, and an absolute path would
+    # differ between checkouts (CCACHE_BASEDIR does not rewrite it), so a
+    # fresh clone would miss the cache for every TSan object.
     set(ignorelist ${PROJECT_SOURCE_DIR}/test/sanitizers/tsan_ignorelist.txt)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${ignorelist})
-    add_compile_options(-fsanitize-blacklist=${ignorelist})
+    file(RELATIVE_PATH ignorelist_from_build ${CMAKE_BINARY_DIR} ${ignorelist})
+    add_compile_options(-fsanitize-blacklist=${ignorelist_from_build})
   endif()
 endif()
 
@@ -51,9 +56,14 @@ function(facet_sanitizers_finish)
   # compiled without sanitizers it is the same objects in every sanitizer build,
   # so ccache compiles it once for the ASan and the TSan build.
   # (Every -fsanitize option goes, the TSan ignorelist's too.)
-  get_target_property(options facet_envoy_api COMPILE_OPTIONS)
-  list(FILTER options EXCLUDE REGEX "^-f(no-)?sanitize")
-  set_target_properties(facet_envoy_api PROPERTIES COMPILE_OPTIONS "${options}")
+  # (A closure linked from another build, FACET_ENVOY_API_FROM, is compiled
+  # already.)
+  get_target_property(imported facet_envoy_api IMPORTED)
+  if(NOT imported)
+    get_target_property(options facet_envoy_api COMPILE_OPTIONS)
+    list(FILTER options EXCLUDE REGEX "^-f(no-)?sanitize")
+    set_target_properties(facet_envoy_api PROPERTIES COMPILE_OPTIONS "${options}")
+  endif()
 
   # Under TSan, every executable gets the absl::Mutex annotations of
   # test/sanitizers/tsan_absl_mutex.cc, exported (-rdynamic) so that calls from

@@ -3,6 +3,13 @@
 # storage, chroot isolation: no daemon, no overlay mounts), as CI does.
 #
 #   scripts/build-image.sh [TAG]        # default TAG: localhost/facet:dev
+#   scripts/build-image.sh --binary PATH [TAG]
+#
+# Without --binary the image's facet is compiled from this tree by the
+# Dockerfile's build stage, as `docker build .` does. With --binary (CI:
+# scripts/test.sh passes the binary its tests just ran) the Dockerfile's
+# `prebuilt` target packages that binary, stripped, on the same runtime stage,
+# and the build stage is not run.
 #
 # The Dockerfile starts FROM debian:bookworm and debian:bookworm-slim. The
 # script uses them if they are already in buildah's storage, tries to pull them
@@ -25,6 +32,11 @@
 # Run as root (or with sudo available) on Debian bookworm.
 set -Eeuo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+binary=""
+if [[ ${1:-} == --binary ]]; then
+  binary=${2:?"build-image: --binary needs the path of a facet binary"}
+  shift 2
+fi
 tag=${1:-localhost/facet:dev}
 cache=${FACET_IMAGE_CACHE_DIR:-${FACET_CACHE_DIR:-${HOME}/.cache/facet}/image}
 readonly BASE=docker.io/library/debian:bookworm
@@ -174,16 +186,30 @@ else
   log "base images ready in $((SECONDS - start)) s"
 fi
 
-# --- The Envoy API tarball ---------------------------------------------------
-# Fetched (and integrity-checked) on the host, where npm is, into the cache
-# directory the build mounts; the build stage then never downloads it.
-FACET_CACHE_DIR=${cache}/facet "${repo}/scripts/fetch-envoy-api.sh" \
-  "${cache}/facet/envoy-api-check" >/dev/null
-rm -rf "${cache}/facet/envoy-api-check"
+# --- The build context ----------------------------------------------------------
+if [[ -n ${binary} ]]; then
+  [[ -x ${binary} ]] || die "--binary ${binary}: not an executable file"
+  # The context is a directory holding only the stripped binary.
+  context=$(mktemp -d "${TMPDIR:-/tmp}/facet-image-context.XXXXXX")
+  trap 'rm -rf "${context}"' EXIT
+  strip --strip-unneeded -o "${context}/facet" "${binary}" || die "cannot strip ${binary}"
+  target_args=(--target prebuilt)
+  what="the prebuilt binary ${binary}"
+else
+  # The Envoy API tarball is fetched (and integrity-checked) on the host, where
+  # npm is, into the cache directory the build mounts; the build stage then
+  # never downloads it.
+  FACET_CACHE_DIR=${cache}/facet "${repo}/scripts/fetch-envoy-api.sh" \
+    "${cache}/facet/envoy-api-check" >/dev/null
+  rm -rf "${cache}/facet/envoy-api-check"
+  context=${repo}
+  target_args=()
+  what="${repo}"
+fi
 
 # --- The image -----------------------------------------------------------------
 build_log=${cache}/build.log
-log "building ${tag} from ${repo}/Dockerfile (log: ${build_log})"
+log "building ${tag} from ${repo}/Dockerfile and ${what} (log: ${build_log})"
 start=${SECONDS}
 # --format docker: the OCI format drops SHELL (and with it pipefail). The
 # output goes through a pipe: buildah and the build's processes writing to
@@ -192,11 +218,13 @@ if ! b bud --format docker --isolation chroot --pull-never --layers --force-rm \
   --volume "${cache}/ccache:/var/cache/facet/ccache" \
   --volume "${cache}/facet:/var/cache/facet/facet" \
   --volume "${cache}/apt-archives:/var/cache/apt/archives" \
-  -f "${repo}/Dockerfile" -t "${tag}" "${repo}" 2>&1 | cat >"${build_log}"; then
+  "${target_args[@]}" -f "${repo}/Dockerfile" -t "${tag}" "${context}" 2>&1 |
+  cat >"${build_log}"; then
   tail -60 "${build_log}" >&2
   die "buildah bud failed; the last lines of ${build_log} are above"
 fi
 compile="not run (layer cached)"
+[[ -z ${binary} ]] || compile="none (prebuilt binary)"
 hits=$(grep -m1 -E '^ +Hits:' "${build_log}" | awk '{print $2 " of " $4}' || true)
 if [[ -n ${hits} ]]; then compile="ccache hits ${hits} objects"; fi
 log "built ${tag} in $((SECONDS - start)) s;" \
@@ -215,7 +243,7 @@ build_stage=$(awk '
   }
   /^--> [0-9a-f]+$/ { id = $2 }
   END { print id }' "${build_log}")
-if [[ -n ${build_stage} ]]; then
+if [[ -z ${binary} && -n ${build_stage} ]]; then
   b tag "${build_stage}" "${BUILD_STAGE_TAG}"
 fi
 b rmi --prune >/dev/null 2>&1 || true

@@ -4,19 +4,25 @@
 # Run as root (or with sudo available).
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build ccache pkg-config git ca-certificates openssl
+# What `facet` itself needs to build: the Dockerfile's build stage installs the
+# same list (test/image/dockerfile_packages_test.sh checks it).
+facet_packages=(
+  build-essential cmake ninja-build ccache pkg-config ca-certificates openssl
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  # `facet explain`'s HTTP client and the tests' clients.
+  # `facet explain`'s HTTP client (and the tests' clients).
   libcpp-httplib-dev
   # Boost.Beast and Boost.Asio (header-only): the admin and webhook ports' server.
   libboost-dev
   # prometheus-cpp's core: the /metrics registry, counters, gauges, histograms
-  # and text serializer. xxHash: content digests. nlohmann-json: the test API
-  # server's JSON values, merge patch and JSON patch.
-  prometheus-cpp-dev libxxhash-dev nlohmann-json3-dev
+  # and text serializer. xxHash: content digests.
+  prometheus-cpp-dev libxxhash-dev
+)
+# What the tests, benchmarks and development builds need besides.
+test_packages=(
+  git libgtest-dev libgmock-dev libbenchmark-dev
+  # The test API server's JSON values, merge patch and JSON patch.
+  nlohmann-json3-dev
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
@@ -24,6 +30,7 @@ packages=(
   # runtimes, and llvm-symbolizer for their reports.
   clang-14 libclang-rt-14-dev llvm-14
 )
+packages=("${facet_packages[@]}" "${test_packages[@]}")
 # Node.js and npm fetch the pinned Envoy API protos (and run the Node client
 # tests). Keep a Node that is already installed (e.g. Node 20); install
 # Debian's otherwise.

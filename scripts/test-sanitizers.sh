@@ -38,9 +38,9 @@ tsan_tests=(tsan_canary_test ads_test ads_wire_test server_bounds_test e2e_test 
   reflector_test leader_elector_test status_writer_test admin_server_test http_server_test
   webhook_test cpprest_kube_client_test controller_e2e_test)
 
-# ccache shares objects between the two build directories (the Envoy API code
-# is compiled without sanitizers, the same in both): paths below the common
-# parent of the tree and the build directories are hashed relative to it.
+# ccache shares objects between checkouts and build directories: paths below
+# the common parent of the tree and the build directories are hashed relative
+# to it.
 common_parent() {
   local a=$1 b
   shift
@@ -70,13 +70,18 @@ export UBSAN_OPTIONS="${common_options}:print_stacktrace=1:suppressions=${supp}/
 # called from gRPC core), as TSan cannot see their synchronization either.
 export TSAN_OPTIONS="${common_options}:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=${supp}/tsan.supp"
 
+# Both builds link the host build's compiled Envoy API closure (generated code
+# is not instrumented in any build) instead of compiling it with clang: it is
+# built (or found up to date) there first.
+host_dir=${FACET_BUILD_DIR:-${repo}/build}
 configure() {  # DIR CMAKE-ARGS...
   local dir=$1
   shift
+  "${repo}/scripts/build.sh" facet_envoy_api >/dev/null
   if [[ ! -f "${dir}/build.ninja" ]]; then
     cmake -S "${repo}" -B "${dir}" -G Ninja -DCMAKE_CXX_COMPILER="${clang}" \
       -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -gline-tables-only" \
-      -DFACET_BUILD_BENCHMARKS=OFF "$@"
+      -DFACET_BUILD_BENCHMARKS=OFF "-DFACET_ENVOY_API_FROM=$(cd "${host_dir}" && pwd)" "$@"
   fi
 }
 

@@ -3,8 +3,9 @@
 # test (unit, command-line and end-to-end) through CTest, runs the sanitizer
 # and fuzzing stage (scripts/test-sanitizers.sh: the suite under ASan+UBSan,
 # each fuzzer for a bounded time, the server, relay and controller tests under
-# TSan), then builds the container image from the
-# Dockerfile and tests it (scripts/build-image.sh, scripts/test-image.sh).
+# TSan), then builds the container image from the Dockerfile with the binary
+# the tests ran (scripts/build-image.sh --binary; the image's own build stage
+# is checked by dockerfile_packages_test) and tests it (scripts/test-image.sh).
 # FACET_SANITIZER_TEST=0 and FACET_IMAGE_TEST=0 leave those stages out, saying
 # so; CI always runs them.
 set -euo pipefail
@@ -24,5 +25,5 @@ if [[ ${FACET_IMAGE_TEST:-1} == 0 ]]; then
   echo "test.sh: FACET_IMAGE_TEST=0: the image is NOT built or tested" >&2
   exit 0
 fi
-"${repo}/scripts/build-image.sh" localhost/facet:dev
+"${repo}/scripts/build-image.sh" --binary "${build_dir}/controller/cli/facet" localhost/facet:dev
 "${repo}/scripts/test-image.sh" localhost/facet:dev
