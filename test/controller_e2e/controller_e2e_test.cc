@@ -254,17 +254,17 @@ TEST_F(ControllerE2eTest, AppliedObjectsAreServedAndGetStatus) {
   ASSERT_THAT(routes, IsOk());
   EXPECT_EQ(Generation(*routes), 1);
   EXPECT_EQ(ObservedGeneration(*routes), 1);
-  EXPECT_EQ(routes->GetString({"status", "servedName"}), "greeter") << routes->Dump();
-  const Json* variant_count = routes->FindPath({"status", "variantCount"});
-  ASSERT_NE(variant_count, nullptr) << routes->Dump();
-  EXPECT_EQ(variant_count->int_value(), 2);
-  const Json* variants = routes->FindPath({"status", "variants"});
-  ASSERT_TRUE(variants != nullptr && variants->is_array()) << routes->Dump();
-  EXPECT_THAT(variants->array(), SizeIs(2));
-  for (const Json& variant : variants->array()) {
-    EXPECT_FALSE(variant.GetString({"version"}).empty()) << variant.Dump();
-    const Json* clients = variant.Find("clients");
-    EXPECT_TRUE(clients != nullptr && clients->is_int()) << variant.Dump();
+  EXPECT_EQ(GetString(*routes, {"status", "servedName"}), "greeter") << Dump(*routes);
+  const Json* variant_count = FindPath(*routes, {"status", "variantCount"});
+  ASSERT_NE(variant_count, nullptr) << Dump(*routes);
+  EXPECT_EQ(variant_count->get<int64_t>(), 2);
+  const Json* variants = FindPath(*routes, {"status", "variants"});
+  ASSERT_TRUE(variants != nullptr && variants->is_array()) << Dump(*routes);
+  EXPECT_THAT(*variants, SizeIs(2));
+  for (const Json& variant : *variants) {
+    EXPECT_FALSE(GetString(variant, {"version"}).empty()) << Dump(variant);
+    const Json* clients = Find(variant, "clients");
+    EXPECT_TRUE(clients != nullptr && clients->is_number_integer()) << Dump(variant);
   }
   absl::StatusOr<double> rejected =
       ControllerHarness::Metric(*controller, "facet_objects_rejected");
@@ -389,7 +389,7 @@ TEST_F(ControllerE2eTest, EndpointsFromSlicesRouteClientsAndFollowTheirChanges) 
               IsOk());
   EXPECT_THAT(h().WaitForObject(
                   ResourcePath("greeter-prod-endpoints"),
-                  [](const Json& o) { return absl::StrContains(o.Dump(), "no ready endpoints"); },
+                  [](const Json& o) { return absl::StrContains(Dump(o), "no ready endpoints"); },
                   "a no-ready-endpoints warning in status"),
               IsOk());
 }
@@ -411,11 +411,11 @@ TEST_F(ControllerE2eTest, ReplicaStartedWhileARouteIsInvalidServesItsLastGoodRev
   // greeter-routes' revisions (label facet.dev/owner), as stored.
   auto revision_count = [&] {
     absl::StatusOr<Json> list = h().GetObject("/apis/apps/v1/namespaces/demo/controllerrevisions");
-    const Json* items = list.ok() ? list->Find("items") : nullptr;
+    const Json* items = list.ok() ? Find(*list, "items") : nullptr;
     if (items == nullptr || !items->is_array()) return -1;
     int count = 0;
-    for (const Json& item : items->array()) {
-      if (item.GetString({"metadata", "labels", "facet.dev/owner"}) == "greeter-routes") ++count;
+    for (const Json& item : *items) {
+      if (GetString(item, {"metadata", "labels", "facet.dev/owner"}) == "greeter-routes") ++count;
     }
     return count;
   };
@@ -482,14 +482,14 @@ TEST_F(ControllerE2eTest, EveryReplicaAnswersAdmissionReviewsOverTls) {
   Controller** b = &b_started;
   absl::StatusOr<std::string> overlap = ControllerHarness::ReadTestdata("greeter-routes-overlap.yaml");
   ASSERT_THAT(overlap, IsOk());
-  absl::StatusOr<Json> overlapping = Json::ParseYaml(*overlap);
+  absl::StatusOr<Json> overlapping = ParseYaml(*overlap);
   ASSERT_THAT(overlapping, IsOk());
   auto review = [](const Json& object) {
     return absl::StrCat(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",)",
                         R"("request":{"uid":"u-1","operation":"CREATE","namespace":"demo",)",
-                        R"("object":)", object.Dump(), "}}");
+                        R"("object":)", Dump(object), "}}");
   };
-  absl::StatusOr<Json> valid = Json::ParseYaml(
+  absl::StatusOr<Json> valid = ParseYaml(
       "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: e, namespace: demo}, "
       "spec: {type: endpoint, name: e, variants: [{resource: {}}]}}");
   ASSERT_THAT(valid, IsOk());
@@ -501,10 +501,10 @@ TEST_F(ControllerE2eTest, EveryReplicaAnswersAdmissionReviewsOverTls) {
     client.enable_server_certificate_verification(true);
     auto allowed = client.Post("/validate", review(*valid), "application/json");
     ASSERT_TRUE(allowed) << replica->name << ": " << httplib::to_string(allowed.error());
-    absl::StatusOr<Json> answer = Json::Parse(allowed->body);
+    absl::StatusOr<Json> answer = ParseJson(allowed->body);
     ASSERT_THAT(answer, IsOk());
-    EXPECT_EQ(answer->GetString({"response", "uid"}), "u-1");
-    EXPECT_EQ(answer->FindPath({"response", "allowed"})->Dump(), "true") << allowed->body;
+    EXPECT_EQ(GetString(*answer, {"response", "uid"}), "u-1");
+    EXPECT_EQ(Dump(*FindPath(*answer, {"response", "allowed"})), "true") << allowed->body;
     auto denied = client.Post("/validate", review(*overlapping), "application/json");
     ASSERT_TRUE(denied);
     EXPECT_THAT(denied->body, ::testing::HasSubstr("\"allowed\":false"));
@@ -532,7 +532,7 @@ TEST_F(ControllerE2eTest, OverlappingVariantsAreRejectedAndPreviousRevisionKeeps
   ASSERT_THAT(routes, IsOk());
   const Json* accepted = FindCondition(*routes, "Accepted");
   ASSERT_NE(accepted, nullptr);
-  EXPECT_THAT(accepted->GetString({"message"}), HasSubstr("prod")) << "names the variants";
+  EXPECT_THAT(GetString(*accepted, {"message"}), HasSubstr("prod")) << "names the variants";
   absl::StatusOr<double> rejected =
       ControllerHarness::Metric(*controller, "facet_objects_rejected");
   ASSERT_THAT(rejected, IsOk());
@@ -589,17 +589,17 @@ TEST_F(ControllerE2eTest, ResourceInAuthorityNotAdmittingItsNamespaceIsNeverServ
       h().WaitForObject(ResourcePath("b-greeter-listener"), IsProgrammed, "Programmed=True");
   ASSERT_THAT(b_listener, IsOk());
   const std::string a_name = "xdstp://a.example/envoy.config.listener.v3.Listener/greeter";
-  const std::string b_name = b_listener->GetString({"status", "servedName"});
-  ASSERT_THAT(b_name, HasSubstr("xdstp://b.example/")) << b_listener->Dump();
+  const std::string b_name = GetString(*b_listener, {"status", "servedName"});
+  ASSERT_THAT(b_name, HasSubstr("xdstp://b.example/")) << Dump(*b_listener);
 
   // Each XdsAuthority counts the accepted resources published under it.
   const int b_objects = CountLines(*b, "kind: XdsResource");
   EXPECT_THAT(h().WaitForObject(
                   AuthorityPath("b-example"),
                   [&](const Json& o) {
-                    const Json* resources = o.FindPath({"status", "resources"});
+                    const Json* resources = FindPath(o, {"status", "resources"});
                     return HasCondition(o, "Accepted", "True") && resources != nullptr &&
-                           resources->is_int() && resources->int_value() == b_objects;
+                           resources->is_number_integer() && resources->get<int64_t>() == b_objects;
                   },
                   absl::StrCat("Accepted=True and status.resources ", b_objects)),
               IsOk());
@@ -706,8 +706,8 @@ TEST_F(ControllerE2eTest, OneOfTwoReplicasLeadsWritesStatusAndHandsOverOnSigterm
   WaitProgrammed(GreeterObjects());
   absl::StatusOr<Json> lease = h().GetObject(kLeasePath);
   ASSERT_THAT(lease, IsOk());
-  const std::string first_holder = lease->GetString({"spec", "holderIdentity"});
-  EXPECT_FALSE(first_holder.empty()) << lease->Dump();
+  const std::string first_holder = GetString(*lease, {"spec", "holderIdentity"});
+  EXPECT_FALSE(first_holder.empty()) << Dump(*lease);
   // The counter is updated once a round of writes ends, just after the last
   // one is visible.
   EXPECT_THAT(PollUntil([&] { return writes(*leader) > 0; }, kWait, "the leader's status writes"),
@@ -761,8 +761,8 @@ TEST_F(ControllerE2eTest, OneOfTwoReplicasLeadsWritesStatusAndHandsOverOnSigterm
   EXPECT_LT(takeover, absl::Seconds(5)) << "the lease was not released on SIGTERM";
   lease = h().GetObject(kLeasePath);
   ASSERT_THAT(lease, IsOk());
-  EXPECT_NE(lease->GetString({"spec", "holderIdentity"}), first_holder) << lease->Dump();
-  EXPECT_FALSE(lease->GetString({"spec", "holderIdentity"}).empty()) << lease->Dump();
+  EXPECT_NE(GetString(*lease, {"spec", "holderIdentity"}), first_holder) << Dump(*lease);
+  EXPECT_FALSE(GetString(*lease, {"spec", "holderIdentity"}).empty()) << Dump(*lease);
 
   // The client keeps its configuration when its xDS server goes away.
   ExpectNoFailedCalls(*client);
@@ -846,17 +846,17 @@ class WatchFaultTest : public ControllerE2eTest {
     std::map<std::string, int> endpoints;
     *status_current = true;
     absl::StatusOr<Json> list = h().GetObject(kDemoResources);
-    if (!list.ok() || list->Find("items") == nullptr) return endpoints;
-    for (const Json& item : list->Find("items")->array()) {
+    if (!list.ok() || Find(*list, "items") == nullptr) return endpoints;
+    for (const Json& item : *Find(*list, "items")) {
       *status_current = *status_current && IsProgrammed(item);
-      const Json* resource = item.FindPath({"spec", "variants"});
-      if (resource == nullptr || resource->array().empty()) continue;
-      const Json* lb = resource->array()[0].FindPath({"resource", "endpoints"});
-      if (lb == nullptr || lb->array().empty()) continue;
-      lb = lb->array()[0].Find("lb_endpoints");
+      const Json* resource = FindPath(item, {"spec", "variants"});
+      if (resource == nullptr || resource->empty()) continue;
+      const Json* lb = FindPath(resource->at(0), {"resource", "endpoints"});
+      if (lb == nullptr || lb->empty()) continue;
+      lb = Find(lb->at(0), "lb_endpoints");
       const Json* port =
-          lb->array()[0].FindPath({"endpoint", "address", "socket_address", "port_value"});
-      endpoints[item.GetString({"spec", "name"})] = port != nullptr ? port->int_value() : -1;
+          FindPath(lb->at(0), {"endpoint", "address", "socket_address", "port_value"});
+      endpoints[GetString(item, {"spec", "name"})] = port != nullptr ? port->get<int64_t>() : -1;
     }
     return endpoints;
   }

@@ -143,22 +143,22 @@ absl::StatusOr<std::vector<int>> ListeningPorts(int pid) {
 }
 
 const Json* FindCondition(const Json& object, absl::string_view type) {
-  const Json* conditions = object.FindPath({"status", "conditions"});
+  const Json* conditions = FindPath(object, {"status", "conditions"});
   if (conditions == nullptr || !conditions->is_array()) return nullptr;
-  for (const Json& condition : conditions->array()) {
-    if (condition.GetString({"type"}) == type) return &condition;
+  for (const Json& condition : *conditions) {
+    if (GetString(condition, {"type"}) == type) return &condition;
   }
   return nullptr;
 }
 
 int64_t Generation(const Json& object) {
-  const Json* generation = object.FindPath({"metadata", "generation"});
-  return generation != nullptr && generation->is_int() ? generation->int_value() : 0;
+  const Json* generation = FindPath(object, {"metadata", "generation"});
+  return generation != nullptr && generation->is_number_integer() ? generation->get<int64_t>() : 0;
 }
 
 int64_t ObservedGeneration(const Json& object) {
-  const Json* observed = object.FindPath({"status", "observedGeneration"});
-  return observed != nullptr && observed->is_int() ? observed->int_value() : 0;
+  const Json* observed = FindPath(object, {"status", "observedGeneration"});
+  return observed != nullptr && observed->is_number_integer() ? observed->get<int64_t>() : 0;
 }
 
 bool HasCondition(const Json& object, absl::string_view type, absl::string_view status,
@@ -166,10 +166,11 @@ bool HasCondition(const Json& object, absl::string_view type, absl::string_view 
   const int64_t generation = Generation(object);
   if (generation == 0 || ObservedGeneration(object) != generation) return false;
   const Json* condition = FindCondition(object, type);
-  if (condition == nullptr || condition->GetString({"status"}) != status) return false;
-  if (!reason.empty() && condition->GetString({"reason"}) != reason) return false;
-  const Json* observed = condition->Find("observedGeneration");
-  return observed != nullptr && observed->is_int() && observed->int_value() == generation;
+  if (condition == nullptr || GetString(*condition, {"status"}) != status) return false;
+  if (!reason.empty() && GetString(*condition, {"reason"}) != reason) return false;
+  const Json* observed = Find(*condition, "observedGeneration");
+  return observed != nullptr && observed->is_number_integer() &&
+         observed->get<int64_t>() == generation;
 }
 
 // --- ControllerHarness -----------------------------------------------------------
@@ -249,20 +250,20 @@ absl::StatusOr<std::string> ControllerHarness::KubeRequest(const std::string& me
 
 absl::Status ControllerHarness::ApplyOverHttp(absl::string_view manifest) {
   for (const std::string& document : SplitDocuments(manifest)) {
-    absl::StatusOr<Json> object = Json::ParseYaml(document);
+    absl::StatusOr<Json> object = ParseYaml(document);
     if (!object.ok()) return object.status();
     if (!object->is_object()) continue;  // Comments only.
-    const std::string kind = object->GetString({"kind"});
-    const std::string name = object->GetString({"metadata", "name"});
+    const std::string kind = GetString(*object, {"kind"});
+    const std::string name = GetString(*object, {"metadata", "name"});
     std::string path;
     if (kind == "XdsAuthority") {
       path = AuthorityPath(name);
     } else if (kind == "XdsResource") {
-      std::string ns = object->GetString({"metadata", "namespace"});
+      std::string ns = GetString(*object, {"metadata", "namespace"});
       path = absl::StrCat("/apis/facet.dev/v1alpha1/namespaces/", ns.empty() ? kDemoNamespace : ns,
                           "/xdsresources/", name);
     } else if (kind == "EndpointSlice") {
-      std::string ns = object->GetString({"metadata", "namespace"});
+      std::string ns = GetString(*object, {"metadata", "namespace"});
       path = absl::StrCat("/apis/discovery.k8s.io/v1/namespaces/", ns.empty() ? kDemoNamespace : ns,
                           "/endpointslices/", name);
     } else {
@@ -270,7 +271,7 @@ absl::Status ControllerHarness::ApplyOverHttp(absl::string_view manifest) {
     }
     absl::StatusOr<std::string> applied =
         KubeRequest("PATCH", absl::StrCat(path, "?fieldManager=", kFieldManager, "&force=true"),
-                    "application/apply-patch+yaml", object->Dump());
+                    "application/apply-patch+yaml", Dump(*object));
     if (!applied.ok()) return applied.status();
   }
   return absl::OkStatus();
@@ -314,7 +315,7 @@ absl::StatusOr<std::string> ControllerHarness::Kubectl(const std::vector<std::st
 absl::StatusOr<Json> ControllerHarness::GetObject(const std::string& api_path) const {
   std::optional<std::string> text = server_->GetObject(api_path);
   if (!text.has_value()) return absl::NotFoundError(absl::StrCat(api_path, " does not exist"));
-  return Json::Parse(*text);
+  return ParseJson(*text);
 }
 
 absl::StatusOr<Json> ControllerHarness::WaitForObject(const std::string& api_path,
@@ -330,7 +331,7 @@ absl::StatusOr<Json> ControllerHarness::WaitForObject(const std::string& api_pat
       timeout, absl::StrCat(api_path, ": ", what));
   if (waited.ok()) return last;
   return absl::DeadlineExceededError(absl::StrCat(
-      waited.message(), "\nlast state: ", last.ok() ? last->Dump() : last.status().ToString()));
+      waited.message(), "\nlast state: ", last.ok() ? Dump(*last) : last.status().ToString()));
 }
 
 absl::StatusOr<Controller*> ControllerHarness::StartController(
@@ -367,11 +368,11 @@ absl::Status ControllerHarness::WaitForReadyFile(Controller& controller) {
                                      " wrote no ready file: ", ready.status().message(),
                                      "\nstderr:\n", Tail(controller.process->Stderr())));
   }
-  absl::StatusOr<Json> addresses = Json::Parse(*ready);
+  absl::StatusOr<Json> addresses = ParseJson(*ready);
   if (!addresses.ok()) return addresses.status();
-  controller.xds_address = addresses->GetString({"xds_address"});
-  controller.admin_address = addresses->GetString({"admin_address"});
-  controller.webhook_address = addresses->GetString({"webhook_address"});
+  controller.xds_address = GetString(*addresses, {"xds_address"});
+  controller.admin_address = GetString(*addresses, {"admin_address"});
+  controller.webhook_address = GetString(*addresses, {"webhook_address"});
   if (!PortOf(controller.xds_address).ok() || !PortOf(controller.admin_address).ok()) {
     return absl::InternalError(
         absl::StrCat(controller.ready_file, " has no usable addresses: ", *ready));
@@ -472,22 +473,22 @@ std::string ControllerHarness::ControllerLogs() const {
 absl::StatusOr<std::string> ControllerHarness::WriteBootstrap(
     const Controller& controller, const std::string& node_id,
     const std::map<std::string, std::string>& metadata) {
-  Json server = Json::MakeObject();
+  Json server = Json::object();
   server["server_uri"] = controller.xds_address;
-  Json insecure = Json::MakeObject();
+  Json insecure = Json::object();
   insecure["type"] = "insecure";
-  server["channel_creds"] = Json(Json::Array{insecure});
-  server["server_features"] = Json::StringArray({"xds_v3"});
-  Json bootstrap = Json::MakeObject();
-  bootstrap["xds_servers"] = Json(Json::Array{server});
+  server["channel_creds"] = Json::array({insecure});
+  server["server_features"] = Json::array({"xds_v3"});
+  Json bootstrap = Json::object();
+  bootstrap["xds_servers"] = Json::array({server});
   Json& node = bootstrap["node"];
   node["id"] = node_id;
-  node["locality"] = Json::MakeObject();  // grpc-js requires one; {} is enough.
-  node["metadata"] = Json::MakeObject();
+  node["locality"] = Json::object();  // grpc-js requires one; {} is enough.
+  node["metadata"] = Json::object();
   for (const auto& [key, value] : metadata) node["metadata"][key] = value;
   const std::string path =
       absl::StrCat(e2e_->dir(), "/bootstrap-", controller.name, "-", ++next_file_, ".json");
-  if (absl::Status written = WriteFileAtomically(path, bootstrap.Dump()); !written.ok()) {
+  if (absl::Status written = WriteFileAtomically(path, Dump(bootstrap)); !written.ok()) {
     return written;
   }
   return path;

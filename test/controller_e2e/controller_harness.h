@@ -25,8 +25,14 @@
 
 namespace facet::e2e {
 
+using ::facet::testing::Dump;
+using ::facet::testing::Find;
+using ::facet::testing::FindPath;
+using ::facet::testing::GetString;
 using ::facet::testing::Json;
 using ::facet::testing::KubeTestServer;
+using ::facet::testing::ParseJson;
+using ::facet::testing::ParseYaml;
 
 // The namespace every test's objects live in.
 inline constexpr char kDemoNamespace[] = "demo";

@@ -83,12 +83,12 @@ bool IsProgrammed(const Json& object) {
 
 // Returns the sum of status.variants[].clients.
 int64_t ClientsInStatus(const Json& object) {
-  const Json* variants = object.FindPath({"status", "variants"});
+  const Json* variants = FindPath(object, {"status", "variants"});
   if (variants == nullptr || !variants->is_array()) return 0;
   int64_t clients = 0;
-  for (const Json& variant : variants->array()) {
-    const Json* count = variant.Find("clients");
-    if (count != nullptr && count->is_int()) clients += count->int_value();
+  for (const Json& variant : *variants) {
+    const Json* count = Find(variant, "clients");
+    if (count != nullptr && count->is_number_integer()) clients += count->get<int64_t>();
   }
   return clients;
 }
@@ -247,9 +247,9 @@ class StatusChurnTest : public ControllerTestBase {
   std::map<std::string, Json> Objects() {
     std::map<std::string, Json> objects;
     absl::StatusOr<Json> list = h().GetObject(kDemoResources);
-    if (!list.ok() || list->Find("items") == nullptr) return objects;
-    for (const Json& item : list->Find("items")->array()) {
-      objects[item.GetString({"metadata", "name"})] = item;
+    if (!list.ok() || Find(*list, "items") == nullptr) return objects;
+    for (const Json& item : *Find(*list, "items")) {
+      objects[GetString(item, {"metadata", "name"})] = item;
     }
     return objects;
   }
@@ -264,7 +264,7 @@ class StatusChurnTest : public ControllerTestBase {
           const std::map<std::string, Json> objects = Objects();
           pending = objects.size() == kObjects ? "" : absl::StrCat(objects.size(), " objects");
           for (const auto& [name, object] : objects) {
-            if (pending.empty() && !done(object)) pending = object.Dump();
+            if (pending.empty() && !done(object)) pending = Dump(object);
           }
           return pending.empty();
         },
@@ -510,10 +510,10 @@ TEST_F(StatusChurnTest, RestartedReplicaAndItsPeerServeTheSameLastGoodRevisionUn
   auto revisions = [&] {
     std::vector<Json> found;
     absl::StatusOr<Json> list = h().GetObject("/apis/apps/v1/namespaces/demo/controllerrevisions");
-    const Json* items = list.ok() ? list->Find("items") : nullptr;
+    const Json* items = list.ok() ? Find(*list, "items") : nullptr;
     if (items == nullptr || !items->is_array()) return found;
-    for (const Json& item : items->array()) {
-      if (item.GetString({"metadata", "labels", "facet.dev/owner"}) == "greeter-routes") {
+    for (const Json& item : *items) {
+      if (GetString(item, {"metadata", "labels", "facet.dev/owner"}) == "greeter-routes") {
         found.push_back(item);
       }
     }
@@ -523,12 +523,11 @@ TEST_F(StatusChurnTest, RestartedReplicaAndItsPeerServeTheSameLastGoodRevisionUn
                         "the leader's ControllerRevision of greeter-routes"),
               IsOk());
   const Json revision = revisions().front();
-  const Json* owners = revision.FindPath({"metadata", "ownerReferences"});
-  ASSERT_TRUE(owners != nullptr && owners->is_array() && owners->array().size() == 1)
-      << revision.Dump();
-  EXPECT_EQ(owners->array()[0].GetString({"uid"}), routes->GetString({"metadata", "uid"}))
-      << revision.Dump();
-  EXPECT_EQ(owners->array()[0].GetString({"kind"}), "XdsResource");
+  const Json* owners = FindPath(revision, {"metadata", "ownerReferences"});
+  ASSERT_TRUE(owners != nullptr && owners->is_array() && owners->size() == 1) << Dump(revision);
+  EXPECT_EQ(GetString(owners->at(0), {"uid"}), GetString(*routes, {"metadata", "uid"}))
+      << Dump(revision);
+  EXPECT_EQ(GetString(owners->at(0), {"kind"}), "XdsResource");
 
   // The versions of generation 1, per env, equal on both replicas.
   std::map<std::string, std::string> good;
@@ -588,9 +587,10 @@ TEST_F(StatusChurnTest, RestartedReplicaAndItsPeerServeTheSameLastGoodRevisionUn
   // The new leader wrote no revision for the rejected generation 2.
   std::vector<Json> after = revisions();
   ASSERT_EQ(after.size(), 1u);
-  EXPECT_EQ(after[0].GetString({"metadata", "name"}), revision.GetString({"metadata", "name"}));
-  const Json* number = after[0].Find("revision");
-  EXPECT_TRUE(number != nullptr && number->is_int() && number->int_value() == 1) << after[0].Dump();
+  EXPECT_EQ(GetString(after[0], {"metadata", "name"}), GetString(revision, {"metadata", "name"}));
+  const Json* number = Find(after[0], "revision");
+  EXPECT_TRUE(number != nullptr && number->is_number_integer() && number->get<int64_t>() == 1)
+      << Dump(after[0]);
 
   // Deleting the object: its revision goes, and both replicas withdraw the route.
   std::vector<std::unique_ptr<RouteWatch>> watches;

@@ -26,8 +26,8 @@ constexpr int kDefaultServicePort = 443;
 
 bool ListAllows(const Json* list, const std::string& value) {
   if (list == nullptr || !list->is_array()) return false;
-  for (const Json& item : list->array()) {
-    if (item.is_string() && (item.string_value() == "*" || item.string_value() == value)) {
+  for (const Json& item : *list) {
+    if (item.is_string() && (item.get<std::string>() == "*" || item.get<std::string>() == value)) {
       return true;
     }
   }
@@ -38,17 +38,17 @@ bool ListAllows(const Json* list, const std::string& value) {
 // apiGroups, apiVersions, resources ("*", "*/*", "res/sub") and scope.
 bool RuleMatches(const Json& rule, const AdmissionAttributes& attributes) {
   const ResourceType& type = *attributes.type;
-  if (!ListAllows(rule.Find("operations"), attributes.operation) ||
-      !ListAllows(rule.Find("apiGroups"), type.group) ||
-      !ListAllows(rule.Find("apiVersions"), type.version)) {
+  if (!ListAllows(Find(rule, "operations"), attributes.operation) ||
+      !ListAllows(Find(rule, "apiGroups"), type.group) ||
+      !ListAllows(Find(rule, "apiVersions"), type.version)) {
     return false;
   }
   bool resource_matches = false;
-  if (const Json* resources = rule.Find("resources");
+  if (const Json* resources = Find(rule, "resources");
       resources != nullptr && resources->is_array()) {
-    for (const Json& item : resources->array()) {
+    for (const Json& item : *resources) {
       if (!item.is_string()) continue;
-      const std::string& entry = item.string_value();
+      const std::string& entry = item.get<std::string>();
       const size_t slash = entry.find('/');
       const std::string resource = entry.substr(0, slash);
       const std::string sub = slash == std::string::npos ? "" : entry.substr(slash + 1);
@@ -59,7 +59,7 @@ bool RuleMatches(const Json& rule, const AdmissionAttributes& attributes) {
     }
   }
   if (!resource_matches) return false;
-  const std::string scope = rule.GetString({"scope"});
+  const std::string scope = GetString(rule, {"scope"});
   const bool is_namespace = type.group.empty() && type.plural == "namespaces";
   if (scope == "Namespaced") return !is_namespace && !attributes.ns.empty();
   if (scope == "Cluster") return is_namespace || attributes.ns.empty();
@@ -72,19 +72,19 @@ bool SelectorMatches(const Json* selector, const Json& object) {
 }
 
 bool WebhookMatches(const Json& webhook, const AdmissionAttributes& attributes) {
-  const Json* rules = webhook.Find("rules");
+  const Json* rules = Find(webhook, "rules");
   if (rules == nullptr || !rules->is_array()) return false;
-  if (std::none_of(rules->array().begin(), rules->array().end(),
+  if (std::none_of(rules->begin(), rules->end(),
                    [&](const Json& rule) { return RuleMatches(rule, attributes); })) {
     return false;
   }
   // Cluster-scoped objects (but Namespaces) are not subject to namespaceSelector.
   if (!attributes.namespace_object.is_null() &&
-      !SelectorMatches(webhook.Find("namespaceSelector"), attributes.namespace_object)) {
+      !SelectorMatches(Find(webhook, "namespaceSelector"), attributes.namespace_object)) {
     return false;
   }
   // objectSelector matches when the new or the old object does.
-  const Json* object_selector = webhook.Find("objectSelector");
+  const Json* object_selector = Find(webhook, "objectSelector");
   return (!attributes.object.is_null() && SelectorMatches(object_selector, attributes.object)) ||
          (!attributes.old_object.is_null() &&
           SelectorMatches(object_selector, attributes.old_object));
@@ -101,7 +101,7 @@ std::string NewUid() {
 }
 
 Json GroupVersion(const ResourceType& type, const char* last_key, const std::string& last) {
-  Json value = Json::MakeObject();
+  Json value = Json::object();
   value["group"] = type.group;
   value["version"] = type.version;
   value[last_key] = last;
@@ -111,7 +111,7 @@ Json GroupVersion(const ResourceType& type, const char* last_key, const std::str
 // The AdmissionReview v1 request the apiserver sends for `attributes`.
 Json AdmissionReview(const std::string& uid, const AdmissionAttributes& attributes) {
   const ResourceType& type = *attributes.type;
-  Json request = Json::MakeObject();
+  Json request = Json::object();
   request["uid"] = uid;
   request["kind"] = GroupVersion(type, "kind", type.kind);
   request["resource"] = GroupVersion(type, "resource", type.plural);
@@ -125,7 +125,7 @@ Json AdmissionReview(const std::string& uid, const AdmissionAttributes& attribut
   if (!attributes.ns.empty()) request["namespace"] = attributes.ns;
   request["operation"] = attributes.operation;
   request["userInfo"]["username"] = "facet-test";
-  request["userInfo"]["groups"] = Json::StringArray({"system:masters", "system:authenticated"});
+  request["userInfo"]["groups"] = Json::array({"system:masters", "system:authenticated"});
   request["object"] = attributes.object;
   request["oldObject"] = attributes.old_object;
   request["dryRun"] = attributes.dry_run;
@@ -134,7 +134,7 @@ Json AdmissionReview(const std::string& uid, const AdmissionAttributes& attribut
                                                            : "DeleteOptions";
   request["options"]["kind"] = options;
   request["options"]["apiVersion"] = "meta.k8s.io/v1";
-  Json review = Json::MakeObject();
+  Json review = Json::object();
   review["apiVersion"] = "admission.k8s.io/v1";
   review["kind"] = "AdmissionReview";
   review["request"] = std::move(request);
@@ -155,14 +155,15 @@ struct Endpoint {
 // endpoint->url set when known).
 absl::Status ResolveEndpoint(const Json& client_config, const ServiceResolver& resolve_service,
                              Endpoint* endpoint) {
-  if (const Json* service = client_config.Find("service"); service != nullptr) {
-    const std::string ns = service->GetString({"namespace"});
-    const std::string name = service->GetString({"name"});
+  if (const Json* service = Find(client_config, "service"); service != nullptr) {
+    const std::string ns = GetString(*service, {"namespace"});
+    const std::string name = GetString(*service, {"name"});
     int port = kDefaultServicePort;
-    if (const Json* value = service->Find("port"); value != nullptr && value->is_int()) {
-      port = static_cast<int>(value->int_value());
+    if (const Json* value = Find(*service, "port");
+        value != nullptr && value->is_number_integer()) {
+      port = static_cast<int>(value->get<int64_t>());
     }
-    endpoint->path = service->GetString({"path"});
+    endpoint->path = GetString(*service, {"path"});
     endpoint->server_name = absl::StrCat(name, ".", ns, ".svc");
     endpoint->url = absl::StrCat("https://", endpoint->server_name, ":", port, endpoint->path);
     std::optional<std::string> address = resolve_service(ns, name, port);
@@ -177,7 +178,7 @@ absl::Status ResolveEndpoint(const Json& client_config, const ServiceResolver& r
     endpoint->connect_host = address->substr(0, colon);
     return absl::OkStatus();
   }
-  endpoint->url = client_config.GetString({"url"});
+  endpoint->url = GetString(client_config, {"url"});
   absl::string_view rest = endpoint->url;
   if (!absl::ConsumePrefix(&rest, "https://")) {
     return absl::InvalidArgumentError("clientConfig.url must use https");
@@ -244,15 +245,16 @@ struct CallResult {
 CallResult CallWebhook(const MatchedWebhook& matched, const AdmissionAttributes& attributes,
                        const ServiceResolver& resolve_service) {
   const Json& webhook = matched.webhook;
-  const std::string name = webhook.GetString({"name"});
+  const std::string name = GetString(webhook, {"name"});
   CallResult result;
-  const Json* found_config = webhook.Find("clientConfig");
-  const Json client_config = found_config != nullptr ? *found_config : Json::MakeObject();
+  const Json* found_config = Find(webhook, "clientConfig");
+  const Json client_config = found_config != nullptr ? *found_config : Json::object();
   Endpoint endpoint;
   const absl::Status resolved = ResolveEndpoint(client_config, resolve_service, &endpoint);
   int timeout_seconds = kDefaultTimeoutSeconds;
-  if (const Json* value = webhook.Find("timeoutSeconds"); value != nullptr && value->is_int()) {
-    timeout_seconds = static_cast<int>(value->int_value());
+  if (const Json* value = Find(webhook, "timeoutSeconds");
+      value != nullptr && value->is_number_integer()) {
+    timeout_seconds = static_cast<int>(value->get<int64_t>());
   }
   const std::string post = absl::StrCat("failed to call webhook: Post \"", endpoint.url,
                                         "?timeout=", timeout_seconds, "s\": ");
@@ -265,7 +267,7 @@ CallResult CallWebhook(const MatchedWebhook& matched, const AdmissionAttributes&
     client.set_hostname_addr_map({{endpoint.server_name, endpoint.connect_host}});
   }
   client.enable_server_certificate_verification(true);
-  if (X509_STORE* store = CaStore(client_config.GetString({"caBundle"})); store != nullptr) {
+  if (X509_STORE* store = CaStore(GetString(client_config, {"caBundle"})); store != nullptr) {
     client.set_ca_cert_store(store);  // Takes ownership.
   }
   client.set_connection_timeout(timeout_seconds);
@@ -274,7 +276,7 @@ CallResult CallWebhook(const MatchedWebhook& matched, const AdmissionAttributes&
   const std::string uid = NewUid();
   httplib::Result response = client.Post(
       absl::StrCat(endpoint.path.empty() ? "/" : endpoint.path, "?timeout=", timeout_seconds, "s"),
-      AdmissionReview(uid, attributes).Dump(), "application/json");
+      Dump(AdmissionReview(uid, attributes)), "application/json");
   if (!response) {
     result.call_error = absl::StrCat(post, CallErrorText(response.error()));
     return result;
@@ -284,53 +286,53 @@ CallResult CallWebhook(const MatchedWebhook& matched, const AdmissionAttributes&
                                      response->status, " but did not return more information");
     return result;
   }
-  absl::StatusOr<Json> review = Json::Parse(response->body);
+  absl::StatusOr<Json> review = ParseJson(response->body);
   if (!review.ok()) {
     result.call_error =
         absl::StrCat("received invalid webhook response: ", review.status().message());
     return result;
   }
   const std::string invalid = "received invalid webhook response: ";
-  if (review->GetString({"apiVersion"}) != "admission.k8s.io/v1" ||
-      review->GetString({"kind"}) != "AdmissionReview") {
+  if (GetString(*review, {"apiVersion"}) != "admission.k8s.io/v1" ||
+      GetString(*review, {"kind"}) != "AdmissionReview") {
     result.call_error = absl::StrCat(
         invalid, "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got ",
-        review->GetString({"apiVersion"}), ", Kind=", review->GetString({"kind"}));
+        GetString(*review, {"apiVersion"}), ", Kind=", GetString(*review, {"kind"}));
     return result;
   }
-  const Json* answer = review->Find("response");
+  const Json* answer = Find(*review, "response");
   if (answer == nullptr || !answer->is_object()) {
     result.call_error = absl::StrCat(invalid, "webhook response was absent");
     return result;
   }
-  if (answer->GetString({"uid"}) != uid) {
+  if (GetString(*answer, {"uid"}) != uid) {
     result.call_error = absl::StrCat(invalid, "expected response.uid=\"", uid, "\", got \"",
-                                     answer->GetString({"uid"}), "\"");
+                                     GetString(*answer, {"uid"}), "\"");
     return result;
   }
-  const Json* allowed = answer->Find("allowed");
-  if (allowed != nullptr && allowed->is_bool() && allowed->bool_value()) {
+  const Json* allowed = Find(*answer, "allowed");
+  if (allowed != nullptr && allowed->is_boolean() && allowed->get<bool>()) {
     result.allowed = true;
     return result;
   }
   // webhookerrors.ToStatusErr: the code is at least 400, the message names the webhook.
-  const Json* status = answer->Find("status");
-  const Json& fields = status != nullptr && status->is_object() ? *status : Json::MakeObject();
+  const Json* status = Find(*answer, "status");
+  const Json& fields = status != nullptr && status->is_object() ? *status : Json::object();
   AdmissionRejection denial;
-  const Json* code = fields.Find("code");
-  denial.code = code != nullptr && code->is_int() && code->int_value() >= 400
-                    ? static_cast<int>(code->int_value())
+  const Json* code = Find(fields, "code");
+  denial.code = code != nullptr && code->is_number_integer() && code->get<int64_t>() >= 400
+                    ? static_cast<int>(code->get<int64_t>())
                     : 400;
-  denial.reason = fields.GetString({"reason"});
+  denial.reason = GetString(fields, {"reason"});
   const std::string denied_by = absl::StrCat("admission webhook \"", name, "\" denied the request");
-  if (const std::string message = fields.GetString({"message"}); !message.empty()) {
+  if (const std::string message = GetString(fields, {"message"}); !message.empty()) {
     denial.message = absl::StrCat(denied_by, ": ", message);
   } else if (!denial.reason.empty()) {
     denial.message = absl::StrCat(denied_by, ": ", denial.reason);
   } else {
     denial.message = absl::StrCat(denied_by, " without explanation");
   }
-  if (const Json* details = fields.Find("details"); details != nullptr) denial.details = *details;
+  if (const Json* details = Find(fields, "details"); details != nullptr) denial.details = *details;
   result.denial = std::move(denial);
   return result;
 }
@@ -344,14 +346,14 @@ std::vector<MatchedWebhook> MatchingWebhooks(const std::vector<Json>& configurat
   std::vector<const Json*> ordered;
   for (const Json& configuration : configurations) ordered.push_back(&configuration);
   std::sort(ordered.begin(), ordered.end(), [](const Json* a, const Json* b) {
-    return a->GetString({"metadata", "name"}) < b->GetString({"metadata", "name"});
+    return GetString(*a, {"metadata", "name"}) < GetString(*b, {"metadata", "name"});
   });
   for (const Json* configuration : ordered) {
-    const Json* webhooks = configuration->Find("webhooks");
+    const Json* webhooks = Find(*configuration, "webhooks");
     if (webhooks == nullptr || !webhooks->is_array()) continue;
-    for (const Json& webhook : webhooks->array()) {
+    for (const Json& webhook : *webhooks) {
       if (WebhookMatches(webhook, attributes)) {
-        matched.push_back({configuration->GetString({"metadata", "name"}), webhook});
+        matched.push_back({GetString(*configuration, {"metadata", "name"}), webhook});
       }
     }
   }
@@ -362,11 +364,11 @@ std::optional<AdmissionRejection> CallWebhooks(const std::vector<MatchedWebhook>
                                                const AdmissionAttributes& attributes,
                                                const ServiceResolver& resolve_service) {
   for (const MatchedWebhook& matched : webhooks) {
-    const std::string side_effects = matched.webhook.GetString({"sideEffects"});
+    const std::string side_effects = GetString(matched.webhook, {"sideEffects"});
     if (attributes.dry_run && side_effects != "None" && side_effects != "NoneOnDryRun") {
       return AdmissionRejection{
           400, "BadRequest",
-          absl::StrCat("admission webhook \"", matched.webhook.GetString({"name"}),
+          absl::StrCat("admission webhook \"", GetString(matched.webhook, {"name"}),
                        "\" does not support dry run"),
           Json()};
     }
@@ -374,14 +376,14 @@ std::optional<AdmissionRejection> CallWebhooks(const std::vector<MatchedWebhook>
     if (result.denial.has_value()) return result.denial;
     if (result.allowed) continue;
     // A failure to call: failurePolicy decides (v1 default: Fail).
-    if (matched.webhook.GetString({"failurePolicy"}) == "Ignore") continue;
+    if (GetString(matched.webhook, {"failurePolicy"}) == "Ignore") continue;
     const std::string error =
-        absl::StrCat("failed calling webhook \"", matched.webhook.GetString({"name"}),
+        absl::StrCat("failed calling webhook \"", GetString(matched.webhook, {"name"}),
                      "\": ", result.call_error);
-    Json cause = Json::MakeObject();
+    Json cause = Json::object();
     cause["message"] = error;
-    Json details = Json::MakeObject();
-    details["causes"] = Json(Json::Array{cause});
+    Json details = Json::object();
+    details["causes"] = Json::array({cause});
     return AdmissionRejection{500, "InternalError",
                               absl::StrCat("Internal error occurred: ", error), std::move(details)};
   }

@@ -13,18 +13,18 @@ namespace facet::testing {
 namespace {
 
 Json GroupVersionJson(const ResourceType& type) {
-  Json version = Json::MakeObject();
+  Json version = Json::object();
   version["groupVersion"] = type.ApiVersion();
   version["version"] = type.version;
   return version;
 }
 
 Json GroupJson(const std::string& group) {
-  Json api_group = Json::MakeObject();
+  Json api_group = Json::object();
   api_group["name"] = group;
   for (const ResourceType& type : ServedResourceTypes()) {
     if (type.group != group) continue;
-    api_group["versions"] = Json(Json::Array{GroupVersionJson(type)});
+    api_group["versions"] = Json::array({GroupVersionJson(type)});
     api_group["preferredVersion"] = GroupVersionJson(type);
     break;
   }
@@ -44,84 +44,84 @@ std::vector<std::string> Groups() {
 }
 
 Json ResourceListFor(const std::string& group_version) {
-  Json list = Json::MakeObject();
+  Json list = Json::object();
   list["kind"] = "APIResourceList";
   list["apiVersion"] = "v1";
   list["groupVersion"] = group_version;
-  Json::Array resources;
+  Json resources = Json::array();
   for (const ResourceType& type : ServedResourceTypes()) {
     if (type.ApiVersion() != group_version) continue;
-    Json resource = Json::MakeObject();
+    Json resource = Json::object();
     resource["name"] = type.plural;
     resource["singularName"] = type.singular;
     resource["namespaced"] = type.namespaced;
     resource["kind"] = type.kind;
-    resource["verbs"] = Json::StringArray(type.verbs);
-    if (!type.short_names.empty()) resource["shortNames"] = Json::StringArray(type.short_names);
-    if (!type.categories.empty()) resource["categories"] = Json::StringArray(type.categories);
+    resource["verbs"] = Json(type.verbs);
+    if (!type.short_names.empty()) resource["shortNames"] = Json(type.short_names);
+    if (!type.categories.empty()) resource["categories"] = Json(type.categories);
     resource["storageVersionHash"] =
         absl::WebSafeBase64Escape(absl::StrCat(type.group, type.plural)).substr(0, 11);
     resources.push_back(resource);
     if (type.status_subresource) {
-      Json status = Json::MakeObject();
+      Json status = Json::object();
       status["name"] = absl::StrCat(type.plural, "/status");
       status["singularName"] = "";
       status["namespaced"] = type.namespaced;
       status["kind"] = type.kind;
-      status["verbs"] = Json::StringArray({"get", "patch", "update"});
+      status["verbs"] = Json::array({"get", "patch", "update"});
       resources.push_back(status);
     }
   }
-  list["resources"] = Json(std::move(resources));
+  list["resources"] = std::move(resources);
   return list;
 }
 
 // apidiscovery.k8s.io/v2 APIGroupDiscovery for `group` ("" = core).
 Json AggregatedGroupJson(const std::string& group) {
-  Json item = Json::MakeObject();
-  item["metadata"] = Json::MakeObject();
+  Json item = Json::object();
+  item["metadata"] = Json::object();
   if (!group.empty()) item["metadata"]["name"] = group;
   item["metadata"]["creationTimestamp"] = Json();
-  Json version = Json::MakeObject();
-  Json::Array resources;
+  Json version = Json::object();
+  Json resources = Json::array();
   for (const ResourceType& type : ServedResourceTypes()) {
     if (type.group != group) continue;
     version["version"] = type.version;
-    Json resource = Json::MakeObject();
+    Json resource = Json::object();
     resource["resource"] = type.plural;
-    Json kind = Json::MakeObject();
+    Json kind = Json::object();
     kind["group"] = type.group;
     kind["version"] = type.version;
     kind["kind"] = type.kind;
     resource["responseKind"] = kind;
     resource["scope"] = type.namespaced ? "Namespaced" : "Cluster";
     resource["singularResource"] = type.singular;
-    resource["verbs"] = Json::StringArray(type.verbs);
-    if (!type.short_names.empty()) resource["shortNames"] = Json::StringArray(type.short_names);
-    if (!type.categories.empty()) resource["categories"] = Json::StringArray(type.categories);
+    resource["verbs"] = Json(type.verbs);
+    if (!type.short_names.empty()) resource["shortNames"] = Json(type.short_names);
+    if (!type.categories.empty()) resource["categories"] = Json(type.categories);
     if (type.status_subresource) {
-      Json status = Json::MakeObject();
+      Json status = Json::object();
       status["subresource"] = "status";
       status["responseKind"] = kind;
-      status["verbs"] = Json::StringArray({"get", "patch", "update"});
-      resource["subresources"] = Json(Json::Array{status});
+      status["verbs"] = Json::array({"get", "patch", "update"});
+      resource["subresources"] = Json::array({status});
     }
     resources.push_back(resource);
   }
-  version["resources"] = Json(std::move(resources));
+  version["resources"] = std::move(resources);
   version["freshness"] = "Current";
-  item["versions"] = Json(Json::Array{version});
+  item["versions"] = Json::array({version});
   return item;
 }
 
 Json AggregatedListJson(const std::vector<std::string>& groups) {
-  Json list = Json::MakeObject();
+  Json list = Json::object();
   list["kind"] = "APIGroupDiscoveryList";
   list["apiVersion"] = "apidiscovery.k8s.io/v2";
-  list["metadata"] = Json::MakeObject();
-  Json::Array items;
+  list["metadata"] = Json::object();
+  Json items = Json::array();
   for (const std::string& group : groups) items.push_back(AggregatedGroupJson(group));
-  list["items"] = Json(std::move(items));
+  list["items"] = std::move(items);
   return list;
 }
 
@@ -135,10 +135,10 @@ std::string OpenApiPath(const ResourceType& type) {
 constexpr char kOpenApiHash[] = "FACETTEST0000000000000000000000000000000000000000000000000000001";
 
 Json OpenApiRoot() {
-  Json root = Json::MakeObject();
-  root["paths"] = Json::MakeObject();
+  Json root = Json::object();
+  root["paths"] = Json::object();
   for (const ResourceType& type : ServedResourceTypes()) {
-    Json entry = Json::MakeObject();
+    Json entry = Json::object();
     entry["serverRelativeURL"] =
         absl::StrCat("/openapi/v3/", OpenApiPath(type), "?hash=", kOpenApiHash);
     root["paths"][OpenApiPath(type)] = entry;
@@ -157,35 +157,35 @@ std::string SchemaName(const ResourceType& type) {
 // fieldValidation query parameter (so kubectl leaves validation to the server)
 // and a permissive schema.
 Json OpenApiGroupVersion(const std::string& path) {
-  Json doc = Json::MakeObject();
+  Json doc = Json::object();
   doc["openapi"] = "3.0.0";
   doc["info"]["title"] = "Kubernetes";
   doc["info"]["version"] = "v1.32.0";
-  doc["paths"] = Json::MakeObject();
-  doc["components"]["schemas"] = Json::MakeObject();
+  doc["paths"] = Json::object();
+  doc["components"]["schemas"] = Json::object();
   for (const ResourceType& type : ServedResourceTypes()) {
     if (OpenApiPath(type) != path) continue;
-    Json gvk = Json::MakeObject();
+    Json gvk = Json::object();
     gvk["group"] = type.group;
     gvk["version"] = type.version;
     gvk["kind"] = type.kind;
-    Json::Array parameters;
+    Json parameters = Json::array();
     for (const char* name : {"dryRun", "fieldManager", "fieldValidation", "force"}) {
-      Json parameter = Json::MakeObject();
+      Json parameter = Json::object();
       parameter["name"] = name;
       parameter["in"] = "query";
       parameter["schema"]["type"] = std::string(name) == "force" ? "boolean" : "string";
       parameter["schema"]["uniqueItems"] = true;
       parameters.push_back(parameter);
     }
-    Json ref = Json::MakeObject();
+    Json ref = Json::object();
     ref["$ref"] = absl::StrCat("#/components/schemas/", SchemaName(type));
-    Json response = Json::MakeObject();
+    Json response = Json::object();
     response["description"] = "OK";
     response["content"]["application/json"]["schema"] = ref;
-    Json operation = Json::MakeObject();
+    Json operation = Json::object();
     operation["operationId"] = absl::StrCat("patch", type.kind);
-    operation["parameters"] = Json(std::move(parameters));
+    operation["parameters"] = std::move(parameters);
     operation["requestBody"]["content"]["application/merge-patch+json"]["schema"]["type"] =
         "object";
     operation["responses"]["200"] = response;
@@ -195,10 +195,10 @@ Json OpenApiGroupVersion(const std::string& path) {
                                                            type.plural, "/{name}")
                                             : absl::StrCat("/", path, "/", type.plural, "/{name}");
     doc["paths"][item_path]["patch"] = operation;
-    Json schema = Json::MakeObject();
+    Json schema = Json::object();
     schema["type"] = "object";
     schema["x-kubernetes-preserve-unknown-fields"] = true;
-    schema["x-kubernetes-group-version-kind"] = Json(Json::Array{gvk});
+    schema["x-kubernetes-group-version-kind"] = Json::array({gvk});
     doc["components"]["schemas"][SchemaName(type)] = schema;
   }
   return doc;
@@ -210,7 +210,7 @@ const char kAggregatedDiscoveryContentType[] =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 Json VersionJson() {
-  Json version = Json::MakeObject();
+  Json version = Json::object();
   version["major"] = "1";
   version["minor"] = "32";
   version["gitVersion"] = "v1.32.0-facet-test";
@@ -224,23 +224,23 @@ Json VersionJson() {
 }
 
 Json ApiVersionsJson(int port) {
-  Json versions = Json::MakeObject();
+  Json versions = Json::object();
   versions["kind"] = "APIVersions";
-  versions["versions"] = Json::StringArray({"v1"});
-  Json address = Json::MakeObject();
+  versions["versions"] = Json::array({"v1"});
+  Json address = Json::object();
   address["clientCIDR"] = "0.0.0.0/0";
   address["serverAddress"] = absl::StrCat("127.0.0.1:", port);
-  versions["serverAddressByClientCIDRs"] = Json(Json::Array{address});
+  versions["serverAddressByClientCIDRs"] = Json::array({address});
   return versions;
 }
 
 Json ApiGroupListJson() {
-  Json list = Json::MakeObject();
+  Json list = Json::object();
   list["kind"] = "APIGroupList";
   list["apiVersion"] = "v1";
-  Json::Array groups;
+  Json groups = Json::array();
   for (const std::string& group : Groups()) groups.push_back(GroupJson(group));
-  list["groups"] = Json(std::move(groups));
+  list["groups"] = std::move(groups);
   return list;
 }
 
@@ -268,7 +268,7 @@ Json OpenApiRootJson() { return OpenApiRoot(); }
 
 std::optional<Json> OpenApiGroupVersionJson(const std::string& path) {
   Json doc = OpenApiGroupVersion(path);
-  if (doc["paths"].object().empty()) return std::nullopt;
+  if (doc["paths"].empty()) return std::nullopt;
   return doc;
 }
 

@@ -32,6 +32,8 @@ constexpr char kExpiredContinueMessage[] =
     "to retrieve the remainder of the results. Continuing with the provided token results in an "
     "inconsistent list - objects that were created, modified, or deleted between the time the "
     "first chunk was returned and now may show up in the list.";
+constexpr char kPatchNotApplied[] =
+    "the server rejected our request due to an error in our request";
 constexpr char kSubdomainMessage[] =
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
     "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
@@ -44,7 +46,7 @@ constexpr char kLabelMessage[] =
 // ---- Status errors, with the apiserver's reasons and messages ----
 
 Json Details(const ResourceType& type, const std::string& name, bool kind_is_kind = false) {
-  Json details = Json::MakeObject();
+  Json details = Json::object();
   if (!name.empty()) details["name"] = name;
   if (!type.group.empty()) details["group"] = type.group;
   details["kind"] = kind_is_kind ? type.kind : type.plural;
@@ -72,11 +74,11 @@ ApiError Conflict(const ResourceType& type, const std::string& name, absl::strin
 ApiError Invalid(const ResourceType& type, const std::string& name, const std::string& field,
                  const std::string& detail) {
   Json details = Details(type, name, /*kind_is_kind=*/true);
-  Json cause = Json::MakeObject();
+  Json cause = Json::object();
   cause["reason"] = "FieldValueInvalid";
   cause["message"] = detail;
   cause["field"] = field;
-  details["causes"] = Json(Json::Array{cause});
+  details["causes"] = Json::array({cause});
   return {422, "Invalid",
           absl::StrCat(type.QualifiedKind(), " \"", name, "\" is invalid: ", field, ": ", detail),
           details};
@@ -87,11 +89,11 @@ ApiError BadRequest(std::string message) { return {400, "BadRequest", std::move(
 ApiError Expired(std::string message) { return {410, "Expired", std::move(message), Json()}; }
 
 ApiError ResourceVersionTooLarge(int64_t requested, int64_t current) {
-  Json details = Json::MakeObject();
-  Json cause = Json::MakeObject();
+  Json details = Json::object();
+  Json cause = Json::object();
   cause["reason"] = "ResourceVersionTooLarge";
   cause["message"] = "Too large resource version";
-  details["causes"] = Json(Json::Array{cause});
+  details["causes"] = Json::array({cause});
   details["retryAfterSeconds"] = 1;
   return {504, "Timeout",
           absl::StrCat("Timeout: Too large resource version: ", requested, ", current: ", current),
@@ -99,11 +101,11 @@ ApiError ResourceVersionTooLarge(int64_t requested, int64_t current) {
 }
 
 ApiError PageNotFound() {
-  Json details = Json::MakeObject();
-  Json cause = Json::MakeObject();
+  Json details = Json::object();
+  Json cause = Json::object();
   cause["reason"] = "UnexpectedServerResponse";
   cause["message"] = "404 page not found";
-  details["causes"] = Json(Json::Array{cause});
+  details["causes"] = Json::array({cause});
   return {404, "NotFound", "the server could not find the requested resource", details};
 }
 
@@ -135,7 +137,7 @@ ApiError InjectedFault(int code, int retry_after_seconds) {
     }
   }
   if (retry_after_seconds > 0) {
-    if (!error.details.is_object()) error.details = Json::MakeObject();
+    if (!error.details.is_object()) error.details = Json::object();
     error.details["retryAfterSeconds"] = retry_after_seconds;
   }
   error.retry_after_seconds = retry_after_seconds;
@@ -143,10 +145,10 @@ ApiError InjectedFault(int code, int retry_after_seconds) {
 }
 
 Json StatusJson(const ApiError& error) {
-  Json status = Json::MakeObject();
+  Json status = Json::object();
   status["kind"] = "Status";
   status["apiVersion"] = "v1";
-  status["metadata"] = Json::MakeObject();
+  status["metadata"] = Json::object();
   status["status"] = "Failure";
   status["message"] = error.message;
   if (!error.reason.empty()) status["reason"] = error.reason;
@@ -182,8 +184,8 @@ bool IsDnsSubdomain(absl::string_view name) {
 // The object without metadata and status: what a spec change compares.
 Json SpecPart(const Json& object) {
   Json copy = object;
-  copy.Erase("metadata");
-  copy.Erase("status");
+  copy.erase("metadata");
+  copy.erase("status");
   return copy;
 }
 
@@ -194,9 +196,9 @@ std::string MediaType(const std::string& content_type) {
 
 absl::StatusOr<Json> DecodeBody(const HttpRequest& request) {
   std::string media = MediaType(request.Header("content-type"));
-  if (absl::StrContains(media, "yaml")) return Json::ParseYaml(request.body);
+  if (absl::StrContains(media, "yaml")) return ParseYaml(request.body);
   if (media == "application/vnd.kubernetes.protobuf") return DecodeKubernetesProtobuf(request.body);
-  return Json::Parse(request.body);
+  return ParseJson(request.body);
 }
 
 // Maps a body decoding failure to the apiserver's answer.
@@ -208,14 +210,11 @@ ApiResponse BodyError(const absl::Status& status) {
 }
 
 std::string EventLine(absl::string_view type, const Json& object) {
-  std::string line = absl::StrCat("{\"type\":\"", type, "\",\"object\":");
-  object.DumpTo(&line);
-  line.append("}\n");
-  return line;
+  return absl::StrCat("{\"type\":\"", type, "\",\"object\":", Dump(object), "}\n");
 }
 
 Json Bookmark(const ResourceType& type, int64_t resource_version, bool initial_events_end) {
-  Json bookmark = Json::MakeObject();
+  Json bookmark = Json::object();
   bookmark["kind"] = type.kind;
   bookmark["apiVersion"] = type.ApiVersion();
   bookmark["metadata"]["resourceVersion"] = absl::StrCat(resource_version);
@@ -226,25 +225,26 @@ Json Bookmark(const ResourceType& type, int64_t resource_version, bool initial_e
 }
 
 std::string EncodeContinue(int64_t resource_version, const std::string& start) {
-  Json token = Json::MakeObject();
+  Json token = Json::object();
   token["v"] = "meta.k8s.io/v1";
   token["rv"] = resource_version;
   token["start"] = start;
-  return absl::WebSafeBase64Escape(token.Dump());
+  return absl::WebSafeBase64Escape(Dump(token));
 }
 
 bool DecodeContinue(const std::string& encoded, int64_t* resource_version, std::string* start) {
   std::string raw;
   if (!absl::WebSafeBase64Unescape(encoded, &raw)) return false;
-  auto token = Json::Parse(raw);
-  if (!token.ok() || token->GetString({"v"}) != "meta.k8s.io/v1") return false;
-  const Json* rv = token->Find("rv");
-  const Json* start_json = token->Find("start");
-  if (rv == nullptr || !rv->is_int() || start_json == nullptr || !start_json->is_string()) {
+  auto token = ParseJson(raw);
+  if (!token.ok() || GetString(*token, {"v"}) != "meta.k8s.io/v1") return false;
+  const Json* rv = Find(*token, "rv");
+  const Json* start_json = Find(*token, "start");
+  if (rv == nullptr || !rv->is_number_integer() || start_json == nullptr ||
+      !start_json->is_string()) {
     return false;
   }
-  *resource_version = rv->int_value();
-  *start = start_json->string_value();
+  *resource_version = rv->get<int64_t>();
+  *start = start_json->get<std::string>();
   return true;
 }
 
@@ -258,27 +258,27 @@ bool WantsAggregatedDiscovery(const HttpRequest& request) {
 
 bool IsDryRun(const HttpRequest& request) { return request.Query("dryRun") == "All"; }
 
-Json ListJson(const ResourceType& type, Json::Array items, const std::string& resource_version,
+Json ListJson(const ResourceType& type, Json items, const std::string& resource_version,
               const std::string& continue_token, std::optional<int64_t> remaining) {
-  Json list = Json::MakeObject();
+  Json list = Json::object();
   list["apiVersion"] = type.ApiVersion();
   list["kind"] = absl::StrCat(type.kind, "List");
-  list["metadata"] = Json::MakeObject();
+  list["metadata"] = Json::object();
   list["metadata"]["resourceVersion"] = resource_version;
   if (!continue_token.empty()) list["metadata"]["continue"] = continue_token;
   if (remaining.has_value() && *remaining > 0) list["metadata"]["remainingItemCount"] = *remaining;
-  list["items"] = Json(std::move(items));
+  list["items"] = std::move(items);
   return list;
 }
 
 // The update handler's checks: the body names the object on the URL.
 std::optional<ApiError> CheckNameAndNamespace(const ResourceTarget& target, const Json& object) {
-  std::string name = object.GetString({"metadata", "name"});
+  std::string name = GetString(object, {"metadata", "name"});
   if (name != target.name) {
     return BadRequest(absl::StrCat("the name of the object (", name,
                                    ") does not match the name on the URL (", target.name, ")"));
   }
-  std::string ns = object.GetString({"metadata", "namespace"});
+  std::string ns = GetString(object, {"metadata", "namespace"});
   if (target.type->namespaced && !ns.empty() && ns != target.ns) {
     return BadRequest(
         "the namespace of the provided object does not match the namespace sent on the request");
@@ -317,7 +317,7 @@ KubeApi::KubeApi(Config config)
   for (const std::string& ns : config.namespaces) {
     const ResourceType* type = FindResourceType("", "v1", "namespaces");
     Target target{type, "", ns, "", false};
-    Json object = Json::MakeObject();
+    Json object = Json::object();
     object["apiVersion"] = "v1";
     object["kind"] = "Namespace";
     object["metadata"]["name"] = ns;
@@ -459,27 +459,26 @@ std::optional<std::string> KubeApi::GetObject(const std::string& api_path) const
   if (!target->name.empty()) {
     const Json* object = store_.Get(target->Key());
     if (object == nullptr) return std::nullopt;
-    return object->Dump();
+    return Dump(*object);
   }
   auto objects = store_.ListAt(target->Prefix(), 0);
-  Json::Array items;
+  Json items = Json::array();
   for (auto& [key, object] : *objects) items.push_back(std::move(object));
-  return ListJson(*target->type, std::move(items), absl::StrCat(store_.resource_version()), "",
-                  std::nullopt)
-      .Dump();
+  return Dump(ListJson(*target->type, std::move(items), absl::StrCat(store_.resource_version()), "",
+                       std::nullopt));
 }
 
 absl::Status KubeApi::CreateNamespace(const std::string& name) {
   absl::MutexLock lock(&mu_);
   if (NamespaceExistsLocked(name)) return absl::OkStatus();
   Target target{FindResourceType("", "v1", "namespaces"), "", name, "", false};
-  Json object = Json::MakeObject();
+  Json object = Json::object();
   object["apiVersion"] = "v1";
   object["kind"] = "Namespace";
   object["metadata"]["name"] = name;
   ApiResponse response = CreateLocked(target, std::move(object), /*dry_run=*/false);
   if (response.code != 201) {
-    return absl::InvalidArgumentError(response.body.GetString({"message"}));
+    return absl::InvalidArgumentError(GetString(response.body, {"message"}));
   }
   return absl::OkStatus();
 }
@@ -489,7 +488,7 @@ absl::Status KubeApi::CreateNamespace(const std::string& name) {
 void KubeApi::SendJson(HttpResponder& responder, int code, const Json& body,
                        const std::string& content_type) const {
   responder.Send(code, {{"Content-Type", content_type}, {"Cache-Control", "no-cache, private"}},
-                 body.Dump());
+                 Dump(body));
 }
 
 void KubeApi::SendError(HttpResponder& responder, const ApiError& error) const {
@@ -498,7 +497,7 @@ void KubeApi::SendError(HttpResponder& responder, const ApiError& error) const {
   if (error.retry_after_seconds > 0) {
     headers.emplace_back("Retry-After", absl::StrCat(error.retry_after_seconds));
   }
-  responder.Send(error.code, headers, StatusJson(error).Dump());
+  responder.Send(error.code, headers, Dump(StatusJson(error)));
 }
 
 void KubeApi::Handle(const HttpRequest& request, HttpResponder& responder) {
@@ -701,7 +700,7 @@ ApiResponse KubeApi::Get(const HttpRequest& request, const Target& target) {
   if (object == nullptr) return ErrorResponse(NotFound(*target.type, target.name));
   if (WantsTable(request)) {
     return {200,
-            MakeTable(*target.type, {object}, object->GetString({"metadata", "resourceVersion"}),
+            MakeTable(*target.type, {object}, GetString(*object, {"metadata", "resourceVersion"}),
                       "", request.Query("includeObject"), absl::Now())};
   }
   return {200, *object};
@@ -795,7 +794,7 @@ ApiResponse KubeApi::List(const HttpRequest& request, const Target& target) {
     if (remaining_count.has_value()) table["metadata"]["remainingItemCount"] = *remaining_count;
     return {200, std::move(table)};
   }
-  Json::Array items;
+  Json items = Json::array();
   for (const Json* object : page) items.push_back(*object);
   return {200, ListJson(*target.type, std::move(items), rv_string, next, remaining_count)};
 }
@@ -818,20 +817,20 @@ std::string KubeApi::NewUidLocked() {
 ApiResponse KubeApi::CreateLocked(const Target& target, Json object, bool dry_run) {
   const ResourceType& type = *target.type;
   if (!object.is_object()) return ErrorResponse(BadRequest("the request body must be an object"));
-  if (object.GetString({"kind"}).empty()) {
+  if (GetString(object, {"kind"}).empty()) {
     return ErrorResponse(
-        BadRequest(absl::StrCat("Object 'Kind' is missing in '", object.Dump(), "'")));
+        BadRequest(absl::StrCat("Object 'Kind' is missing in '", Dump(object), "'")));
   }
-  if (object.GetString({"kind"}) != type.kind ||
-      object.GetString({"apiVersion"}) != type.ApiVersion()) {
+  if (GetString(object, {"kind"}) != type.kind ||
+      GetString(object, {"apiVersion"}) != type.ApiVersion()) {
     return ErrorResponse(BadRequest(
-        absl::StrCat("the API version in the data (", object.GetString({"apiVersion"}),
-                     ") and kind (", object.GetString({"kind"}), ") do not match the expected ",
+        absl::StrCat("the API version in the data (", GetString(object, {"apiVersion"}),
+                     ") and kind (", GetString(object, {"kind"}), ") do not match the expected ",
                      type.ApiVersion(), " ", type.kind)));
   }
   Json& metadata = object["metadata"];
-  if (!metadata.is_object()) metadata = Json::MakeObject();
-  std::string ns = metadata.GetString({"namespace"});
+  if (!metadata.is_object()) metadata = Json::object();
+  std::string ns = GetString(metadata, {"namespace"});
   if (type.namespaced) {
     if (!ns.empty() && ns != target.ns) {
       return ErrorResponse(BadRequest(
@@ -839,12 +838,12 @@ ApiResponse KubeApi::CreateLocked(const Target& target, Json object, bool dry_ru
     }
     metadata["namespace"] = target.ns;
   } else {
-    metadata.Erase("namespace");
+    metadata.erase("namespace");
   }
-  std::string name = metadata.GetString({"name"});
-  if (name.empty() && !metadata.GetString({"generateName"}).empty()) {
+  std::string name = GetString(metadata, {"name"});
+  if (name.empty() && !GetString(metadata, {"generateName"}).empty()) {
     static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
-    name = metadata.GetString({"generateName"});
+    name = GetString(metadata, {"generateName"});
     for (int i = 0; i < 5; ++i) name.push_back(kAlphabet[random_() % (sizeof(kAlphabet) - 1)]);
     metadata["name"] = name;
   }
@@ -872,22 +871,22 @@ ApiResponse KubeApi::CreateLocked(const Target& target, Json object, bool dry_ru
   object_target.name = name;
   if (store_.Get(object_target.Key()) != nullptr) return ErrorResponse(AlreadyExists(type, name));
 
-  metadata.Erase("resourceVersion");
-  metadata.Erase("deletionTimestamp");
-  metadata.Erase("deletionGracePeriodSeconds");
-  metadata.Erase("selfLink");
+  metadata.erase("resourceVersion");
+  metadata.erase("deletionTimestamp");
+  metadata.erase("deletionGracePeriodSeconds");
+  metadata.erase("selfLink");
   metadata["uid"] = NewUidLocked();
   metadata["creationTimestamp"] = Timestamp(absl::Now());
   if (type.custom) {
     metadata["generation"] = 1;
-    if (type.status_subresource) object.Erase("status");
+    if (type.status_subresource) object.erase("status");
   } else {
-    metadata.Erase("generation");
+    metadata.erase("generation");
   }
   if (type.kind == "Namespace") {
-    metadata["labels"]["kubernetes.io/metadata.name"] = name;
-    object["spec"]["finalizers"] = Json::StringArray({"kubernetes"});
-    object["status"] = Json::MakeObject();
+    Member(metadata["labels"], "kubernetes.io/metadata.name") = name;
+    Member(object["spec"], "finalizers") = Json::array({"kubernetes"});
+    object["status"] = Json::object();
     object["status"]["phase"] = "Active";
   }
   if (dry_run) return {201, object};
@@ -900,18 +899,18 @@ ApiResponse KubeApi::UpdateLocked(const Target& target, const Json& current, Jso
                                   bool dry_run) {
   const ResourceType& type = *target.type;
   if (!object.is_object()) return ErrorResponse(BadRequest("the request body must be an object"));
-  if (object.GetString({"kind"}) != type.kind ||
-      object.GetString({"apiVersion"}) != type.ApiVersion()) {
+  if (GetString(object, {"kind"}) != type.kind ||
+      GetString(object, {"apiVersion"}) != type.ApiVersion()) {
     return ErrorResponse(BadRequest(
-        absl::StrCat("the API version in the data (", object.GetString({"apiVersion"}),
-                     ") and kind (", object.GetString({"kind"}), ") do not match the expected ",
+        absl::StrCat("the API version in the data (", GetString(object, {"apiVersion"}),
+                     ") and kind (", GetString(object, {"kind"}), ") do not match the expected ",
                      type.ApiVersion(), " ", type.kind)));
   }
   if (std::optional<ApiError> error = CheckNameAndNamespace(target, object); error.has_value()) {
     return ErrorResponse(*error);
   }
-  const std::string current_rv = current.GetString({"metadata", "resourceVersion"});
-  const std::string requested_rv = object.GetString({"metadata", "resourceVersion"});
+  const std::string current_rv = GetString(current, {"metadata", "resourceVersion"});
+  const std::string requested_rv = GetString(object, {"metadata", "resourceVersion"});
   if (requested_rv.empty()) {
     if (!type.allow_unconditional_update) {
       return ErrorResponse(Invalid(type, target.name, "metadata.resourceVersion",
@@ -922,55 +921,56 @@ ApiResponse KubeApi::UpdateLocked(const Target& target, const Json& current, Jso
                                   "the object has been modified; please apply your changes to "
                                   "the latest version and try again"));
   }
-  const std::string uid = object.GetString({"metadata", "uid"});
-  if (!uid.empty() && uid != current.GetString({"metadata", "uid"})) {
+  const std::string uid = GetString(object, {"metadata", "uid"});
+  if (!uid.empty() && uid != GetString(current, {"metadata", "uid"})) {
     return ErrorResponse(
         Conflict(type, target.name,
                  absl::StrCat("Precondition failed: UID in precondition: ", uid,
-                              ", UID in object meta: ", current.GetString({"metadata", "uid"}))));
+                              ", UID in object meta: ", GetString(current, {"metadata", "uid"}))));
   }
   Json result;
   if (target.subresource == "status") {
     // The status strategy: everything but status comes from the stored object.
     result = current;
-    if (const Json* status = object.Find("status"); status != nullptr) {
+    if (const Json* status = Find(object, "status"); status != nullptr) {
       result["status"] = *status;
     } else {
-      result.Erase("status");
+      result.erase("status");
     }
   } else {
     result = std::move(object);
     Json& metadata = result["metadata"];
-    if (!metadata.is_object()) metadata = Json::MakeObject();
-    const Json& old_metadata = *current.Find("metadata");
+    if (!metadata.is_object()) metadata = Json::object();
+    const Json& old_metadata = *Find(current, "metadata");
     for (const char* field : {"uid", "creationTimestamp", "generation", "deletionTimestamp",
                               "deletionGracePeriodSeconds", "namespace", "resourceVersion"}) {
-      if (const Json* value = old_metadata.Find(field); value != nullptr) {
+      if (const Json* value = Find(old_metadata, field); value != nullptr) {
         metadata[field] = *value;
       } else {
-        metadata.Erase(field);
+        metadata.erase(field);
       }
     }
-    metadata.Erase("selfLink");
+    metadata.erase("selfLink");
     if (type.status_subresource) {
-      if (const Json* status = current.Find("status"); status != nullptr) {
+      if (const Json* status = Find(current, "status"); status != nullptr) {
         result["status"] = *status;
       } else {
-        result.Erase("status");
+        result.erase("status");
       }
     }
     if (type.custom && SpecPart(result) != SpecPart(current)) {
-      const Json* generation = old_metadata.Find("generation");
+      const Json* generation = Find(old_metadata, "generation");
       metadata["generation"] =
-          (generation != nullptr && generation->is_int() ? generation->int_value() : 0) + 1;
+          (generation != nullptr && generation->is_number_integer() ? generation->get<int64_t>()
+                                                                    : 0) +
+          1;
     }
   }
   if (result == current) return {200, current};  // No-op: no new resourceVersion, no event.
   if (dry_run) return {200, result};
-  const Json* finalizers = result.FindPath({"metadata", "finalizers"});
-  bool no_finalizers =
-      finalizers == nullptr || !finalizers->is_array() || finalizers->array().empty();
-  if (result.FindPath({"metadata", "deletionTimestamp"}) != nullptr && no_finalizers) {
+  const Json* finalizers = FindPath(result, {"metadata", "finalizers"});
+  bool no_finalizers = finalizers == nullptr || !finalizers->is_array() || finalizers->empty();
+  if (FindPath(result, {"metadata", "deletionTimestamp"}) != nullptr && no_finalizers) {
     // The last finalizer is gone: the pending deletion completes.
     Json deleted = store_.Remove(target.Key());
     changed_.SignalAll();
@@ -1004,10 +1004,10 @@ ApiResponse KubeApi::WriteAdmitted(const Target& target, bool is_delete, bool dr
       preview = write(/*dry_run=*/true);
       if (preview.code >= 300) return preview;
       if (object_target.name.empty()) {
-        object_target.name = preview.body.GetString({"metadata", "name"});
+        object_target.name = GetString(preview.body, {"metadata", "name"});
       }
       const Json* stored = store_.Get(object_target.Key());
-      if (stored != nullptr) seen_version = stored->GetString({"metadata", "resourceVersion"});
+      if (stored != nullptr) seen_version = GetString(*stored, {"metadata", "resourceVersion"});
       attributes.operation = is_delete ? "DELETE" : preview.code == 201 ? "CREATE" : "UPDATE";
       attributes.type = target.type;
       attributes.ns = target.ns;
@@ -1020,7 +1020,7 @@ ApiResponse KubeApi::WriteAdmitted(const Target& target, bool is_delete, bool dr
             attributes.object.is_null() ? attributes.old_object : attributes.object;
       } else if (target.type->namespaced) {
         const Json* ns = store_.Get(absl::StrCat("/namespaces//", target.ns));
-        attributes.namespace_object = ns != nullptr ? *ns : Json::MakeObject();
+        attributes.namespace_object = ns != nullptr ? *ns : Json::object();
       }
       attributes.dry_run = dry_run;
       std::vector<Json> configurations;
@@ -1041,7 +1041,7 @@ ApiResponse KubeApi::WriteAdmitted(const Target& target, bool is_delete, bool dr
     if (dry_run) return preview;
     absl::MutexLock lock(&mu_);
     const Json* stored = store_.Get(object_target.Key());
-    if ((stored == nullptr ? "" : stored->GetString({"metadata", "resourceVersion"})) !=
+    if ((stored == nullptr ? "" : GetString(*stored, {"metadata", "resourceVersion"})) !=
         seen_version) {
       continue;
     }
@@ -1080,7 +1080,7 @@ ApiResponse KubeApi::Update(const HttpRequest& request, const Target& target) {
     const Json* current = store_.Get(target.Key());
     if (current == nullptr) {
       if (!target.type->allow_create_on_update || !target.subresource.empty() ||
-          !body->GetString({"metadata", "resourceVersion"}).empty()) {
+          !GetString(*body, {"metadata", "resourceVersion"}).empty()) {
         return ErrorResponse(NotFound(*target.type, target.name));
       }
       return CreateLocked(target, *body, dry_run);
@@ -1123,7 +1123,7 @@ ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
         "specified for non-apply patch";
     return ErrorResponse(error);
   }
-  auto patch = apply ? Json::ParseYaml(request.body) : Json::Parse(request.body);
+  auto patch = apply ? ParseYaml(request.body) : ParseJson(request.body);
   if (!patch.ok()) return ErrorResponse(BadRequest(std::string(patch.status().message())));
   // Runs with mu_ held (inside WriteAdmitted).
   auto write = [&](bool dry_run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> ApiResponse {
@@ -1131,8 +1131,8 @@ ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
     if (stored == nullptr) {
       if (!apply || !target.subresource.empty()) return ErrorResponse(NotFound(type, target.name));
       Json object = *patch;
-      if (object.is_object() && object.GetString({"metadata", "name"}).empty()) {
-        object["metadata"]["name"] = target.name;
+      if (object.is_object() && GetString(object, {"metadata", "name"}).empty()) {
+        Member(object["metadata"], "name") = target.name;
       }
       return CreateLocked(target, std::move(object), dry_run);
     }
@@ -1144,17 +1144,20 @@ ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
         if (absl::IsInvalidArgument(result.status())) {
           return ErrorResponse(BadRequest(std::string(result.status().message())));
         }
-        return ErrorResponse({422, "Invalid", std::string(result.status().message()), Json()});
+        // The apiserver answers NewGenericServerResponse(422): the cause is not told.
+        return ErrorResponse({422, "Invalid", kPatchNotApplied, Json::object()});
       }
       patched = *std::move(result);
     } else {
       if (!patch->is_object()) {
         return ErrorResponse(BadRequest("the patch must be a JSON object"));
       }
-      patched = MergePatch(current, *patch);
+      patched = current;
+      patched.merge_patch(*patch);
     }
-    if (patched.is_object() && patched.GetString({"metadata", "resourceVersion"}).empty()) {
-      patched["metadata"]["resourceVersion"] = current.GetString({"metadata", "resourceVersion"});
+    if (patched.is_object() && GetString(patched, {"metadata", "resourceVersion"}).empty()) {
+      Member(patched["metadata"], "resourceVersion") =
+          GetString(current, {"metadata", "resourceVersion"});
     }
     return UpdateLocked(target, current, std::move(patched), dry_run);
   };
@@ -1183,12 +1186,12 @@ void KubeApi::CollectDependentsLocked(const std::string& uid, const std::string&
       Target scope{&type, owner_ns, "", "", false};
       auto objects = store_.ListAt(scope.Prefix(), 0);
       for (const auto& [key, object] : *objects) {
-        const Json* references = object.FindPath({"metadata", "ownerReferences"});
+        const Json* references = FindPath(object, {"metadata", "ownerReferences"});
         if (references == nullptr || !references->is_array()) continue;
-        for (const Json& reference : references->array()) {
-          if (reference.GetString({"uid"}) != owner_uid) continue;
-          owners.emplace_back(object.GetString({"metadata", "uid"}),
-                              object.GetString({"metadata", "namespace"}));
+        for (const Json& reference : *references) {
+          if (GetString(reference, {"uid"}) != owner_uid) continue;
+          owners.emplace_back(GetString(object, {"metadata", "uid"}),
+                              GetString(object, {"metadata", "namespace"}));
           store_.Remove(key);
           break;
         }
@@ -1199,25 +1202,25 @@ void KubeApi::CollectDependentsLocked(const std::string& uid, const std::string&
 
 ApiResponse KubeApi::Delete(const HttpRequest& request, const Target& target) {
   const ResourceType& type = *target.type;
-  Json options = Json::MakeObject();
+  Json options = Json::object();
   if (!absl::StripAsciiWhitespace(request.body).empty()) {
-    auto parsed = Json::Parse(request.body);
+    auto parsed = ParseJson(request.body);
     if (!parsed.ok()) return ErrorResponse(BadRequest(std::string(parsed.status().message())));
     options = *std::move(parsed);
   }
   // DeleteOptions.dryRun is a list (["All"]); the query parameter works too.
-  const Json* dry_run_option = options.Find("dryRun");
+  const Json* dry_run_option = Find(options, "dryRun");
   const bool dry_run_requested =
-      IsDryRun(request) || (dry_run_option != nullptr && dry_run_option->Dump() == R"(["All"])");
+      IsDryRun(request) || (dry_run_option != nullptr && Dump(*dry_run_option) == R"(["All"])");
   // Runs with mu_ held (inside WriteAdmitted).
   auto write = [&](bool dry_run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> ApiResponse {
     const Json* stored = store_.Get(target.Key());
     if (stored == nullptr) return ErrorResponse(NotFound(type, target.name));
     Json current = *stored;
-    const std::string precondition_rv = options.GetString({"preconditions", "resourceVersion"});
-    const std::string precondition_uid = options.GetString({"preconditions", "uid"});
-    const std::string current_rv = current.GetString({"metadata", "resourceVersion"});
-    const std::string current_uid = current.GetString({"metadata", "uid"});
+    const std::string precondition_rv = GetString(options, {"preconditions", "resourceVersion"});
+    const std::string precondition_uid = GetString(options, {"preconditions", "uid"});
+    const std::string current_rv = GetString(current, {"metadata", "resourceVersion"});
+    const std::string current_uid = GetString(current, {"metadata", "uid"});
     if (!precondition_rv.empty() && precondition_rv != current_rv) {
       return ErrorResponse(
           Conflict(type, target.name,
@@ -1237,19 +1240,20 @@ ApiResponse KubeApi::Delete(const HttpRequest& request, const Target& target) {
       Json deleted = store_.Remove(target.Key());
       changed_.SignalAll();
       deleted["metadata"]["deletionTimestamp"] = Timestamp(absl::Now());
-      deleted["status"]["phase"] = "Terminating";
+      Member(deleted["status"], "phase") = "Terminating";
       return {200, deleted};
     }
-    const Json* finalizers = current.FindPath({"metadata", "finalizers"});
-    if (finalizers != nullptr && finalizers->is_array() && !finalizers->array().empty()) {
+    const Json* finalizers = FindPath(current, {"metadata", "finalizers"});
+    if (finalizers != nullptr && finalizers->is_array() && !finalizers->empty()) {
       // Graceful deletion: mark and wait for the finalizers to be removed.
-      if (current.FindPath({"metadata", "deletionTimestamp"}) != nullptr) return {202, current};
+      if (FindPath(current, {"metadata", "deletionTimestamp"}) != nullptr) return {202, current};
       Json& metadata = current["metadata"];
       metadata["deletionTimestamp"] = Timestamp(absl::Now());
       metadata["deletionGracePeriodSeconds"] = 0;
-      if (const Json* generation = metadata.Find("generation");
-          generation != nullptr && generation->is_int() && generation->int_value() > 0) {
-        metadata["generation"] = generation->int_value() + 1;
+      if (const Json* generation = Find(metadata, "generation"); generation != nullptr &&
+                                                                 generation->is_number_integer() &&
+                                                                 generation->get<int64_t>() > 0) {
+        metadata["generation"] = generation->get<int64_t>() + 1;
       }
       const Json& marked = store_.Put(target.Key(), std::move(current));
       changed_.SignalAll();
@@ -1258,10 +1262,10 @@ ApiResponse KubeApi::Delete(const HttpRequest& request, const Target& target) {
     store_.Remove(target.Key());
     CollectDependentsLocked(current_uid, target.ns);
     changed_.SignalAll();
-    Json status = Json::MakeObject();
+    Json status = Json::object();
     status["kind"] = "Status";
     status["apiVersion"] = "v1";
-    status["metadata"] = Json::MakeObject();
+    status["metadata"] = Json::object();
     status["status"] = "Success";
     Json details = Details(type, target.name);
     details["uid"] = current_uid;
@@ -1279,7 +1283,7 @@ ApiResponse KubeApi::DeleteCollection(const HttpRequest& request, const Target& 
   if (!fields.ok()) return ErrorResponse(BadRequest(std::string(fields.status().message())));
   absl::MutexLock lock(&mu_);
   auto objects = store_.ListAt(target.Prefix(), 0);
-  Json::Array deleted;
+  Json deleted = Json::array();
   for (const auto& [key, object] : *objects) {
     if (!labels->Matches(object) || !fields->Matches(object)) continue;
     if (!IsDryRun(request)) deleted.push_back(store_.Remove(key));

@@ -10,7 +10,7 @@ namespace facet::testing {
 namespace {
 
 void StampResourceVersion(Json* object, int64_t resource_version) {
-  (*object)["metadata"]["resourceVersion"] = Json(absl::StrCat(resource_version));
+  Member((*object)["metadata"], "resourceVersion") = absl::StrCat(resource_version);
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ bool DecodeStringMap(absl::string_view entry, Json* map) {
 
 // ObjectMeta: name=1 generateName=2 namespace=3 labels=11 annotations=12 finalizers=14.
 bool DecodeObjectMeta(absl::string_view message, Json* metadata) {
-  *metadata = Json::MakeObject();
+  *metadata = Json::object();
   bool ok = true;
   bool parsed = ForEachField(message, [&](int number, uint64_t, absl::string_view bytes) {
     switch (number) {
@@ -91,8 +91,8 @@ bool DecodeObjectMeta(absl::string_view message, Json* metadata) {
         break;
       case 14: {
         Json& finalizers = (*metadata)["finalizers"];
-        if (!finalizers.is_array()) finalizers = Json::MakeArray();
-        finalizers.array().push_back(Json(std::string(bytes)));
+        if (!finalizers.is_array()) finalizers = Json::array();
+        finalizers.push_back(Json(std::string(bytes)));
         break;
       }
       default:
@@ -128,7 +128,7 @@ absl::StatusOr<Json> DecodeKubernetesProtobuf(absl::string_view body) {
         absl::StrCat("protobuf bodies are only decoded for v1 Namespace, not ", api_version, " ",
                      kind, "; send JSON"));
   }
-  Json object = Json::MakeObject();
+  Json object = Json::object();
   object["apiVersion"] = api_version;
   object["kind"] = kind;
   bool ok = true;
@@ -138,8 +138,8 @@ absl::StatusOr<Json> DecodeKubernetesProtobuf(absl::string_view body) {
       ForEachField(bytes, [&](int spec_field, uint64_t, absl::string_view value) {
         if (spec_field != 1) return;
         Json& finalizers = object["spec"]["finalizers"];
-        if (!finalizers.is_array()) finalizers = Json::MakeArray();
-        finalizers.array().push_back(Json(std::string(value)));
+        if (!finalizers.is_array()) finalizers = Json::array();
+        finalizers.push_back(Json(std::string(value)));
       });
     }
   });

@@ -36,10 +36,10 @@ std::string FieldValue(const Json& object, const std::string& field) {
   std::vector<std::string> parts = absl::StrSplit(field, '.');
   const Json* node = &object;
   for (const std::string& part : parts) {
-    node = node->Find(part);
+    node = Find(*node, part);
     if (node == nullptr) return "";
   }
-  return node->is_string() ? node->string_value() : node->Dump();
+  return node->is_string() ? node->get<std::string>() : Dump(*node);
 }
 
 }  // namespace
@@ -98,35 +98,36 @@ absl::StatusOr<LabelSelector> LabelSelector::FromJson(const Json& selector) {
   if (selector.is_null()) return result;
   if (!selector.is_object())
     return absl::InvalidArgumentError("a label selector must be an object");
-  if (const Json* labels = selector.Find("matchLabels"); labels != nullptr && labels->is_object()) {
-    for (const auto& [key, value] : labels->object()) {
+  if (const Json* labels = Find(selector, "matchLabels");
+      labels != nullptr && labels->is_object()) {
+    for (const auto& [key, value] : labels->items()) {
       if (!value.is_string()) {
         return absl::InvalidArgumentError(absl::StrCat("matchLabels[", key, "] is not a string"));
       }
-      result.requirements_.push_back({key, Op::kIn, {value.string_value()}});
+      result.requirements_.push_back({key, Op::kIn, {value.get<std::string>()}});
     }
   }
-  const Json* expressions = selector.Find("matchExpressions");
+  const Json* expressions = Find(selector, "matchExpressions");
   if (expressions == nullptr || !expressions->is_array()) return result;
-  for (const Json& expression : expressions->array()) {
+  for (const Json& expression : *expressions) {
     static const auto* kOps =
         new std::vector<std::pair<std::string, Op>>{{"In", Op::kIn},
                                                     {"NotIn", Op::kNotIn},
                                                     {"Exists", Op::kExists},
                                                     {"DoesNotExist", Op::kNotExists}};
-    const std::string op = expression.GetString({"operator"});
+    const std::string op = GetString(expression, {"operator"});
     auto found = std::find_if(kOps->begin(), kOps->end(),
                               [&](const auto& known) { return known.first == op; });
     Requirement requirement;
-    requirement.key = expression.GetString({"key"});
+    requirement.key = GetString(expression, {"key"});
     if (found == kOps->end() || requirement.key.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat("\"", op, "\" is not a valid label selector operator"));
     }
     requirement.op = found->second;
-    if (const Json* values = expression.Find("values"); values != nullptr && values->is_array()) {
-      for (const Json& value : values->array()) {
-        if (value.is_string()) requirement.values.push_back(value.string_value());
+    if (const Json* values = Find(expression, "values"); values != nullptr && values->is_array()) {
+      for (const Json& value : *values) {
+        if (value.is_string()) requirement.values.push_back(value.get<std::string>());
       }
     }
     const bool set_based = requirement.op == Op::kIn || requirement.op == Op::kNotIn;
@@ -141,12 +142,12 @@ absl::StatusOr<LabelSelector> LabelSelector::FromJson(const Json& selector) {
 }
 
 bool LabelSelector::Matches(const Json& object) const {
-  const Json* labels = object.FindPath({"metadata", "labels"});
+  const Json* labels = FindPath(object, {"metadata", "labels"});
   for (const Requirement& requirement : requirements_) {
-    const Json* value = labels != nullptr ? labels->Find(requirement.key) : nullptr;
+    const Json* value = labels != nullptr ? Find(*labels, requirement.key) : nullptr;
     bool has = value != nullptr && value->is_string();
     bool in = has && std::find(requirement.values.begin(), requirement.values.end(),
-                               value->string_value()) != requirement.values.end();
+                               value->get<std::string>()) != requirement.values.end();
     switch (requirement.op) {
       case Op::kExists:
         if (!has) return false;

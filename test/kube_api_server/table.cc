@@ -14,21 +14,21 @@ constexpr char kNameDescription[] =
 
 Json Cell(const PrinterColumn& column, const Json* value, absl::Time now) {
   if (value == nullptr || value->is_null()) return Json();
-  if (column.type == "string") return value->is_string() ? *value : Json(value->Dump());
+  if (column.type == "string") return value->is_string() ? *value : Json(Dump(*value));
   if (column.type == "integer") {
-    if (value->is_int()) return *value;
+    if (value->is_number_integer()) return *value;
     // A list counts its items (as the built-in WEBHOOKS column does).
-    if (value->is_array()) return Json(static_cast<int64_t>(value->array().size()));
-    if (value->is_number()) return Json(static_cast<int64_t>(value->double_value()));
+    if (value->is_array()) return Json(static_cast<int64_t>(value->size()));
+    if (value->is_number()) return Json(static_cast<int64_t>(value->get<double>()));
     return Json();
   }
-  if (column.type == "number") return value->is_number() ? Json(value->double_value()) : Json();
-  if (column.type == "boolean") return value->is_bool() ? *value : Json();
+  if (column.type == "number") return value->is_number() ? *value : Json();
+  if (column.type == "boolean") return value->is_boolean() ? *value : Json();
   if (column.type == "date") {
     if (!value->is_string()) return Json();
     absl::Time time;
     std::string error;
-    if (!absl::ParseTime(absl::RFC3339_full, value->string_value(), &time, &error)) {
+    if (!absl::ParseTime(absl::RFC3339_full, value->get<std::string>(), &time, &error)) {
       return Json("<invalid>");
     }
     return Json(HumanDuration(now - time));
@@ -45,7 +45,7 @@ const Json* EvaluateJsonPath(const Json& object, absl::string_view path) {
     if (path[pos] == '.') {
       size_t end = path.find_first_of(".[", pos + 1);
       if (end == absl::string_view::npos) end = path.size();
-      node = node->Find(path.substr(pos + 1, end - pos - 1));
+      node = Find(*node, path.substr(pos + 1, end - pos - 1));
       pos = end;
     } else if (path[pos] == '[') {
       size_t end = path.find(']', pos);
@@ -62,9 +62,9 @@ const Json* EvaluateJsonPath(const Json& object, absl::string_view path) {
       if (literal.size() < 3) return nullptr;
       literal = literal.substr(1, literal.size() - 3);  // Strip the quotes and ')'.
       const Json* found = nullptr;
-      for (const Json& item : node->array()) {
-        const Json* field = item.Find(key);
-        if (field != nullptr && field->is_string() && field->string_value() == literal) {
+      for (const Json& item : *node) {
+        const Json* field = Find(item, key);
+        if (field != nullptr && field->is_string() && field->get<std::string>() == literal) {
           found = &item;
           break;
         }
@@ -110,15 +110,15 @@ std::string HumanDuration(absl::Duration d) {
 Json MakeTable(const ResourceType& type, const std::vector<const Json*>& objects,
                const std::string& resource_version, const std::string& continue_token,
                absl::string_view include_object, absl::Time now) {
-  Json table = Json::MakeObject();
+  Json table = Json::object();
   table["kind"] = "Table";
   table["apiVersion"] = "meta.k8s.io/v1";
   Json& metadata = table["metadata"];
-  metadata = Json::MakeObject();
+  metadata = Json::object();
   if (!resource_version.empty()) metadata["resourceVersion"] = resource_version;
   if (!continue_token.empty()) metadata["continue"] = continue_token;
-  Json::Array columns;
-  Json name_column = Json::MakeObject();
+  Json columns = Json::array();
+  Json name_column = Json::object();
   name_column["name"] = "Name";
   name_column["type"] = "string";
   name_column["format"] = "name";
@@ -126,7 +126,7 @@ Json MakeTable(const ResourceType& type, const std::vector<const Json*>& objects
   name_column["priority"] = 0;
   columns.push_back(name_column);
   for (const PrinterColumn& column : type.columns) {
-    Json definition = Json::MakeObject();
+    Json definition = Json::object();
     definition["name"] = column.name;
     definition["type"] = column.type;
     definition["format"] = "";
@@ -138,29 +138,29 @@ Json MakeTable(const ResourceType& type, const std::vector<const Json*>& objects
     definition["priority"] = column.priority;
     columns.push_back(definition);
   }
-  table["columnDefinitions"] = Json(std::move(columns));
-  Json::Array rows;
+  table["columnDefinitions"] = std::move(columns);
+  Json rows = Json::array();
   for (const Json* object : objects) {
-    Json row = Json::MakeObject();
-    Json::Array cells;
-    cells.push_back(Json(object->GetString({"metadata", "name"})));
+    Json row = Json::object();
+    Json cells = Json::array();
+    cells.push_back(Json(GetString(*object, {"metadata", "name"})));
     for (const PrinterColumn& column : type.columns) {
       cells.push_back(Cell(column, EvaluateJsonPath(*object, column.json_path), now));
     }
-    row["cells"] = Json(std::move(cells));
+    row["cells"] = std::move(cells);
     if (include_object == "Object") {
       row["object"] = *object;
     } else if (include_object != "None") {
-      Json partial = Json::MakeObject();
+      Json partial = Json::object();
       partial["kind"] = "PartialObjectMetadata";
       partial["apiVersion"] = "meta.k8s.io/v1";
-      const Json* object_metadata = object->Find("metadata");
-      partial["metadata"] = object_metadata != nullptr ? *object_metadata : Json::MakeObject();
+      const Json* object_metadata = Find(*object, "metadata");
+      partial["metadata"] = object_metadata != nullptr ? *object_metadata : Json::object();
       row["object"] = std::move(partial);
     }
     rows.push_back(std::move(row));
   }
-  table["rows"] = Json(std::move(rows));
+  table["rows"] = std::move(rows);
   return table;
 }
 
