@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "envoy/config/route/v3/route.pb.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "controller/sources/manifest/manifest_loader.h"
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "test/load/world.h"
 #include "xds_server/json/hostile_yaml.h"
 #include "xds_server/json/yaml_reader.h"

@@ -3,7 +3,7 @@
 #include <variant>
 #include <vector>
 
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "gtest/gtest.h"
 #include "xds_server/snapshot/builder.h"
 #include "yaml-cpp/yaml.h"

@@ -5,7 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/kubernetes/client/yaml_fields.h"
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/snapshot/snapshot.h"
 
@@ -54,17 +54,18 @@ absl::StatusOr<std::string> RevisionJson(const YAML::Node& owner) {
   return absl::StrCat(
       R"({"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{"name":)", Quoted(*name),
       R"(,"namespace":)", Quoted(StringAt(owner, {"metadata", "namespace"})),
-      R"(,"labels":{)", Quoted(kRevisionOfLabel), R"(:"XdsResource",)",
+      R"(,"labels":{)", Quoted(kRevisionOfLabel), ":", Quoted(kXdsResourceKind), ",",
       Quoted(kRevisionOwnerLabel), ":", Quoted(owner_name.substr(0, 63)),
-      R"(},"ownerReferences":[{"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","name":)",
-      Quoted(owner_name), R"(,"uid":)", Quoted(StringAt(owner, {"metadata", "uid"})),
+      R"(},"ownerReferences":[{"apiVersion":)", Quoted(kApiVersion), R"(,"kind":)",
+      Quoted(kXdsResourceKind), R"(,"name":)", Quoted(owner_name),
+      R"(,"uid":)", Quoted(StringAt(owner, {"metadata", "uid"})),
       R"(,"controller":true,"blockOwnerDeletion":false}]},"data":{"spec":)", *spec,
       R"(},"revision":)", generation, "}");
 }
 
 std::string OwnerKeyOf(const YAML::Node& revision) {
   for (const YAML::Node& reference : FieldAt(revision, {"metadata", "ownerReferences"})) {
-    if (StringAt(reference, {"kind"}) == "XdsResource" &&
+    if (StringAt(reference, {"kind"}) == kXdsResourceKind &&
         StringAt(reference, {"apiVersion"}) == kApiVersion) {
       return absl::StrCat(StringAt(revision, {"metadata", "namespace"}), "/",
                           StringAt(reference, {"name"}));
@@ -75,13 +76,13 @@ std::string OwnerKeyOf(const YAML::Node& revision) {
 
 std::optional<xds::ResourceObject> LastGoodOf(const YAML::Node& revision) {
   const std::string owner = OwnerKeyOf(revision);
-  if (owner.empty() || StringAt(revision, {"metadata", "labels", kRevisionOfLabel}) != "XdsResource") {
+  if (owner.empty() || StringAt(revision, {"metadata", "labels", kRevisionOfLabel}) != kXdsResourceKind) {
     return std::nullopt;
   }
   const std::string ns = StringAt(revision, {"metadata", "namespace"});
   YAML::Node document;
   document["apiVersion"] = kApiVersion;
-  document["kind"] = "XdsResource";
+  document["kind"] = kXdsResourceKind;
   document["metadata"]["name"] = owner.substr(ns.size() + 1);
   document["metadata"]["namespace"] = ns;
   document["metadata"]["generation"] = RevisionNumber(revision);

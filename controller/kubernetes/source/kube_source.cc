@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/kubernetes/endpoints/endpoint_slices.h"
 #include "controller/kubernetes/client/yaml_fields.h"
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
@@ -67,17 +67,18 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
     };
     return std::make_unique<kube::Reflector>(client_, std::move(reflector_options));
   };
-  const std::string group = "/apis/facet.dev/v1alpha1";
   if (options_.namespaces.empty()) {
-    resource_reflectors_.push_back(make(group + "/xdsresources", "xdsresources", Kind::kResource));
+    resource_reflectors_.push_back(
+        make(CollectionPath(kXdsResourcePlural), kXdsResourcePlural, Kind::kResource));
     revision_reflectors_.push_back(
         make("/apis/apps/v1/controllerrevisions", "controllerrevisions", Kind::kRevision));
     slice_reflectors_.push_back(
         make("/apis/discovery.k8s.io/v1/endpointslices", "endpointslices", Kind::kSlice));
   } else {
     for (const std::string& ns : options_.namespaces) {
-      resource_reflectors_.push_back(make(absl::StrCat(group, "/namespaces/", ns, "/xdsresources"),
-                                          absl::StrCat("xdsresources in ", ns), Kind::kResource));
+      resource_reflectors_.push_back(make(CollectionPath(kXdsResourcePlural, ns),
+                                          absl::StrCat(kXdsResourcePlural, " in ", ns),
+                                          Kind::kResource));
       revision_reflectors_.push_back(
           make(absl::StrCat("/apis/apps/v1/namespaces/", ns, "/controllerrevisions"),
                absl::StrCat("controllerrevisions in ", ns), Kind::kRevision));
@@ -86,7 +87,8 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
                absl::StrCat("endpointslices in ", ns), Kind::kSlice));
     }
   }
-  authority_reflector_ = make(group + "/xdsauthorities", "xdsauthorities", Kind::kAuthority);
+  authority_reflector_ =
+      make(CollectionPath(kXdsAuthorityPlural), kXdsAuthorityPlural, Kind::kAuthority);
   builder_.SetLastGoodLookup([this](const xds::ObjectRef& ref) { return LastGood(ref); });
 }
 
@@ -117,7 +119,7 @@ std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
   std::vector<xds::AuthorityObject> out;
   const auto snapshot = authority_reflector_->Snapshot();
   for (const auto& [key, object] : *snapshot) {
-    ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
+    ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), kDefaultNamespace);
     if (auto* authority = std::get_if<xds::AuthorityObject>(&parsed)) {
       out.push_back(std::move(*authority));
     }
@@ -257,7 +259,7 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
     return;
   }
   const bool authority = kind == Kind::kAuthority;
-  ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), "default");
+  ParsedDocument parsed = ParseDocument(object, absl::StrCat("api:", key), kDefaultNamespace);
   if (auto* resource = std::get_if<xds::ResourceObject>(&parsed); resource && !authority) {
     ForgetSliced(resource->ref);
     if (deleted) {

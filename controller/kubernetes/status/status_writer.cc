@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/kubernetes/client/yaml_fields.h"
+#include "controller/objects/crd.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -86,14 +87,6 @@ absl::StatusOr<google::protobuf::Value> ToValue(const YAML::Node& node) {
 }
 
 }  // namespace
-
-std::string ObjectPath(const xds::ObjectRef& ref) {
-  if (ref.kind == xds::kXdsAuthorityKind) {
-    return absl::StrCat("/apis/facet.dev/v1alpha1/xdsauthorities/", ref.name);
-  }
-  return absl::StrCat("/apis/facet.dev/v1alpha1/namespaces/", ref.namespace_, "/xdsresources/",
-                      ref.name);
-}
 
 YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& current,
                          const ClientFeedback& feedback, int authority_resources, absl::Time now) {

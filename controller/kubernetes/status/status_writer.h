@@ -58,9 +58,6 @@ class StatusWriter {
   std::function<absl::Time()> wall_now_;
 };
 
-// Returns the API path of an object ("/apis/facet.dev/v1alpha1/...").
-std::string ObjectPath(const xds::ObjectRef& ref);
-
 }  // namespace facet::controller
 
 #endif  // FACET_CONTROLLER_KUBERNETES_STATUS_STATUS_WRITER_H_

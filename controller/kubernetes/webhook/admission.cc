@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/kubernetes/client/yaml_fields.h"
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "xds_server/json/yaml_reader.h"
 #include "yaml-cpp/yaml.h"
 
@@ -113,7 +113,7 @@ std::string ReviewAdmission(absl::string_view request_body,
   }
   std::string ns = StringAt(review, {"request", "namespace"});
   ParsedDocument parsed = ParseDocument(object, absl::StrCat("admission:", uid),
-                                        ns.empty() ? "default" : ns);
+                                        ns.empty() ? kDefaultNamespace : ns);
   std::vector<std::string> errors, warnings;
   xds::BuildOptions strict = options;
   strict.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;

@@ -12,7 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 #include "xds_server/common/regular_file.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/json/yaml_reader.h"

@@ -34,10 +34,6 @@ struct ManifestSet {
   std::vector<std::string> files;  // Every file read, in order.
 };
 
-// The namespace of XdsResources that do not set metadata.namespace, as with
-// `kubectl apply` against the default namespace.
-inline constexpr char kDefaultNamespace[] = "default";
-
 // Reads each path: a file, or a directory whose *.yaml, *.yml and *.json
 // files are read in name order (not recursively, as `kubectl apply -f DIR`).
 // Multi-document YAML and `kind: List` are supported. Never fails as a whole:

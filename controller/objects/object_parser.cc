@@ -1,4 +1,4 @@
-#include "controller/sources/manifest/object_parser.h"
+#include "controller/objects/object_parser.h"
 
 #include <set>
 #include <utility>

@@ -1,20 +1,18 @@
 // Parses Facet custom-resource documents (as written in manifests or returned
 // by the Kubernetes API) into the source-independent objects the snapshot
 // builder validates.
-#ifndef FACET_CONTROLLER_SOURCES_MANIFEST_OBJECT_PARSER_H_
-#define FACET_CONTROLLER_SOURCES_MANIFEST_OBJECT_PARSER_H_
+#ifndef FACET_CONTROLLER_OBJECTS_OBJECT_PARSER_H_
+#define FACET_CONTROLLER_OBJECTS_OBJECT_PARSER_H_
 
 #include <string>
 #include <variant>
 
 #include "absl/strings/string_view.h"
+#include "controller/objects/crd.h"
 #include "xds_server/snapshot/objects.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::controller {
-
-inline constexpr char kApiGroup[] = "facet.dev";
-inline constexpr char kApiVersion[] = "facet.dev/v1alpha1";
 
 // A document that is a Kubernetes object of another kind; Facet ignores it.
 struct ForeignObject {
@@ -40,4 +38,4 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
 
 }  // namespace facet::controller
 
-#endif  // FACET_CONTROLLER_SOURCES_MANIFEST_OBJECT_PARSER_H_
+#endif  // FACET_CONTROLLER_OBJECTS_OBJECT_PARSER_H_
