@@ -1,7 +1,5 @@
 #include "controller/kubernetes/source/kube_source.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <optional>
 #include <set>
@@ -42,7 +40,6 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
                        const xds::AdsService* ads, std::function<bool()> is_leader,
                        Options options)
     : client_(client),
-      store_(store),
       ads_(ads),
       is_leader_(std::move(is_leader)),
       options_(std::move(options)),
@@ -50,10 +47,12 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
       clock_(options_.clock != nullptr ? options_.clock : owned_clock_.get()),
       status_writer_(client),
       revision_writer_(client),
-      builder_([this] {
-        xds::BuildOptions build = options_.build;
-        build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
-        return build;
+      publisher_(store, [this] {
+        Publisher::Options publishing;
+        publishing.build = options_.build;
+        publishing.build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
+        publishing.on_published = options_.on_published;
+        return publishing;
       }()) {
   auto make = [&](const std::string& path, const std::string& name, Kind kind) {
     kube::Reflector::Options reflector_options;
@@ -89,7 +88,8 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
   }
   authority_reflector_ =
       make(CollectionPath(kXdsAuthorityPlural), kXdsAuthorityPlural, Kind::kAuthority);
-  builder_.SetLastGoodLookup([this](const xds::ObjectRef& ref) { return LastGood(ref); });
+  publisher_.builder().SetLastGoodLookup(
+      [this](const xds::ObjectRef& ref) { return LastGood(ref); });
 }
 
 KubeSource::~KubeSource() { Stop(); }
@@ -130,6 +130,7 @@ std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
 void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
   for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;
+  if (!first_change_) first_change_ = absl::Now();
   if (kind == Kind::kSlice && !deltas.empty()) slices_pending_ = true;
   dirty_ = true;  // Also after the first list, whose deltas may be empty.
 }
@@ -145,6 +146,7 @@ KubeSource::Stats KubeSource::stats() const {
     absl::MutexLock lock(&mu_);
     stats = stats_;
   }
+  static_cast<PublishStats&>(stats) = publisher_.stats();
   auto add = [&stats](const kube::Reflector& reflector) {
     const kube::Reflector::Counters counters = reflector.counters();
     stats.reflectors.lists += counters.lists;
@@ -157,10 +159,10 @@ KubeSource::Stats KubeSource::stats() const {
 }
 
 std::vector<xds::ObjectStatus> KubeSource::statuses() const {
-  absl::MutexLock lock(&mu_);
+  const std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses = publisher_.statuses();
   std::vector<xds::ObjectStatus> out;
-  out.reserve(statuses_.size());
-  for (const auto& [ref, status] : statuses_) out.push_back(*status);
+  out.reserve(statuses.size());
+  for (const auto& status : statuses) out.push_back(*status);
   return out;
 }
 
@@ -205,7 +207,7 @@ void KubeSource::Run() {
     if (!synced) continue;  // Never publish a partial view of the cluster.
     // Watch events of Facet's own status writes change no status: only a
     // build that changed some status calls for a pass.
-    const bool changed = (build || last_ == nullptr) && BuildAndPublish();
+    const bool changed = (build || publisher_.published() == nullptr) && BuildAndPublish();
     const bool leading = !is_leader_ || is_leader_();
     // A change waits for the pass interval like a backlog does: otherwise
     // every build during churn would start a pass with a fresh budget.
@@ -237,7 +239,7 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
       if (it->second >= newest) return;
       it->second = newest;
     }
-    builder_.LastGoodChanged(last_good->ref);
+    publisher_.builder().LastGoodChanged(last_good->ref);
     return;
   }
   if (kind == Kind::kSlice) {
@@ -264,7 +266,7 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
     ForgetSliced(resource->ref);
     if (deleted) {
       newest_revision_.erase(key);
-      builder_.Remove(resource->ref);
+      publisher_.builder().Remove(resource->ref);
     } else if (UsesSlices(*resource)) {
       const xds::ObjectRef ref = resource->ref;
       for (const xds::VariantSpec& variant : resource->spec->variants) {
@@ -275,13 +277,13 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
       sliced_objects_[ref] = std::move(*resource);
       UpsertWithSlices(ref);
     } else {
-      builder_.Upsert(std::move(*resource));
+      publisher_.builder().Upsert(std::move(*resource));
     }
   } else if (auto* declared = std::get_if<xds::AuthorityObject>(&parsed); declared && authority) {
     if (deleted) {
-      builder_.Remove(declared->ref);
+      publisher_.builder().Remove(declared->ref);
     } else {
-      builder_.Upsert(std::move(*declared));
+      publisher_.builder().Upsert(std::move(*declared));
     }
   } else if (auto* unusable = std::get_if<UnusableDocument>(&parsed); unusable && !deleted) {
     spdlog::error("{}: {}", xds::SafeForLog(key),
@@ -332,7 +334,7 @@ void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
     variant.resource.reset(built.resource);
     for (xds::Finding& finding : built.findings) object.findings.push_back(std::move(finding));
   }
-  builder_.Upsert(std::move(object));
+  publisher_.builder().Upsert(std::move(object));
 }
 
 std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& ref) const {
@@ -347,9 +349,8 @@ void KubeSource::SyncRevisions(bool all) {
   std::set<xds::ObjectRef> refs;
   refs.swap(to_record_);
   if (all) {
-    absl::MutexLock lock(&mu_);
-    for (const auto& [ref, status] : statuses_) {
-      if (status->accepted && ref.kind == xds::kXdsResourceKind) refs.insert(ref);
+    for (const auto& status : publisher_.statuses()) {
+      if (status->accepted && status->ref.kind == xds::kXdsResourceKind) refs.insert(status->ref);
     }
   }
   if (refs.empty()) return;
@@ -361,7 +362,7 @@ void KubeSource::SyncRevisions(bool all) {
   }
   int64_t writes = 0, errors = 0;
   for (const xds::ObjectRef& ref : refs) {
-    std::shared_ptr<const xds::ObjectStatus> status = builder_.StatusOf(ref);
+    std::shared_ptr<const xds::ObjectStatus> status = publisher_.builder().StatusOf(ref);
     if (status == nullptr || !status->accepted) continue;
     const std::string key = CacheKey(ref);
     std::optional<YAML::Node> object = FindCached(resource_reflectors_, key);
@@ -374,8 +375,8 @@ void KubeSource::SyncRevisions(bool all) {
     if (!wrote.ok()) {
       ++errors;
       to_record_.insert(ref);  // Retried on the next pass.
-      spdlog::warn("{}: recording its accepted revision: {}", key,
-                   std::string(wrote.status().message()));
+      spdlog::warn("{}: recording its accepted revision: {}", xds::SafeForLog(key),
+                   xds::SafeForLog(wrote.status().message(), xds::kMaxLoggedStatusBytes));
     } else if (*wrote) {
       ++writes;
     }
@@ -387,9 +388,12 @@ void KubeSource::SyncRevisions(bool all) {
 
 bool KubeSource::BuildAndPublish() {
   std::map<std::pair<Kind, std::string>, kube::ObjectDelta> deltas;
+  absl::Time changed_at;
   {
     absl::MutexLock lock(&mu_);
     deltas.swap(pending_);
+    changed_at = first_change_.value_or(absl::Now());
+    first_change_.reset();
   }
   if (!loaded_) {
     // The first time, every cached object (events so far are in the caches).
@@ -409,53 +413,21 @@ bool KubeSource::BuildAndPublish() {
       Apply(key.first, delta.object, delta.key, delta.type == kube::ObjectDelta::Type::kDeleted);
     }
   }
-  if (!builder_.has_pending() && last_ != nullptr) return false;  // Status or metadata only.
-  const absl::Time start = absl::Now();
-  xds::IncrementalBuilder::Result result = builder_.Build();
-  const absl::Duration elapsed = absl::Now() - start;
-  for (const auto& status : result.changed_statuses) {
-    for (const xds::Finding& finding : status->findings) {
-      if (finding.severity == xds::Severity::kError) {
-        spdlog::warn("{}: {}: {}", xds::SafeForLog(status->ref.ToString()),
-                     xds::SafeForLog(finding.field),
-                     xds::SafeForLog(finding.message, xds::kMaxLoggedStatusBytes));
-      }
+  const Publisher::Outcome outcome = publisher_.BuildAndPublish(changed_at);
+  if (!outcome.built) return false;  // Status or metadata only.
+  for (const auto& status : outcome.result.changed_statuses) {
+    if (status->accepted && status->ref.kind == xds::kXdsResourceKind) {
+      to_record_.insert(status->ref);
     }
   }
-  spdlog::info("snapshot built in {}: {} objects ({} validated, {} reference checks), {} rejected, "
-               "{} served resources",
-               absl::FormatDuration(elapsed), builder_.object_count(), result.validated_objects,
-               result.reference_checks, builder_.rejected_count(), result.snapshot->size());
-  if (result.deferred_objects > 0) {
-    spdlog::warn("snapshot build spent its search budget ({} steps; limit build_search_steps): {} "
-                 "changed objects wait for the next build",
-                 result.search_steps, result.deferred_objects);
-  }
-  {
-    absl::MutexLock lock(&mu_);
+  if (outcome.deferred()) {
     // What the search budget left waits for the next build, which follows.
-    if (result.deferred_objects > 0) dirty_ = true;
-    stats_.builds++;
-    stats_.validated_objects += result.validated_objects;
-    stats_.rejected_objects = builder_.rejected_count();
-    stats_.last_build_duration = elapsed;
-    for (const auto& status : result.changed_statuses) {
-      statuses_[status->ref] = status;
-      if (status->accepted && status->ref.kind == xds::kXdsResourceKind) {
-        to_record_.insert(status->ref);
-      }
-    }
-    for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
+    absl::MutexLock lock(&mu_);
+    dirty_ = true;
+    first_change_ = std::min(first_change_.value_or(changed_at), changed_at);
   }
-  if (last_ == nullptr || result.snapshot_changed) {
-    last_ = result.snapshot;
-    store_.Publish(result.snapshot);
-  }
-  // A large batch (the first list of a big cluster) parses much more than
-  // it keeps: hand the freed heap back to the system.
-  if (result.validated_objects >= 1000) malloc_trim(0);
   ready_ = true;
-  return !result.changed_statuses.empty() || !result.removed_statuses.empty();
+  return outcome.statuses_changed();
 }
 
 void KubeSource::SyncStatus() {
@@ -471,9 +443,9 @@ void KubeSource::SyncStatus() {
   // Served resources per authority, counted from what is actually served
   // (previous revisions that keep serving included).
   std::map<std::string, int> per_authority;
-  if (last_ != nullptr) {
+  if (const std::shared_ptr<const xds::Snapshot>& served = publisher_.published()) {
     for (const xds::ResourceType* type : xds::AllResourceTypes()) {
-      for (const auto& [name, resource] : last_->resources(*type)) {
+      for (const auto& [name, resource] : served->resources(*type)) {
         absl::StatusOr<xds::XdstpName> parsed = xds::ParseXdstpName(name);
         if (xds::IsXdstpName(name) && parsed.ok()) per_authority[parsed->authority]++;
       }
@@ -518,8 +490,8 @@ void KubeSource::SyncStatus() {
         status_writer_.Sync(status, feedback, resources, cached ? &*cached : nullptr);
     if (!wrote.ok()) {
       ++errors;
-      spdlog::warn("{}: writing status: {}", status.ref.ToString(),
-                   std::string(wrote.status().message()));
+      spdlog::warn("{}: writing status: {}", xds::SafeForLog(status.ref.ToString()),
+                   xds::SafeForLog(wrote.status().message(), xds::kMaxLoggedStatusBytes));
     } else if (*wrote) {
       ++writes;
     }

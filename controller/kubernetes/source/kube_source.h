@@ -22,6 +22,7 @@
 #include "controller/kubernetes/client/reflector.h"
 #include "controller/kubernetes/revisions/revisions.h"
 #include "controller/kubernetes/status/status_writer.h"
+#include "controller/sources/publisher/publisher.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
@@ -53,16 +54,16 @@ class KubeSource {
     // builds that changed a status, wait until then.
     absl::Duration status_backlog_retry = absl::Seconds(1);
     kube::Clock* clock = nullptr;  // Null: real clock.
+    // Told what each published snapshot took (see Publisher::Options).
+    std::function<void(const PublishTiming&)> on_published;
   };
-  struct Stats {
-    int64_t builds = 0;
+  // The publisher's counters (builds, validated and rejected objects, ...)
+  // and the cluster's.
+  struct Stats : PublishStats {
     int64_t status_writes = 0;
     int64_t status_errors = 0;
-    int rejected_objects = 0;
-    int64_t validated_objects = 0;  // Objects validated anew, over every build.
     int64_t revision_writes = 0;    // ControllerRevisions written (last accepted specs).
     int64_t revision_errors = 0;
-    absl::Duration last_build_duration;
     kube::Reflector::Counters reflectors;  // Summed over every reflector.
   };
 
@@ -90,8 +91,8 @@ class KubeSource {
   void Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas);
   void Run();
   // Feeds the pending watch events (or, the first time, every cached object)
-  // to the builder, builds and publishes when what is served changed.
-  // Returns whether any object's status changed.
+  // to the builder, builds and publishes when what is served changed
+  // (Publisher). Returns whether any object's status changed.
   bool BuildAndPublish();
   void Apply(Kind kind, const YAML::Node& object, const std::string& key, bool deleted);
   // Records the accepted spec of each object accepted since the last call
@@ -108,7 +109,6 @@ class KubeSource {
   void SyncStatus();
 
   kube::KubeClient& client_;
-  xds::SnapshotStore& store_;
   const xds::AdsService* ads_;
   std::function<bool()> is_leader_;
   const Options options_;
@@ -127,14 +127,15 @@ class KubeSource {
   bool slices_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool status_due_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  Stats stats_ ABSL_GUARDED_BY(mu_);
-  std::map<xds::ObjectRef, std::shared_ptr<const xds::ObjectStatus>> statuses_
-      ABSL_GUARDED_BY(mu_);
-  // Watch events not yet built, latest per (kind, key).
+  Stats stats_ ABSL_GUARDED_BY(mu_);  // Its PublishStats part is the publisher's.
+  // Watch events not yet built, latest per (kind, key), and when the first
+  // of them arrived.
   std::map<std::pair<Kind, std::string>, kube::ObjectDelta> pending_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> first_change_ ABSL_GUARDED_BY(mu_);
 
+  // Worker thread only, but for its thread-safe accessors:
+  Publisher publisher_;
   // Worker thread only:
-  xds::IncrementalBuilder builder_;
   bool loaded_ = false;  // Whether every cached object was fed once.
   bool status_backlog_ = false;  // The last status pass stopped at its write budget.
   // Where that pass stopped: the next one starts there.
@@ -149,7 +150,6 @@ class KubeSource {
   std::map<std::string, std::set<std::string>> slices_by_service_;
   std::map<std::string, std::set<xds::ObjectRef>> dependents_;
   std::map<xds::ObjectRef, xds::ResourceObject> sliced_objects_;
-  std::shared_ptr<const xds::Snapshot> last_;
   absl::Time last_status_sync_ = absl::InfinitePast();
   std::thread worker_;
 };

@@ -2,7 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/strings/match.h"
@@ -11,6 +16,8 @@
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 #include "test/fakes/fake_kube_client.h"
 #include "xds_server/common/status_matchers.h"
 
@@ -18,6 +25,8 @@ namespace facet::controller {
 namespace {
 
 using ::facet::testing::FakeKubeClient;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kResources[] = "/apis/facet.dev/v1alpha1/xdsresources";
 constexpr char kAuthorities[] = "/apis/facet.dev/v1alpha1/xdsauthorities";
@@ -323,6 +332,125 @@ TEST_F(KubeSourceTest, FollowersDoNotWriteStatus) {
   absl::SleepFor(absl::Milliseconds(200));  // Several resync periods: still nothing written.
   EXPECT_EQ(Condition(client_, "demo/greeter-routes", "Accepted", "status"), "");
   EXPECT_EQ(source->stats().status_writes, 0);
+}
+
+// Forwards to a FakeKubeClient, but fails every status write with
+// `message` (an API server's error may quote what an object's author wrote).
+class FailingStatusWrites final : public kube::KubeClient {
+ public:
+  FailingStatusWrites(FakeKubeClient& fake, std::string message)
+      : fake_(fake), message_(std::move(message)) {}
+  absl::StatusOr<kube::ListResult> List(const std::string& collection_path,
+                                        const kube::ListOptions& options) override {
+    return fake_.List(collection_path, options);
+  }
+  absl::StatusOr<std::unique_ptr<kube::WatchHandle>> Watch(
+      const std::string& collection_path, const kube::WatchOptions& options,
+      std::function<void(kube::WatchEvent)> on_event,
+      std::function<void(absl::Status)> on_end) override {
+    return fake_.Watch(collection_path, options, std::move(on_event), std::move(on_end));
+  }
+  absl::StatusOr<YAML::Node> Get(const std::string& path) override { return fake_.Get(path); }
+  absl::StatusOr<YAML::Node> Create(const std::string& collection_path,
+                                    const std::string& json) override {
+    return fake_.Create(collection_path, json);
+  }
+  absl::StatusOr<YAML::Node> Update(const std::string& path, const std::string& json) override {
+    if (absl::EndsWith(path, "/status")) return absl::InvalidArgumentError(message_);
+    return fake_.Update(path, json);
+  }
+  absl::Status Delete(const std::string& path) override { return fake_.Delete(path); }
+
+ private:
+  FakeKubeClient& fake_;
+  const std::string message_;
+};
+
+// Sends spdlog's default logger to a string while it lives.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() {
+    spdlog::default_logger()->flush();
+    return log_.str();
+  }
+
+ private:
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// What a build finds is logged as `facet serve` logs it (one publisher for
+// both sources): errors at error level, warnings, a rejected revision whose
+// predecessor keeps serving; and whatever the objects' authors control, in
+// findings and in the API server's answers to status writes, is escaped.
+TEST_F(KubeSourceTest, LogsFindingsAsTheManifestSourceDoesWithAuthorsTextEscaped) {
+  const std::string endpoints =
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: web-endpoints, "
+      "namespace: demo}, spec: {type: endpoint, name: web, variants: [{resource: RESOURCE}]}}";
+  auto with = [&](const std::string& resource) {
+    std::string text = endpoints;
+    text.replace(text.find("RESOURCE"), 8, resource);
+    return YAML::Load(text);
+  };
+  client_.Put(kResources, with("{endpoints: []}"));
+  client_.Put(kResources, YAML::Load(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: live-endpoints, "
+      "namespace: demo}, spec: {type: endpoint, name: live, variants: [{endpointsFrom: "
+      "{service: \"svc\\n[warning] forged\", port: grpc}}]}}"));
+  FailingStatusWrites client(client_, "status is invalid: \"x\n[error] forged\"");
+  LogCapture log;
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  auto source = std::make_unique<KubeSource>(client, store_, nullptr, nullptr, options);
+  source->Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  client_.Put(kResources, with("{\"bad\\n[error] forged\": 1}"));
+  ASSERT_TRUE(Eventually([&] { return source->stats().rejected_objects == 1; }));
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_errors >= 2; }));
+  source->Stop();
+
+  const std::string text = log.text();
+  EXPECT_THAT(text, HasSubstr("[error] demo/web-endpoints: "));
+  EXPECT_THAT(text, HasSubstr("bad\\n[error] forged"));
+  EXPECT_THAT(text, HasSubstr("demo/web-endpoints: rejected; its previous revision keeps serving"));
+  EXPECT_THAT(text, HasSubstr("[warning] demo/live-endpoints: "));
+  EXPECT_THAT(text, HasSubstr("svc\\n[warning] forged"));
+  EXPECT_THAT(text, HasSubstr("writing status: status is invalid: \"x\\n[error] forged\""));
+  EXPECT_THAT(text, Not(HasSubstr("\n[error] forged")));
+  EXPECT_THAT(text, Not(HasSubstr("\n[warning] forged")));
+}
+
+TEST_F(KubeSourceTest, ReportsTheTimeFromAWatchEventToItsPublication) {
+  ApplyExamples(client_);
+  absl::Mutex mu;
+  std::vector<PublishTiming> timings;
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(50);
+  options.on_published = [&](const PublishTiming& timing) {
+    absl::MutexLock lock(&mu);
+    timings.push_back(timing);
+  };
+  auto source = std::make_unique<KubeSource>(client_, store_, nullptr, [] { return false; },
+                                             options);
+  source->Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  const auto before = store_.Current();
+  YAML::Node endpoints = YAML::Clone(client_.Objects(kResources)["demo/greeter-prod-endpoints"]);
+  endpoints["spec"]["variants"][0]["resource"]["endpoints"][0]["load_balancing_weight"] = 7;
+  client_.Put(kResources, endpoints);
+  ASSERT_TRUE(Eventually([&] { return store_.Current() != before; }));
+  source->Stop();  // The worker reports after publishing: wait for it.
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(timings.size(), 2u);  // The first snapshot, then the edit's.
+  // Measured from the watch event, not from the build: the worker waited
+  // out the debounce first.
+  EXPECT_GE(timings[1].since_change, absl::Milliseconds(50));
+  EXPECT_GE(timings[1].since_change, timings[1].build);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "controller/sources/manifest/manifest_dir_source.h"
 
-#include <malloc.h>
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -44,7 +43,13 @@ std::string Logged(const xds::ObjectRef& ref) { return xds::SafeForLog(ref.ToStr
 }  // namespace
 
 ManifestDirSource::ManifestDirSource(Options options, xds::SnapshotStore& store)
-    : options_(std::move(options)), store_(store), builder_(options_.build) {
+    : options_(std::move(options)),
+      publisher_(store, [this] {
+        Publisher::Options publishing;
+        publishing.build = options_.build;
+        publishing.on_published = options_.on_published;
+        return publishing;
+      }()) {
   stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (!options_.force_poll) {
     inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -68,6 +73,7 @@ ManifestDirSource::~ManifestDirSource() {
 
 void ManifestDirSource::Start() {
   AddWatch();  // Before the first listing, so that no change falls between the two.
+  batch_start_ = absl::Now();  // The first snapshot's change is the start.
   Rescan();
   ProcessDirty();
   worker_ = std::thread([this] { Run(); });
@@ -125,6 +131,7 @@ void ManifestDirSource::Run() {
         batch_deadline = now;
       }
     }
+    if (!dirty_.empty() && !batch_start_) batch_start_ = absl::Now();
     if (!dirty_.empty() && now >= batch_deadline) {
       ProcessDirty();
       batch_deadline = Clock::time_point::max();
@@ -212,6 +219,8 @@ void ManifestDirSource::Rescan() {
 
 void ManifestDirSource::ProcessDirty() {
   const Clock::time_point now = Clock::now();
+  const absl::Time changed_at = batch_start_.value_or(absl::Now());
+  batch_start_.reset();
   Undo undo;
   // Undoing a build may make another file serve an object (and so dirty).
   do {
@@ -244,7 +253,7 @@ void ManifestDirSource::ProcessDirty() {
         held_files_.erase(path);
       }
     }
-    while (BuildAndPublish(&undo, now)) {
+    while (BuildAndPublish(&undo, now, changed_at)) {
     }
     undo.clear();
   } while (!dirty_.empty());
@@ -327,7 +336,9 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     return;
   }
   state.held.reset();
-  if (!changed.empty() && !quiet && published_) undo->try_emplace(path, state.text);
+  if (!changed.empty() && !quiet && publisher_.published() != nullptr) {
+    undo->try_emplace(path, state.text);
+  }
   for (FileObject* object : changed) {
     const xds::ObjectRef ref = object->ref();
     state.objects[ref] = object->fingerprint;
@@ -387,15 +398,14 @@ void ManifestDirSource::Restore(const Undo& undo, Clock::time_point now) {
 }
 
 bool ManifestDirSource::Withdraws(const xds::IncrementalBuilder::Result& result) const {
-  absl::MutexLock lock(&mu_);
   for (const auto& status : result.changed_statuses) {
-    auto before = statuses_.find(status->ref);
-    if (before == statuses_.end() || before->second->variants.empty()) continue;
+    const std::shared_ptr<const xds::ObjectStatus> before = publisher_.ReportedStatus(status->ref);
+    if (before == nullptr || before->variants.empty()) continue;
     std::set<std::tuple<const xds::ResourceType*, absl::string_view, absl::string_view>> served;
     for (const auto& variant : status->variants) {
       served.emplace(variant->type, variant->name, variant->label);
     }
-    for (const auto& variant : before->second->variants) {
+    for (const auto& variant : before->variants) {
       if (served.count({variant->type, variant->name, variant->label}) == 0) return true;
     }
   }
@@ -416,7 +426,8 @@ void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& pat
   }
   if (serving != path) return;
   needs_upsert_.erase(ref);
-  std::visit([this](auto&& o) { builder_.Upsert(std::move(o)); }, std::move(object->object));
+  std::visit([this](auto&& o) { publisher_.builder().Upsert(std::move(o)); },
+             std::move(object->object));
   absl::MutexLock lock(&mu_);
   stats_.upserts++;
 }
@@ -429,7 +440,7 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
   if (it->second.empty()) {
     definers_.erase(it);
     needs_upsert_.erase(ref);
-    builder_.Remove(ref);
+    publisher_.builder().Remove(ref);
     absl::MutexLock lock(&mu_);
     stats_.removals++;
     return;
@@ -442,86 +453,43 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
   }
 }
 
-bool ManifestDirSource::BuildAndPublish(Undo* undo, Clock::time_point now) {
-  if (published_ && !builder_.has_pending()) return false;
-  const auto start = Clock::now();
-  xds::IncrementalBuilder::Result result = builder_.Build();
-  if (!undo->empty() && Withdraws(result)) {
-    // Not published: the files' previous objects come back, and the build
-    // from them serves what was served.
-    Restore(*undo, now);
-    undo->clear();
-    result = builder_.Build();
-  }
-  const auto elapsed =
-      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start);
-  // Only what changed is logged: a build's cost and log follow the change.
-  for (const auto& status : result.changed_statuses) {
-    for (const xds::Finding& finding : status->findings) {
-      if (finding.severity == xds::Severity::kError) {
-        spdlog::error("{}: {}: {}", Logged(status->ref), xds::SafeForLog(finding.field),
-                      Logged(finding.message));
-      } else {
-        spdlog::warn("{}: {}: warning: {}", Logged(status->ref), xds::SafeForLog(finding.field),
-                     Logged(finding.message));
-      }
-    }
-    if (!status->accepted && status->serving_previous) {
-      spdlog::warn("{}: rejected; its previous revision keeps serving", Logged(status->ref));
-    }
-  }
-  spdlog::info("snapshot built in {} us: {} objects ({} validated, {} reference checks), {} "
-               "rejected, {} served resources",
-               elapsed.count(), builder_.object_count(), result.validated_objects,
-               result.reference_checks, builder_.rejected_count(), result.snapshot->size());
-  if (result.deferred_objects > 0) {
-    spdlog::warn("snapshot build spent its search budget ({} steps; limit build_search_steps): {} "
-                 "changed objects wait for the next build, which follows",
-                 result.search_steps, result.deferred_objects);
-  }
-  // An undone build ends where it began: the same content, not published.
-  const bool publish =
-      !published_ || (result.snapshot_changed && result.snapshot->version() != published_version_);
-  {
-    absl::MutexLock lock(&mu_);
-    for (const auto& status : result.changed_statuses) statuses_[status->ref] = status;
-    for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
-    stats_.builds++;
-    stats_.validated_objects += result.validated_objects;
-    if (publish) stats_.published++;
-  }
-  if (publish) {
-    published_ = true;
-    published_version_ = result.snapshot->version();
-    undo->clear();  // What was published is not undone.
-    store_.Publish(result.snapshot);
-  }
-  // A large batch (the first read of a big directory) parses much more than
-  // it keeps: hand the freed heap back to the system.
-  if (result.validated_objects >= 1000) malloc_trim(0);
-  return result.deferred_objects > 0;
+bool ManifestDirSource::BuildAndPublish(Undo* undo, Clock::time_point now,
+                                        absl::Time changed_at) {
+  const Publisher::Outcome outcome =
+      publisher_.BuildAndPublish(changed_at, [&](const xds::IncrementalBuilder::Result& result) {
+        if (undo->empty() || !Withdraws(result)) return false;
+        // Not published: the files' previous objects come back, and the
+        // build from them serves what was served.
+        Restore(*undo, now);
+        undo->clear();
+        return true;
+      });
+  if (outcome.published) undo->clear();  // What was published is not undone.
+  return outcome.deferred();
 }
 
 std::vector<std::string> ManifestDirSource::authorities() const {
-  absl::MutexLock lock(&mu_);
   std::vector<std::string> out;
-  for (const auto& [ref, status] : statuses_) {
-    if (ref.kind == xds::kXdsAuthorityKind && status->accepted) out.push_back(status->served_name);
+  for (const auto& status : publisher_.statuses()) {
+    if (status->ref.kind == xds::kXdsAuthorityKind && status->accepted) {
+      out.push_back(status->served_name);
+    }
   }
   return out;
 }
 
 std::vector<std::shared_ptr<const xds::ObjectStatus>> ManifestDirSource::statuses() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<std::shared_ptr<const xds::ObjectStatus>> out;
-  out.reserve(statuses_.size());
-  for (const auto& [ref, status] : statuses_) out.push_back(status);
-  return out;
+  return publisher_.statuses();
 }
 
 ManifestDirSource::Stats ManifestDirSource::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  Stats stats;
+  {
+    absl::MutexLock lock(&mu_);
+    stats = stats_;
+  }
+  static_cast<PublishStats&>(stats) = publisher_.stats();
+  return stats;
 }
 
 }  // namespace facet::controller

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,7 +19,9 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "controller/sources/manifest/manifest_loader.h"
+#include "controller/sources/publisher/publisher.h"
 #include "xds_server/ads/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/incremental_builder.h"
@@ -66,14 +69,15 @@ class ManifestDirSource {
       build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
       return build;
     }();
+    // Told what each published snapshot took (see Publisher::Options).
+    std::function<void(const PublishTiming&)> on_published;
   };
 
-  struct Stats {
-    int64_t builds = 0;             // Builds with pending changes.
-    int64_t published = 0;          // Snapshots published.
+  // The publisher's counters (builds, published, validated objects, ...)
+  // and the directory's.
+  struct Stats : PublishStats {
     int64_t upserts = 0;            // Objects handed to the builder as new or changed.
     int64_t removals = 0;           // Objects removed from the builder.
-    int64_t validated_objects = 0;  // Objects the builder validated anew.
     int64_t held_removals = 0;      // Re-reads held back because they would withdraw.
     int64_t wakeups = 0;            // Times the worker woke (events, timers).
     bool inotify = false;           // Whether inotify watches the directory.
@@ -134,20 +138,24 @@ class ManifestDirSource {
                    std::optional<ManifestFile> pre_read, Undo* undo);
   void Define(const xds::ObjectRef& ref, const std::string& path, FileObject* object);
   void Undefine(const xds::ObjectRef& ref, const std::string& path);
-  // Builds and publishes the pending changes; returns whether some wait for
-  // another build (the build's search budget ran out before their checks).
-  // When the build would withdraw anything, the files in `undo` get their
-  // previous objects back (and are held) before anything is published.
-  bool BuildAndPublish(Undo* undo, Clock::time_point now);
+  // Builds and publishes the pending changes, made from `changed_at` on;
+  // returns whether some wait for another build (the build's search budget
+  // ran out before their checks). When the build would withdraw anything,
+  // the files in `undo` get their previous objects back (and are held)
+  // before anything is published.
+  bool BuildAndPublish(Undo* undo, Clock::time_point now, absl::Time changed_at);
   // Whether `result` serves fewer variants of some object than before.
   bool Withdraws(const xds::IncrementalBuilder::Result& result) const;
   // Re-applies the previous texts in `undo` and holds those files.
   void Restore(const Undo& undo, Clock::time_point now);
 
   const Options options_;
-  xds::SnapshotStore& store_;
-  // Worker thread only (and Start(), before the worker exists).
-  xds::IncrementalBuilder builder_;
+  // Worker thread only (and Start(), before the worker exists), but for its
+  // thread-safe accessors.
+  Publisher publisher_;
+  // Worker thread only (and Start(), before the worker exists):
+  // When the first change not yet built was seen.
+  std::optional<absl::Time> batch_start_;
   std::map<std::string, FileState> files_;
   // The files in files_ whose removals are held back (so waiting on them
   // costs what is held, not the directory's size). Worker thread only.
@@ -160,16 +168,12 @@ class ManifestDirSource {
   std::set<std::string> dirty_;
   bool rescan_due_ = false;
   bool listing_failed_ = false;
-  bool published_ = false;
-  std::string published_version_;  // Of the last snapshot published.
   int inotify_fd_ = -1;
   int watch_ = -1;
   int stop_fd_ = -1;  // An eventfd the destructor signals.
 
   mutable absl::Mutex mu_;
-  std::map<xds::ObjectRef, std::shared_ptr<const xds::ObjectStatus>> statuses_
-      ABSL_GUARDED_BY(mu_);
-  Stats stats_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);  // Its PublishStats part is the publisher's.
   std::atomic<bool> stopping_{false};
   std::thread worker_;
 };

@@ -416,6 +416,30 @@ TEST_F(ManifestDirSourceTest, BurstOfEditsIsOneBuild) {
   EXPECT_EQ(published.count(), 2u);  // The first snapshot, then the burst's.
 }
 
+TEST_F(ManifestDirSourceTest, ReportsTheTimeFromAnEditToItsPublication) {
+  Write("a.yaml", Endpoints("a", 1));
+  ManifestDirSource::Options options =
+      Batching(std::chrono::milliseconds(50), std::chrono::minutes(1));
+  absl::Mutex mu;
+  std::vector<PublishTiming> timings;
+  options.on_published = [&](const PublishTiming& timing) {
+    absl::MutexLock lock(&mu);
+    timings.push_back(timing);
+  };
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store, options);
+  Write("a.yaml", Endpoints("a", 2));
+  ASSERT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  source.reset();  // The worker reports after publishing: wait for it.
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(timings.size(), 2u);  // The first snapshot, then the edit's.
+  // Measured from the edit, not from the build: the batch waited to be
+  // quiet first.
+  EXPECT_GE(timings[1].since_change, absl::Milliseconds(50));
+  EXPECT_GE(timings[1].since_change, timings[1].build);
+}
+
 TEST_F(ManifestDirSourceTest, SteadyEditsAreBuiltAtTheCap) {
   Write("a.yaml", Endpoints("a", 1));
   xds::SnapshotStore store;

@@ -1,0 +1,180 @@
+#include "controller/sources/publisher/publisher.h"
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "controller/objects/object_parser.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
+
+namespace facet::controller {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// The endpoint object "web" in demo at `generation`, served at `port`, or
+// with `variants` as written.
+xds::ResourceObject Endpoints(int port, int64_t generation = 1, const std::string& variants = "") {
+  const std::string yaml = absl::StrCat(
+      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: web-endpoints, "
+      "namespace: demo, generation: ",
+      generation, "}, spec: {type: endpoint, name: web, variants: ",
+      variants.empty()
+          ? absl::StrCat("[{resource: {endpoints: [{lb_endpoints: [{endpoint: {address: "
+                         "{socket_address: {address: 10.0.0.1, port_value: ",
+                         port, "}}}}]}]}}]")
+          : variants,
+      "}}");
+  ParsedDocument parsed = ParseDocument(YAML::Load(yaml), "test.yaml:1", kDefaultNamespace);
+  return std::get<xds::ResourceObject>(std::move(parsed));
+}
+
+// The endpoint object "web" with a resource that is not a
+// ClusterLoadAssignment (an unknown field): rejected.
+xds::ResourceObject InvalidEndpoints(int64_t generation) {
+  return Endpoints(0, generation, "[{resource: {bogus: 1}}]");
+}
+
+// Sends spdlog's default logger to a string while it lives.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_)));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return log_.str(); }
+
+ private:
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+class PublisherTest : public ::testing::Test {
+ protected:
+  Publisher& Make(Publisher::Options options = {}) {
+    options.now = [this] { return now_; };
+    options.on_published = [this](const PublishTiming& timing) { timings_.push_back(timing); };
+    publisher_ = std::make_unique<Publisher>(store_, std::move(options));
+    return *publisher_;
+  }
+
+  xds::SnapshotStore store_;
+  absl::Time now_ = absl::FromUnixSeconds(1'000'000);
+  std::vector<PublishTiming> timings_;
+  std::unique_ptr<Publisher> publisher_;
+};
+
+TEST_F(PublisherTest, PublishesTheFirstBuildThenOnlyWhatChangesWhatIsServed) {
+  Publisher& publisher = Make();
+  const auto empty = store_.Current();
+  Publisher::Outcome first = publisher.BuildAndPublish(now_);
+  EXPECT_TRUE(first.built);
+  EXPECT_TRUE(first.published);  // Even with nothing to serve: the source is ready.
+  EXPECT_NE(store_.Current(), empty);
+
+  EXPECT_FALSE(publisher.BuildAndPublish(now_).built);  // Nothing pending.
+
+  publisher.builder().Upsert(Endpoints(80));
+  Publisher::Outcome added = publisher.BuildAndPublish(now_);
+  EXPECT_TRUE(added.published);
+  EXPECT_TRUE(added.statuses_changed());
+  EXPECT_NE(store_.Current()->Find(xds::ClusterLoadAssignmentType(), "web"), nullptr);
+  EXPECT_EQ(publisher.published(), store_.Current());
+
+  // A rejected new generation changes a status, not what is served.
+  const auto served = store_.Current();
+  publisher.builder().Upsert(InvalidEndpoints(/*generation=*/2));
+  Publisher::Outcome rejected = publisher.BuildAndPublish(now_);
+  EXPECT_TRUE(rejected.built);
+  EXPECT_FALSE(rejected.published);
+  EXPECT_TRUE(rejected.statuses_changed());
+  EXPECT_EQ(store_.Current(), served);
+
+  const PublishStats stats = publisher.stats();
+  EXPECT_EQ(stats.builds, 3);
+  EXPECT_EQ(stats.published, 2);
+  EXPECT_EQ(stats.validated_objects, 2);
+  EXPECT_EQ(stats.rejected_objects, 1);
+  ASSERT_EQ(publisher.statuses().size(), 1u);
+  EXPECT_FALSE(publisher.statuses()[0]->accepted);
+  EXPECT_TRUE(publisher.statuses()[0]->serving_previous);
+}
+
+TEST_F(PublisherTest, ReportsTheTimeFromTheFirstChangeToThePublication) {
+  Publisher& publisher = Make();
+  const absl::Time changed_at = now_;
+  now_ += absl::Milliseconds(1500);  // Batching, reading, parsing.
+  publisher.BuildAndPublish(changed_at);
+  ASSERT_EQ(timings_.size(), 1u);
+  EXPECT_EQ(timings_[0].since_change, absl::Milliseconds(1500));
+  EXPECT_EQ(timings_[0].build, absl::ZeroDuration());  // The clock stood still meanwhile.
+
+  // A build that publishes nothing reports nothing.
+  publisher.builder().Upsert(InvalidEndpoints(/*generation=*/1));
+  EXPECT_FALSE(publisher.BuildAndPublish(now_).published);
+  EXPECT_EQ(timings_.size(), 1u);
+}
+
+TEST_F(PublisherTest, AReviewDiscardsABuildAndTheRebuildIsWhatIsPublished) {
+  Publisher& publisher = Make();
+  publisher.builder().Upsert(Endpoints(80));
+  publisher.BuildAndPublish(now_);
+  const auto served = store_.Current();
+
+  publisher.builder().Remove(Endpoints(80).ref);
+  int reviews = 0;
+  Publisher::Outcome outcome =
+      publisher.BuildAndPublish(now_, [&](const xds::IncrementalBuilder::Result& result) {
+        ++reviews;
+        EXPECT_EQ(result.removed_statuses.size(), 1u);
+        // The status before this build is still the one reported.
+        EXPECT_NE(publisher.ReportedStatus(Endpoints(80).ref), nullptr);
+        publisher.builder().Upsert(Endpoints(80));  // Undone.
+        return true;
+      });
+  EXPECT_EQ(reviews, 1);
+  EXPECT_FALSE(outcome.published);
+  EXPECT_EQ(store_.Current(), served);
+  EXPECT_NE(publisher.ReportedStatus(Endpoints(80).ref), nullptr);
+}
+
+TEST_F(PublisherTest, LogsFindingsAtTheirSeverityWithAuthorsTextEscaped) {
+  Publisher& publisher = Make();
+  publisher.builder().Upsert(Endpoints(80));
+  publisher.BuildAndPublish(now_);
+  LogCapture log;
+  // An error in a field whose name the author chose, and a warning quoting
+  // a Service name the author chose.
+  xds::ResourceObject hostile =
+      Endpoints(0, /*generation=*/2, "[{resource: {\"bad\\n[error] forged\": 1}}]");
+  publisher.builder().Upsert(std::move(hostile));
+  xds::ResourceObject warned = Endpoints(
+      0, /*generation=*/1, "[{endpointsFrom: {service: \"svc\\n[warning] forged\", port: grpc}}]");
+  warned.ref.name = "other-endpoints";
+  warned.spec->name = "other";
+  publisher.builder().Upsert(std::move(warned));
+  publisher.BuildAndPublish(now_);
+
+  const std::string text = log.text();
+  EXPECT_THAT(text, HasSubstr("[error] demo/web-endpoints: "));
+  EXPECT_THAT(text, HasSubstr("bad\\n[error] forged"));
+  EXPECT_THAT(text, HasSubstr("[warning] demo/other-endpoints: "));
+  EXPECT_THAT(text, HasSubstr(": warning: "));
+  EXPECT_THAT(text, HasSubstr("svc\\n[warning] forged"));
+  EXPECT_THAT(text, HasSubstr("demo/web-endpoints: rejected; its previous revision keeps serving"));
+  EXPECT_THAT(text, Not(HasSubstr("\n[error] forged")));
+  EXPECT_THAT(text, Not(HasSubstr("\n[warning] forged")));
+  EXPECT_THAT(text, HasSubstr("snapshot built in "));
+}
+
+}  // namespace
+}  // namespace facet::controller
