@@ -1,7 +1,6 @@
 #include "controller/sources/publisher/publisher.h"
 
 #include <memory>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <variant>
@@ -11,12 +10,12 @@
 #include "controller/objects/object_parser.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "spdlog/sinks/ostream_sink.h"
-#include "spdlog/spdlog.h"
+#include "test/support/log_capture.h"
 
 namespace facet::controller {
 namespace {
 
+using ::facet::testing::LogCapture;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -42,21 +41,6 @@ xds::ResourceObject Endpoints(int port, int64_t generation = 1, const std::strin
 xds::ResourceObject InvalidEndpoints(int64_t generation) {
   return Endpoints(0, generation, "[{resource: {bogus: 1}}]");
 }
-
-// Sends spdlog's default logger to a string while it lives.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
-        "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_)));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string text() const { return log_.str(); }
-
- private:
-  std::ostringstream log_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 class PublisherTest : public ::testing::Test {
  protected:
