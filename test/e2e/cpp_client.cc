@@ -1,8 +1,9 @@
 // e2e_cpp_client: a gRPC C++ client for end-to-end tests. Calls the generic
-// method /facet.test.Echo/Whoami (empty request, wait_for_ready) on --target,
-// usually an xds: target resolved with the bootstrap named by
-// GRPC_XDS_BOOTSTRAP (set GRPC_EXPERIMENTAL_XDS_FEDERATION=true for xds://
-// targets with an authority), and prints which backend answered.
+// method /facet.test.Echo/Whoami or the --method list (empty request,
+// wait_for_ready) on --target, usually an xds: target resolved with the
+// bootstrap named by GRPC_XDS_BOOTSTRAP (set
+// GRPC_EXPERIMENTAL_XDS_FEDERATION=true for xds:// targets with an
+// authority), and prints which backend answered.
 //
 //   e2e_cpp_client --target xds:///greeter --count 3
 //       prints one backend id per line; failures go to stderr, exit code 1.
@@ -12,6 +13,12 @@
 //   e2e_cpp_client --target xds://a.example/greeter,xds://b.example/greeter
 //       one channel per target, all in one process (so one xDS client and
 //       one ADS stream); each round calls every target in turn.
+//   e2e_cpp_client --method /a.B/C,/a.B/D --metadata 'x-a=1,x-b=2;;x-a=3' --count 2 --outcomes
+//       each round calls, for every target, for every metadata set (';'
+//       separates sets, ',' pairs; here {x-a:1, x-b:2}, none, {x-a:3}),
+//       every method; --outcomes prints every call, in that order, as
+//       "ok <id>" or "fail <CODE>: <message>" and exits 0 once all calls
+//       are made, whatever they returned.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -19,9 +26,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -34,7 +43,14 @@
 
 ABSL_FLAG(std::string, target, "xds:///greeter",
           "The channel target, or several separated by ',' (each call round calls each).");
-ABSL_FLAG(std::string, method, "/facet.test.Echo/Whoami", "The full method name to call.");
+ABSL_FLAG(std::string, method, "/facet.test.Echo/Whoami",
+          "The full method name to call, or several separated by ',' (each round calls each).");
+ABSL_FLAG(std::string, metadata, "",
+          "Request metadata: sets separated by ';' (each round calls every method once per "
+          "set), each set lower-case key=value pairs separated by ','.");
+ABSL_FLAG(bool, outcomes, false,
+          "Count mode: print every call's outcome as --duration-ms does and exit 0 once all "
+          "calls are made.");
 ABSL_FLAG(int, count, 1, "How many calls to make (ignored with --duration-ms).");
 ABSL_FLAG(int, duration_ms, 0, "If set, call continuously for this long.");
 ABSL_FLAG(int, interval_ms, 20, "With --duration-ms: time between the starts of calls.");
@@ -56,24 +72,27 @@ std::string CodeName(grpc::StatusCode code) {
   return absl::StrCat("CODE_", index);
 }
 
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
 class WhoamiClient {
  public:
-  WhoamiClient(const std::string& target, std::string method)
-      : stub_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
-        method_(std::move(method)) {}
+  explicit WhoamiClient(const std::string& target)
+      : stub_(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())) {}
 
-  // Makes one call. On success stores the backend id in `id`; otherwise
-  // returns a one-line "CODE: message".
-  bool Call(absl::Duration timeout, std::string* id, std::string* error) {
+  // Calls `method` with `metadata`. On success stores the backend id in `id`;
+  // otherwise stores a one-line "CODE: message" in `error`.
+  bool Call(const std::string& method, const Metadata& metadata, absl::Duration timeout,
+            std::string* id, std::string* error) {
     grpc::ClientContext context;
     context.set_wait_for_ready(true);
+    for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
     context.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     grpc::Slice empty("");
     grpc::ByteBuffer request(&empty, 1);
     grpc::ByteBuffer response;
     grpc::Status status;
     absl::Notification done;
-    stub_.UnaryCall(&context, method_, grpc::StubOptions(), &request, &response,
+    stub_.UnaryCall(&context, method, grpc::StubOptions(), &request, &response,
                     [&](grpc::Status s) {
                       status = std::move(s);
                       done.Notify();
@@ -96,44 +115,57 @@ class WhoamiClient {
 
  private:
   grpc::GenericStub stub_;
-  const std::string method_;
 };
 
-using Clients = std::vector<std::unique_ptr<WhoamiClient>>;
+// What every round calls: for each client, for each metadata set, each method.
+struct Calls {
+  std::vector<std::unique_ptr<WhoamiClient>> clients;
+  std::vector<Metadata> metadata_sets;
+  std::vector<std::string> methods;
+  absl::Duration timeout;
 
-int RunCount(const Clients& clients, int count, absl::Duration timeout) {
+  // Makes one round of calls, passing each outcome to `done(ok, id, error)`.
+  template <typename Done>
+  void Round(Done done) const {
+    for (const auto& client : clients) {
+      for (const Metadata& metadata : metadata_sets) {
+        for (const std::string& method : methods) {
+          std::string id, error;
+          const bool ok = client->Call(method, metadata, timeout, &id, &error);
+          done(ok, id, error);
+        }
+      }
+    }
+  }
+};
+
+int RunCount(const Calls& calls, int count, bool outcomes) {
   int failures = 0;
   for (int i = 0; i < count; ++i) {
-    for (const auto& client : clients) {
-      std::string id, error;
-      if (client->Call(timeout, &id, &error)) {
+    calls.Round([&](bool ok, const std::string& id, const std::string& error) {
+      if (outcomes) {
+        std::cout << (ok ? "ok " + id : "fail " + error) << std::endl;
+      } else if (ok) {
         std::cout << id << std::endl;
       } else {
         std::cerr << "call " << i + 1 << " failed: " << error << std::endl;
         ++failures;
       }
-    }
+    });
   }
   return failures == 0 ? 0 : 1;
 }
 
-int RunContinuous(const Clients& clients, absl::Duration duration, absl::Duration interval,
-                  absl::Duration timeout) {
+int RunContinuous(const Calls& calls, absl::Duration duration, absl::Duration interval) {
   const absl::Time end = absl::Now() + duration;
   int ok = 0;
   int failed = 0;
   for (absl::Time next = absl::Now(); next < end; next += interval) {
     absl::SleepFor(next - absl::Now());
-    for (const auto& client : clients) {
-      std::string id, error;
-      if (client->Call(timeout, &id, &error)) {
-        ++ok;
-        std::cout << "ok " << id << std::endl;
-      } else {
-        ++failed;
-        std::cout << "fail " << error << std::endl;
-      }
-    }
+    calls.Round([&](bool call_ok, const std::string& id, const std::string& error) {
+      ++(call_ok ? ok : failed);
+      std::cout << (call_ok ? "ok " + id : "fail " + error) << std::endl;
+    });
     // After a slow call, carry on from now instead of bursting to catch up.
     if (absl::Now() > next + interval) next = absl::Now() - interval;
   }
@@ -146,15 +178,27 @@ int RunContinuous(const Clients& clients, absl::Duration duration, absl::Duratio
 
 int main(int argc, char** argv) {
   facet::e2e::ParseDashedCommandLine(argc, argv);
-  facet::e2e::Clients clients;
+  facet::e2e::Calls calls;
   for (absl::string_view target : absl::StrSplit(absl::GetFlag(FLAGS_target), ',')) {
-    clients.push_back(std::make_unique<facet::e2e::WhoamiClient>(std::string(target),
-                                                                 absl::GetFlag(FLAGS_method)));
+    calls.clients.push_back(std::make_unique<facet::e2e::WhoamiClient>(std::string(target)));
   }
-  const absl::Duration timeout = absl::Milliseconds(absl::GetFlag(FLAGS_rpc_timeout_ms));
+  calls.methods = absl::StrSplit(absl::GetFlag(FLAGS_method), ',');
+  for (absl::string_view set : absl::StrSplit(absl::GetFlag(FLAGS_metadata), ';')) {
+    facet::e2e::Metadata& metadata = calls.metadata_sets.emplace_back();
+    for (absl::string_view pair : absl::StrSplit(set, ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> entry = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+      if (entry.first.empty() || entry.first != absl::AsciiStrToLower(entry.first)) {
+        std::cerr << "e2e_cpp_client: --metadata wants lower-case key=value pairs, got \"" << pair
+                  << "\"\n";
+        return 2;
+      }
+      metadata.push_back(std::move(entry));
+    }
+  }
+  calls.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_rpc_timeout_ms));
   if (absl::GetFlag(FLAGS_duration_ms) > 0) {
-    return facet::e2e::RunContinuous(clients, absl::Milliseconds(absl::GetFlag(FLAGS_duration_ms)),
-                                     absl::Milliseconds(absl::GetFlag(FLAGS_interval_ms)), timeout);
+    return facet::e2e::RunContinuous(calls, absl::Milliseconds(absl::GetFlag(FLAGS_duration_ms)),
+                                     absl::Milliseconds(absl::GetFlag(FLAGS_interval_ms)));
   }
-  return facet::e2e::RunCount(clients, absl::GetFlag(FLAGS_count), timeout);
+  return facet::e2e::RunCount(calls, absl::GetFlag(FLAGS_count), absl::GetFlag(FLAGS_outcomes));
 }

@@ -159,6 +159,17 @@ std::vector<std::string> ClientArgs(const ClientOptions& options) {
   } else {
     args.insert(args.end(), {"--count", absl::StrCat(options.count)});
   }
+  if (!options.methods.empty()) {
+    args.insert(args.end(), {"--method", absl::StrJoin(options.methods, ",")});
+  }
+  if (!options.metadata.empty()) {
+    std::vector<std::string> sets;
+    for (const auto& set : options.metadata) {
+      sets.push_back(absl::StrJoin(set, ",", absl::PairFormatter("=")));
+    }
+    args.insert(args.end(), {"--metadata", absl::StrJoin(sets, ";")});
+  }
+  if (options.outcomes) args.push_back("--outcomes=true");
   return args;
 }
 

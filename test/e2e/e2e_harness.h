@@ -71,6 +71,16 @@ struct ClientOptions {
   absl::Duration duration = absl::ZeroDuration();
   absl::Duration interval = absl::Milliseconds(20);
   absl::Duration rpc_timeout = absl::Seconds(20);
+  // Full method names each round calls in turn; empty: the client's default,
+  // /facet.test.Echo/Whoami (every e2e backend answers every method).
+  std::vector<std::string> methods = {};
+  // Request metadata sets (keys lower-case): each round calls every method
+  // once per set, with that set's pairs; empty: once, without metadata.
+  std::vector<std::map<std::string, std::string>> metadata = {};
+  // Count mode: print every call as "ok <id>" or "fail <CODE>: <message>"
+  // (round by round, target by target, metadata set by set, method by
+  // method) and exit 0 once all calls are made, whatever they returned.
+  bool outcomes = false;
 };
 
 // The outcome of a finished client.
