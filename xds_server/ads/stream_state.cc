@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
 
@@ -65,29 +66,6 @@ absl::Status CheckName(const std::string& name, const std::string& type_url,
 
 std::string FormKey(bool locator, const std::string& rest) {
   return absl::StrCat(locator ? "L" : "P", rest);
-}
-
-// A digest of one held variant, summed (mod 2^64) per type into the SotW
-// version_info: order-independent and the same on every replica and build
-// (FNV-1a over the name and key, then a 64-bit finalizer so that the sum of
-// digests mixes every bit). Computed for every push: no allocation.
-uint64_t EntryDigest(const std::string& name, const std::string& key) {
-  uint64_t hash = 0xcbf29ce484222325u;
-  auto add = [&hash](absl::string_view bytes) {
-    for (const char c : bytes) {
-      hash ^= static_cast<unsigned char>(c);
-      hash *= 0x100000001b3u;
-    }
-  };
-  add(name);
-  add("\n");
-  add(key);
-  hash ^= hash >> 33;
-  hash *= 0xff51afd7ed558ccdu;
-  hash ^= hash >> 33;
-  hash *= 0xc4ceb93fe1ac353bu;
-  hash ^= hash >> 33;
-  return hash;
 }
 
 std::string DigestVersion(uint64_t digest) {
@@ -300,8 +278,8 @@ void StreamState::SetHeld(TypeState& state, const std::string& name, NameState& 
   if (protocol_ == Protocol::kSotw && IsFullStateType(state.type)) {
     state.unacked_prior.try_emplace(name, ns.held);
   }
-  for (const auto& [key, entry] : ns.held) state.held_digest -= EntryDigest(name, key);
-  for (const auto& [key, entry] : held) state.held_digest += EntryDigest(name, key);
+  for (const auto& [key, entry] : ns.held) state.held_digest -= Digest64OfParts({name, key});
+  for (const auto& [key, entry] : held) state.held_digest += Digest64OfParts({name, key});
   ns.held = std::move(held);
 }
 
@@ -902,7 +880,7 @@ void StreamState::ResumeFromClientVersions() {
     }
     uint64_t digest = 0;
     for (const auto& [name, held] : would_hold) {
-      for (const auto& [key, entry] : held) digest += EntryDigest(name, key);
+      for (const auto& [key, entry] : held) digest += Digest64OfParts({name, key});
     }
     if (DigestVersion(digest) != claimed) continue;
     for (auto& [name, held] : would_hold) {

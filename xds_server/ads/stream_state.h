@@ -308,7 +308,7 @@ class StreamState {
     std::set<std::string> upserts;
     std::set<std::string> removals;
     std::set<std::string> unanswered;
-    // Sum of EntryDigest over held variants: the SotW version_info.
+    // Sum of Digest64OfParts({name, key}) over held variants: the SotW version_info.
     uint64_t held_digest = 0;
     // Full-state SotW: the held variants of names changed since the last ACK,
     // as they were at that ACK.

@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/constraints/match_syntax.h"
 
@@ -153,6 +154,34 @@ TEST(BuildSnapshotTest, VersionsAreContentDerived) {
             version(c, ClusterLoadAssignmentType(), "greeter-test"));
   EXPECT_NE(version(a, ClusterLoadAssignmentType(), "greeter-prod"),
             version(c, ClusterLoadAssignmentType(), "greeter-prod"));
+}
+
+TEST(BuildSnapshotTest, VersionsAreXxh3DigestsOfTheDocumentedContent) {
+  BuildResult result = Build(GreeterObjects());
+  const ServedResource* route = result.snapshot->Find(RouteConfigurationType(), "greeter-route");
+  ASSERT_NE(route, nullptr);
+  uint64_t sum = 0;
+  for (const ResourceType* type : AllResourceTypes()) {
+    for (const auto& [name, resource] : result.snapshot->resources(*type)) {
+      for (const auto& variant : resource->variants) {
+        // Type URL, served name, canonical constraints, resource bytes.
+        std::string constraints;
+        variant->constraints.proto().SerializeToString(&constraints);
+        DigestStream<64> digest;
+        digest.AddField(type->type_url()).AddField(name).AddField(constraints);
+        digest.AddField(variant->serialized);
+        EXPECT_EQ(variant->version, DigestHex(digest.Finish())) << name;
+        EXPECT_EQ(variant->version.size(), 16u);
+      }
+      sum += ResourceDigest(*resource);
+    }
+  }
+  // The snapshot's version sums a digest per resource (order-independent).
+  EXPECT_EQ(result.snapshot->version(), DigestHex(sum));
+  DigestStream<64> resource_digest;
+  resource_digest.AddField(route->type->type_url()).AddField(route->name);
+  for (const auto& variant : route->variants) resource_digest.AddField(variant->version);
+  EXPECT_EQ(ResourceDigest(*route), resource_digest.Finish());
 }
 
 TEST(BuildSnapshotTest, RejectsOverlappingVariantsNamingBothAndAWitness) {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/names/names.h"
 #include "xds_server/snapshot/snapshot.h"
 
@@ -181,7 +182,7 @@ ClientAccess::ClientAccess(Restrictions restricted) : restricted_(std::move(rest
     }
     text.push_back(']');
   }
-  (void)absl::SimpleHexAtoi(ContentDigest(text), &digest_);
+  digest_ = Digest64(text);
 }
 
 bool ClientAccess::MayRead(absl::string_view name, const ClientIdentity& identity) const {

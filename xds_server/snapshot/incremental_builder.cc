@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/snapshot/validation.h"
 
 namespace facet::xds {
@@ -19,84 +20,65 @@ using NameKey = std::pair<const ResourceType*, std::string>;
 
 std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
-// Appends a length-prefixed field, so that no two different field lists
-// have the same text.
-void AppendField(std::string* out, absl::string_view field) {
-  absl::StrAppend(out, field.size(), ":", field);
-}
-
-// Appends the structure, scalars and tags (a quoted "80" differs from a
-// plain 80) of a YAML document, by const access only.
-void AppendYaml(std::string* out, const YAML::Node& node) {
+// Adds the structure, scalars and tags (a quoted "80" differs from a plain
+// 80) of a YAML document to `digest`, by const access only.
+void AddYaml(DigestStream<128>& digest, const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
-      out->push_back('U');
+      digest.Add("U");
       return;
     case YAML::NodeType::Null:
-      out->push_back('N');
+      digest.Add("N");
       return;
     case YAML::NodeType::Scalar:
-      out->push_back('S');
-      AppendField(out, node.Tag());
-      AppendField(out, node.Scalar());
+      digest.Add("S").AddField(node.Tag()).AddField(node.Scalar());
       return;
     case YAML::NodeType::Sequence:
-      absl::StrAppend(out, "L", node.size(), "[");
-      for (const YAML::Node& item : node) AppendYaml(out, item);
-      out->push_back(']');
+      digest.Add("L").AddNumber(node.size());
+      for (const YAML::Node& item : node) AddYaml(digest, item);
       return;
     case YAML::NodeType::Map:
-      absl::StrAppend(out, "M", node.size(), "{");
+      digest.Add("M").AddNumber(node.size());
       for (const auto& item : node) {
-        AppendYaml(out, item.first);
-        AppendYaml(out, item.second);
+        AddYaml(digest, item.first);
+        AddYaml(digest, item.second);
       }
-      out->push_back('}');
       return;
   }
 }
 
 // A digest of everything about an object that validation reads: equal
 // digests, equal outcome. Generation and location only label the status.
-std::string SpecDigest(const ResourceObject& object) {
-  std::string text;
+Digest128 SpecDigest(const ResourceObject& object) {
+  DigestStream<128> digest;
   for (const Finding& finding : object.findings) {
-    absl::StrAppend(&text, "F", static_cast<int>(finding.severity));
-    AppendField(&text, finding.reason);
-    AppendField(&text, finding.field);
-    AppendField(&text, finding.message);
+    digest.Add("F").AddNumber(static_cast<uint64_t>(finding.severity));
+    digest.AddField(finding.reason).AddField(finding.field).AddField(finding.message);
   }
   if (object.spec.has_value()) {
     const ResourceSpec& spec = *object.spec;
-    text.push_back('P');
-    AppendField(&text, spec.type);
-    AppendField(&text, spec.name);
-    AppendField(&text, spec.authority);
-    for (const auto& [key, value] : spec.context_params) {
-      AppendField(&text, key);
-      AppendField(&text, value);
-    }
+    digest.Add("P").AddField(spec.type).AddField(spec.name).AddField(spec.authority);
+    digest.AddNumber(spec.context_params.size());
+    for (const auto& [key, value] : spec.context_params) digest.AddField(key).AddField(value);
     for (const VariantSpec& variant : spec.variants) {
-      text.push_back('V');
-      AppendField(&text, variant.label);
-      AppendField(&text, variant.constraints_field);
-      AppendField(&text, variant.constraints.SerializeAsString());
-      AppendYaml(&text, variant.resource);
+      digest.Add("V").AddField(variant.label).AddField(variant.constraints_field);
+      digest.AddField(variant.constraints.SerializeAsString());
+      AddYaml(digest, variant.resource);
       if (variant.endpoints_from) {
-        text.push_back('E');
-        AppendField(&text, variant.endpoints_from->service);
-        AppendField(&text, variant.endpoints_from->port_name);
-        AppendField(&text, absl::StrCat(variant.endpoints_from->port_number));
+        digest.Add("E").AddField(variant.endpoints_from->service);
+        digest.AddField(variant.endpoints_from->port_name);
+        digest.AddNumber(static_cast<uint64_t>(variant.endpoints_from->port_number));
       }
       if (variant.origin != nullptr) {
         // Findings point into what was written.
-        text.push_back('C');
-        AppendYaml(&text, variant.origin->written_resource);
-        for (size_t element : variant.included) AppendField(&text, absl::StrCat(element));
+        digest.Add("C");
+        AddYaml(digest, variant.origin->written_resource);
+        digest.AddNumber(variant.included.size());
+        for (size_t element : variant.included) digest.AddNumber(element);
       }
     }
   }
-  return ContentDigest(text);
+  return digest.Finish();
 }
 
 bool SameAuthority(const AuthorityObject& a, const AuthorityObject& b) {
@@ -118,7 +100,7 @@ class IncrementalBuilder::State {
       int64_t generation = 0;
       std::string location;
     } object;
-    std::string digest;
+    Digest128 digest;
     internal::OwnValidation own;
     std::vector<Finding> admission;
     bool new_ok = false;  // own.resource set and admitted.
@@ -140,7 +122,7 @@ class IncrementalBuilder::State {
   };
 
   // --- pending changes -----------------------------------------------------
-  std::map<ObjectRef, std::pair<ResourceObject, std::string>> pending_resources;  // With digests.
+  std::map<ObjectRef, std::pair<ResourceObject, Digest128>> pending_resources;  // With digests.
   std::map<ObjectRef, AuthorityObject> pending_authorities;
   std::set<ObjectRef> pending_removals;
   std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
@@ -226,7 +208,7 @@ class IncrementalBuilder::State {
   // Runs every pending object's own checks (on several threads for a large
   // batch); results in the map's order.
   std::vector<internal::OwnValidation> ValidateAll(
-      const std::map<ObjectRef, std::pair<ResourceObject, std::string>>& pending) const;
+      const std::map<ObjectRef, std::pair<ResourceObject, Digest128>>& pending) const;
   void Readmit(Entry& entry);
   void ApplyAuthorities();
   // Returns the objects whose right to their name changed.
@@ -330,7 +312,7 @@ void IncrementalBuilder::State::SetServed(Entry& entry,
 }
 
 std::vector<internal::OwnValidation> IncrementalBuilder::State::ValidateAll(
-    const std::map<ObjectRef, std::pair<ResourceObject, std::string>>& pending) const {
+    const std::map<ObjectRef, std::pair<ResourceObject, Digest128>>& pending) const {
   std::vector<const ResourceObject*> objects;
   objects.reserve(pending.size());
   for (const auto& [ref, entry] : pending) objects.push_back(&entry.first);
@@ -749,7 +731,7 @@ IncrementalBuilder::~IncrementalBuilder() = default;
 
 void IncrementalBuilder::Upsert(ResourceObject object) {
   state_->pending_removals.erase(object.ref);
-  std::string digest = SpecDigest(object);
+  Digest128 digest = SpecDigest(object);
   auto it = state_->entries.find(object.ref);
   if (it != state_->entries.end() && state_->pending_resources.count(object.ref) == 0 &&
       it->second.digest == digest) {

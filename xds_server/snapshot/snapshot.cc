@@ -1,15 +1,12 @@
 #include "xds_server/snapshot/snapshot.h"
 
-#include <openssl/sha.h>
-
-#include <cstring>
-
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -17,13 +14,6 @@ namespace facet::xds {
 std::string ObjectRef::ToString() const {
   if (namespace_.empty()) return absl::StrCat("xdsauthority/", name);
   return absl::StrCat(namespace_, "/", name);
-}
-
-std::string ContentDigest(absl::string_view data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(digest), 8));
 }
 
 const std::string& Variant::EncodedAny() const {
@@ -111,13 +101,17 @@ size_t ChangeSet::size() const {
 }
 
 uint64_t ResourceDigest(const ServedResource& resource) {
-  std::string input = absl::StrCat(resource.type->type_url(), "\n", resource.name, "\n");
-  for (const auto& variant : resource.variants) absl::StrAppend(&input, variant->version, ",");
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(input.data()), input.size(), digest);
-  uint64_t out;
-  std::memcpy(&out, digest, sizeof(out));
-  return out;
+  DigestStream<64> digest;
+  digest.AddField(resource.type->type_url()).AddField(resource.name);
+  for (const auto& variant : resource.variants) digest.AddField(variant->version);
+  return digest.Finish();
+}
+
+std::string VariantVersion(const ResourceType& type, absl::string_view name,
+                           absl::string_view constraints, absl::string_view serialized) {
+  DigestStream<64> digest;
+  digest.AddField(type.type_url()).AddField(name).AddField(constraints).AddField(serialized);
+  return DigestHex(digest.Finish());
 }
 
 namespace {
@@ -225,8 +219,7 @@ void Snapshot::Erase(const ResourceType* type, absl::string_view name) {
 
 void Snapshot::SetVersion() {
   const uint64_t digest = digest_sum_ + (access_ == nullptr ? 0 : access_->digest());
-  version_ = absl::BytesToHexString(
-      absl::string_view(reinterpret_cast<const char*>(&digest), sizeof(digest)));
+  version_ = DigestHex(digest);
 }
 
 Snapshot::Snapshot(std::vector<std::shared_ptr<const ServedResource>> resources,

@@ -242,12 +242,16 @@ class Snapshot {
   std::shared_ptr<const ClientAccess> access_;
 };
 
-// Returns the 64-bit content digest of one served resource (its type, name
-// and variant versions).
+// Returns the 64-bit content digest (xds_server/common/digest.h) of one
+// served resource: its type, name and variant versions.
 uint64_t ResourceDigest(const ServedResource& resource);
 
-// Returns a short hex digest (SHA-256, 16 hex digits) of `data`.
-std::string ContentDigest(absl::string_view data);
+// Returns the version of a variant: 16 hex digits of the content digest of
+// its type, served name, canonical constraints (deterministic bytes) and
+// serialized resource. The same content gives the same version on every
+// replica.
+std::string VariantVersion(const ResourceType& type, absl::string_view name,
+                           absl::string_view constraints, absl::string_view serialized);
 
 }  // namespace facet::xds
 

@@ -393,9 +393,9 @@ class ObjectValidatorImpl {
       AddError(findings, "InvalidResource", written(problem->field), problem->reason);
       return nullptr;
     }
-    variant->version = ContentDigest(absl::StrCat(
-        type.type_url(), "\n", served_name, "\n",
-        DeterministicBytes(variant->constraints.proto()), "\n", variant->serialized));
+    variant->version = VariantVersion(type, served_name,
+                                      DeterministicBytes(variant->constraints.proto()),
+                                      variant->serialized);
     return variant;
   }
 

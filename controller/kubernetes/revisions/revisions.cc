@@ -7,7 +7,7 @@
 #include "controller/kubernetes/client/yaml_fields.h"
 #include "controller/objects/object_parser.h"
 #include "xds_server/json/yaml_json.h"
-#include "xds_server/snapshot/snapshot.h"
+#include "xds_server/common/digest.h"
 
 namespace facet::controller {
 namespace {
@@ -40,7 +40,7 @@ absl::StatusOr<std::string> RevisionName(const YAML::Node& owner) {
   if (!spec.ok()) return spec.status();
   // Names are DNS subdomains of at most 253 characters.
   std::string name = StringAt(owner, {"metadata", "name"}).substr(0, 242);
-  return absl::StrCat(name, "-", xds::ContentDigest(*spec).substr(0, 10));
+  return absl::StrCat(name, "-", xds::DigestHex(*spec).substr(0, 10));
 }
 
 absl::StatusOr<std::string> RevisionJson(const YAML::Node& owner) {
@@ -99,8 +99,14 @@ absl::StatusOr<bool> RevisionWriter::Record(const YAML::Node& owner,
   if (!name.ok()) return name.status();
   const std::string ns = StringAt(owner, {"metadata", "namespace"});
   const std::string collection = absl::StrCat("/apis/apps/v1/namespaces/", ns, "/controllerrevisions");
+  // A revision holds the spec when it has its name, or the same spec under
+  // another name (one written under an earlier digest scheme).
+  absl::StatusOr<std::string> spec = json::YamlToJson(FieldAt(owner, {"spec"}), "spec");
+  if (!spec.ok()) return spec.status();
   for (const YAML::Node& revision : existing) {
     if (StringAt(revision, {"metadata", "name"}) == *name) return false;
+    absl::StatusOr<std::string> held = json::YamlToJson(FieldAt(revision, {"data", "spec"}), "");
+    if (held.ok() && *held == *spec) return false;
   }
   absl::StatusOr<std::string> json = RevisionJson(owner);
   if (!json.ok()) return json.status();

@@ -4,7 +4,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/fakes/fake_kube_client.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/common/status_matchers.h"
+#include "xds_server/json/yaml_json.h"
 
 namespace facet::controller {
 namespace {
@@ -68,6 +70,39 @@ TEST(RevisionsTest, RecordsOwnedRevisionThatParsesBackToTheSpec) {
   absl::StatusOr<bool> again = writer.Record(owner, revisions);
   ASSERT_THAT(again, IsOk());
   EXPECT_FALSE(*again);
+}
+
+TEST(RevisionsTest, NameIsTheOwnerAndTenHexDigitsOfTheSpecsDigest) {
+  const YAML::Node owner = Route(80, 1);
+  absl::StatusOr<std::string> spec = json::YamlToJson(owner["spec"], "spec");
+  ASSERT_THAT(spec, IsOk());
+  auto name = RevisionName(owner);
+  ASSERT_THAT(name, IsOk());
+  EXPECT_EQ(*name, "web-" + xds::DigestHex(*spec).substr(0, 10));
+}
+
+TEST(RevisionsTest, ARevisionOfTheSameSpecUnderAnEarlierNameIsNotWrittenAgain) {
+  // Written before the digest scheme changed: another name, the same spec.
+  FakeKubeClient client;
+  client.Put(kResources, Route(80, 3));
+  const YAML::Node owner = client.Objects(kResources)["demo/web"];
+  RevisionWriter writer(client);
+  ASSERT_THAT(writer.Record(owner, {}), IsOk());
+  std::vector<YAML::Node> revisions = RevisionsOf(client);
+  ASSERT_EQ(revisions.size(), 1u);
+  revisions[0]["metadata"]["name"] = "web-3f2a9c01de";  // SHA-256's first ten digits.
+  absl::StatusOr<bool> again = writer.Record(owner, revisions);
+  ASSERT_THAT(again, IsOk());
+  EXPECT_FALSE(*again);
+  // Its last good revision still reads back.
+  std::optional<xds::ResourceObject> last_good = LastGoodOf(revisions[0]);
+  ASSERT_TRUE(last_good.has_value());
+  EXPECT_EQ(last_good->generation, 3);
+  // A changed spec is written.
+  client.Put(kResources, Route(81, 4));
+  absl::StatusOr<bool> changed = writer.Record(client.Objects(kResources)["demo/web"], revisions);
+  ASSERT_THAT(changed, IsOk());
+  EXPECT_TRUE(*changed);
 }
 
 TEST(RevisionsTest, PrunesAllButTheNewestAndGoesWithItsOwner) {

@@ -110,7 +110,7 @@ class ManifestDirSource {
   struct FileState {
     std::optional<FileStamp> stamp;  // Of the last read.
     // Fingerprints of the objects this file defines.
-    std::map<xds::ObjectRef, uint64_t> objects;
+    std::map<xds::ObjectRef, xds::Digest128> objects;
     // The text of the read that defined them (to undo a later read).
     std::string text;
     // Set while a re-read that would withdraw anything is held back: the

@@ -8,11 +8,11 @@
 #include <thread>
 #include <variant>
 
-#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/objects/object_parser.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/common/regular_file.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/json/yaml_reader.h"
@@ -25,11 +25,11 @@ namespace fs = std::filesystem;
 // Returns a digest of what defines an object read from `document` at
 // `location`: its content (as JSON, so formatting does not count) and where
 // it is (statuses report the location).
-uint64_t Fingerprint(const YAML::Node& document, const std::string& location) {
+xds::Digest128 Fingerprint(const YAML::Node& document, const std::string& location) {
   absl::StatusOr<std::string> json = json::YamlToJson(document, "");
-  std::string text = json.ok() ? *std::move(json) : YAML::Dump(document);
-  absl::StrAppend(&text, "\n", location);
-  return absl::Hash<std::string>()(text);
+  xds::DigestStream<128> digest;
+  digest.AddField(json.ok() ? *json : YAML::Dump(document)).AddField(location);
+  return digest.Finish();
 }
 
 ManifestProblem DefinedAgain(const xds::ObjectRef& ref, const std::string& location,
@@ -61,7 +61,7 @@ void AddDocument(const YAML::Node& document, const std::string& location, bool f
       return;
     }
     file->objects.push_back(
-        {std::move(object), fingerprints ? Fingerprint(document, location) : uint64_t{0}});
+        {std::move(object), fingerprints ? Fingerprint(document, location) : xds::Digest128()});
   };
   if (auto* resource = std::get_if<xds::ResourceObject>(&parsed)) {
     add(std::move(*resource));

@@ -11,6 +11,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "xds_server/common/digest.h"
 #include "xds_server/snapshot/objects.h"
 
 namespace facet::controller {
@@ -44,9 +45,10 @@ ManifestSet LoadManifests(absl::Span<const std::string> paths);
 // One Facet object read from a file.
 struct FileObject {
   std::variant<xds::ResourceObject, xds::AuthorityObject> object;
-  // A digest of the object's document and location (set when asked for):
-  // equal digests mean an equal object, so a re-read can skip it.
-  uint64_t fingerprint = 0;
+  // A digest of the object's document (as JSON: formatting does not count)
+  // and location (set when asked for): equal digests mean an equal object,
+  // so a re-read can skip it.
+  xds::Digest128 fingerprint;
 
   const xds::ObjectRef& ref() const;
 };

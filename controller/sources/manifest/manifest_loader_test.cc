@@ -253,7 +253,7 @@ TEST_F(ManifestLoaderTest, ParsesManifestTextFromMemory) {
   EXPECT_THAT(file.problems, IsEmpty());
   ASSERT_EQ(file.objects.size(), 2u);
   EXPECT_EQ(file.objects[1].ref().name, "b");
-  EXPECT_NE(file.objects[1].fingerprint, 0u);
+  EXPECT_NE(file.objects[1].fingerprint, xds::Digest128());
 }
 
 TEST_F(ManifestLoaderTest, BoundsAListOfAMillionElements) {
@@ -270,11 +270,11 @@ TEST_F(ManifestLoaderTest, FingerprintsFollowContentAndLocationNotFormatting) {
   const std::string a = ResourceNamed("a"), b = ResourceNamed("b");
   auto fingerprints = [&](const std::string& name, const std::string& text) {
     ManifestFile file = ReadManifestFile(Write(name, text), /*fingerprints=*/true);
-    std::vector<uint64_t> out;
+    std::vector<xds::Digest128> out;
     for (const FileObject& object : file.objects) out.push_back(object.fingerprint);
     return out;
   };
-  const std::vector<uint64_t> first = fingerprints("m.yaml", a + "---\n" + b);
+  const std::vector<xds::Digest128> first = fingerprints("m.yaml", a + "---\n" + b);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(fingerprints("m.yaml", a + "---\n" + b), first);
   // Reformatted (spacing, quoting) at the same lines: equal.
@@ -284,7 +284,7 @@ TEST_F(ManifestLoaderTest, FingerprintsFollowContentAndLocationNotFormatting) {
   EXPECT_EQ(fingerprints("m.yaml", a + "---\n" + reformatted)[1], first[1]);
   std::string edited = b;
   edited.replace(edited.find("resource: {}"), 12, "resource: {endpoints: []}");
-  const std::vector<uint64_t> after_edit = fingerprints("m.yaml", a + "---\n" + edited);
+  const std::vector<xds::Digest128> after_edit = fingerprints("m.yaml", a + "---\n" + edited);
   EXPECT_EQ(after_edit[0], first[0]);
   EXPECT_NE(after_edit[1], first[1]);
   // Moved down a line: its location, and so its fingerprint, changes.

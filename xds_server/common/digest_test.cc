@@ -1,0 +1,62 @@
+#include "xds_server/common/digest.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace facet::xds {
+namespace {
+
+TEST(DigestTest, MatchesXxh3ReferenceValues) {
+  // xxHash's own test vectors for the empty input (seed 0): the digests are
+  // XXH3's, not a variation of it, and do not depend on the machine.
+  EXPECT_EQ(Digest64(""), 0x2D06800538D394C2u);
+  EXPECT_EQ(DigestHex(absl::string_view()), "2d06800538d394c2");
+  const Digest128 empty = Digest128Of("");
+  EXPECT_EQ(empty.high, 0x99AA06D3014798D8u);
+  EXPECT_EQ(empty.low, 0x6001C324468D497Fu);
+  EXPECT_EQ(empty.ToHex(), "99aa06d3014798d86001c324468d497f");
+}
+
+TEST(DigestTest, HexIsSixteenDigitsMostSignificantFirst) {
+  EXPECT_EQ(DigestHex(uint64_t{0x1f}), "000000000000001f");
+  EXPECT_EQ(DigestHex(~uint64_t{0}), "ffffffffffffffff");
+  EXPECT_EQ(DigestHex("content"), DigestHex(Digest64("content")));
+}
+
+TEST(DigestTest, StreamEqualsDigestOfTheConcatenation) {
+  const std::string big(10'000, 'x');  // Past XXH3's internal block size.
+  DigestStream<64> s64;
+  s64.Add("type").Add("\n").Add(big);
+  EXPECT_EQ(s64.Finish(), Digest64("type\n" + big));
+  DigestStream<128> s128;
+  s128.Add("type").Add("\n").Add(big);
+  EXPECT_EQ(s128.Finish(), Digest128Of("type\n" + big));
+}
+
+TEST(DigestTest, FieldsDoNotRunIntoEachOther) {
+  EXPECT_NE(Digest64OfParts({"ab", "c"}), Digest64OfParts({"a", "bc"}));
+  EXPECT_NE(Digest64OfParts({"a", ""}), Digest64OfParts({"", "a"}));
+  EXPECT_EQ(Digest64OfParts({"name", "key"}), Digest64OfParts({"name", "key"}));
+  DigestStream<128> a, b;
+  a.AddField("ab").AddField("c");
+  b.AddField("a").AddField("bc");
+  EXPECT_NE(a.Finish(), b.Finish());
+  DigestStream<64> c;
+  c.AddField("name").AddField("key");
+  EXPECT_EQ(c.Finish(), Digest64OfParts({"name", "key"}));
+}
+
+TEST(DigestTest, NumbersAreDigestedLeastSignificantByteFirst) {
+  DigestStream<64> number;
+  number.AddNumber(0x0102030405060708u);
+  EXPECT_EQ(number.Finish(), Digest64(absl::string_view("\x08\x07\x06\x05\x04\x03\x02\x01", 8)));
+}
+
+TEST(DigestTest, DifferentContentDifferentDigests) {
+  EXPECT_NE(Digest64("route v1"), Digest64("route v2"));
+  EXPECT_NE(Digest128Of("route v1"), Digest128Of("route v2"));
+}
+
+}  // namespace
+}  // namespace facet::xds
