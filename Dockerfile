@@ -29,7 +29,7 @@ RUN apt-get update \
       build-essential cmake ninja-build ccache pkg-config ca-certificates curl openssl \
       libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
       libabsl-dev libre2-dev libssl-dev libcpprest-dev libyaml-cpp-dev libspdlog-dev \
-      libcpp-httplib-dev libboost-dev prometheus-cpp-dev libxxhash-dev \
+      libcpp-httplib-dev libboost-dev prometheus-cpp-dev libxxhash-dev libyaml-dev \
     && rm -rf /var/lib/apt/lists/*
 # The source tree, filtered by .dockerignore. A COPY, not a bind mount: its
 # content is part of the layer cache key, so a changed tree is rebuilt.
@@ -55,15 +55,16 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The runtime packages of the libraries facet links (ldd, then dpkg -S): gRPC
 # (which brings libprotoc32), protobuf, abseil, cpprestsdk (the Kubernetes
 # client), cpp-httplib (`facet explain`'s client), yaml-cpp, spdlog and fmt, re2,
-# c-ares, OpenSSL, zlib, prometheus-cpp's core (/metrics), xxHash (digests).
-# Their names carry the soname, so bookworm pins the ABI. ca-certificates: the in-cluster API server's CA comes from the service
-# account, but a kubeconfig may name a public one.
+# c-ares, OpenSSL, zlib, prometheus-cpp's core (/metrics), xxHash (digests),
+# libyaml (the YAML reader's parser). Their names carry the soname, so
+# bookworm pins the ABI. ca-certificates: the in-cluster API server's CA comes
+# from the service account, but a kubeconfig may name a public one.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates libabsl20220623 libc-ares2 libcpp-httplib0.11 libcpprest2.10 libfmt9 \
       libgrpc++1.51 libgrpc29 libprotobuf32 libprometheus-cpp-core1.0 libre2-9 libspdlog1.10 \
-      libssl3 libxxhash0 libyaml-cpp0.7 zlib1g \
+      libssl3 libxxhash0 libyaml-0-2 libyaml-cpp0.7 zlib1g \
     && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/apt /var/log/dpkg.log \
     && groupadd --gid 65532 facet \
     && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

@@ -17,6 +17,8 @@ facet_packages=(
   # prometheus-cpp's core: the /metrics registry, counters, gauges, histograms
   # and text serializer. xxHash: content digests.
   prometheus-cpp-dev libxxhash-dev
+  # libyaml: the fast YAML event parser under the bounded YAML reader.
+  libyaml-dev
 )
 # What the tests, benchmarks and development builds need besides.
 test_packages=(

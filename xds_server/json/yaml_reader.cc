@@ -14,6 +14,8 @@
 #include "yaml-cpp/mark.h"
 #include "yaml-cpp/parser.h"
 
+#include <yaml.h>  // libyaml
+
 namespace facet::json {
 namespace {
 
@@ -29,7 +31,10 @@ std::string Where(const YAML::Mark& mark) {
 // it records nothing more.
 class BoundedBuilder : public YAML::EventHandler {
  public:
-  explicit BoundedBuilder(const YamlLimits& limits) : limits_(limits) {}
+  // `check_progress`: fail a document that does not start after the
+  // previous one (a yaml-cpp loop; libyaml always moves on).
+  BoundedBuilder(const YamlLimits& limits, bool check_progress)
+      : limits_(limits), check_progress_(check_progress) {}
 
   const std::optional<YamlReadError>& error() const { return error_; }
   // The document being read (complete or not).
@@ -47,7 +52,8 @@ class BoundedBuilder : public YAML::EventHandler {
     // yaml-cpp reads some invalid text (a line of "?" in a block map, say) as
     // an endless run of empty documents, all at one position: a document that
     // does not start after the previous one is that loop.
-    if (last_document_start_.has_value() && mark.pos <= *last_document_start_) {
+    if (check_progress_ && last_document_start_.has_value() &&
+        mark.pos <= *last_document_start_) {
       Fail(mark, "not valid YAML: the parser makes no progress here");
     }
     last_document_start_ = mark.pos;
@@ -365,6 +371,7 @@ class BoundedBuilder : public YAML::EventHandler {
   }
 
   const YamlLimits& limits_;
+  const bool check_progress_;
   std::optional<YamlReadError> error_;
   // Totals over the whole text, aliases expanded.
   size_t nodes_ = 0;
@@ -395,13 +402,151 @@ class ViewBuffer : public std::streambuf {
   }
 };
 
+// The same as yaml-cpp's IsNullString: the plain scalars yaml-cpp reports
+// as null (OnNull) when they carry no tag.
+bool IsNullString(absl::string_view value) {
+  return value.empty() || value == "~" || value == "null" || value == "Null" || value == "NULL";
+}
+
+YAML::Mark MarkOf(const yaml_mark_t& mark) {
+  YAML::Mark out;
+  out.pos = static_cast<int>(mark.index);
+  out.line = static_cast<int>(mark.line);
+  out.column = static_cast<int>(mark.column);
+  return out;
+}
+
+absl::string_view View(const yaml_char_t* text) {
+  return text == nullptr ? absl::string_view() : reinterpret_cast<const char*>(text);
+}
+
+// Feeds `builder` the events libyaml parses from `text`, as yaml-cpp's
+// parser would report them (the same tags for untagged nodes, nulls, styles
+// and anchors). Returns false when libyaml refuses the text (or an alias
+// names no anchor): then nothing read is to be used. `documents` receives
+// every document read until the builder reports a problem.
+bool ReadWithLibyaml(absl::string_view text, BoundedBuilder& builder,
+                     std::vector<YamlDocument>* documents) {
+  yaml_parser_t parser;
+  if (yaml_parser_initialize(&parser) == 0) return false;
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
+  // Anchor names to the ids yaml-cpp would give them (1, 2, ... in order of
+  // definition; a redefined name refers to its latest node).
+  absl::flat_hash_map<std::string, YAML::anchor_t> anchors;
+  YAML::anchor_t next_anchor = 1;
+  auto anchor_of = [&](const yaml_mark_t& mark, const yaml_char_t* name) -> YAML::anchor_t {
+    if (name == nullptr) return YAML::NullAnchor;
+    const std::string key(View(name));
+    const YAML::anchor_t id = next_anchor++;
+    anchors[key] = id;
+    builder.OnAnchor(MarkOf(mark), key);
+    return id;
+  };
+  auto collection_tag = [](const yaml_char_t* tag) {
+    return tag == nullptr ? std::string("?") : std::string(View(tag));
+  };
+  bool ok = true;
+  bool done = false;
+  while (!done) {
+    yaml_event_t event;
+    if (yaml_parser_parse(&parser, &event) == 0) {
+      ok = false;
+      break;
+    }
+    const YAML::Mark mark = MarkOf(event.start_mark);
+    if (builder.error().has_value()) {
+      // As with yaml-cpp, the rest of the document is parsed: invalid YAML
+      // there is the answer rather than what the events showed before it.
+      done = event.type == YAML_DOCUMENT_END_EVENT || event.type == YAML_STREAM_END_EVENT;
+      yaml_event_delete(&event);
+      continue;
+    }
+    switch (event.type) {
+      case YAML_STREAM_END_EVENT:
+        done = true;
+        break;
+      case YAML_DOCUMENT_START_EVENT:
+        builder.OnDocumentStart(mark);
+        break;
+      case YAML_DOCUMENT_END_EVENT:
+        builder.OnDocumentEnd();
+        if (!builder.error().has_value()) documents->push_back(builder.TakeDocument());
+        break;
+      case YAML_ALIAS_EVENT: {
+        auto it = anchors.find(View(event.data.alias.anchor));
+        if (it == anchors.end()) {
+          ok = false;  // yaml-cpp says why.
+          done = true;
+          break;
+        }
+        builder.OnAlias(mark, it->second);
+        break;
+      }
+      case YAML_SCALAR_EVENT: {
+        const auto& scalar = event.data.scalar;
+        const YAML::anchor_t anchor = anchor_of(event.start_mark, scalar.anchor);
+        const absl::string_view value(reinterpret_cast<const char*>(scalar.value), scalar.length);
+        const bool plain = scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        if (scalar.tag == nullptr && plain && IsNullString(value)) {
+          builder.OnNull(mark, anchor);
+        } else {
+          const std::string tag =
+              scalar.tag != nullptr ? std::string(View(scalar.tag)) : (plain ? "?" : "!");
+          builder.OnScalar(mark, tag, anchor, std::string(value));
+        }
+        break;
+      }
+      case YAML_SEQUENCE_START_EVENT: {
+        const auto& start = event.data.sequence_start;
+        const YAML::anchor_t anchor = anchor_of(event.start_mark, start.anchor);
+        builder.OnSequenceStart(mark, collection_tag(start.tag), anchor,
+                                start.style == YAML_FLOW_SEQUENCE_STYLE ? YAML::EmitterStyle::Flow
+                                                                        : YAML::EmitterStyle::Block);
+        break;
+      }
+      case YAML_SEQUENCE_END_EVENT:
+        builder.OnSequenceEnd();
+        break;
+      case YAML_MAPPING_START_EVENT: {
+        const auto& start = event.data.mapping_start;
+        const YAML::anchor_t anchor = anchor_of(event.start_mark, start.anchor);
+        builder.OnMapStart(mark, collection_tag(start.tag), anchor,
+                           start.style == YAML_FLOW_MAPPING_STYLE ? YAML::EmitterStyle::Flow
+                                                                  : YAML::EmitterStyle::Block);
+        break;
+      }
+      case YAML_MAPPING_END_EVENT:
+        builder.OnMapEnd();
+        break;
+      case YAML_STREAM_START_EVENT:
+      case YAML_NO_EVENT:
+        break;
+    }
+    yaml_event_delete(&event);
+  }
+  yaml_parser_delete(&parser);
+  return ok;
+}
+
+// Finishes `out` from what `builder` found.
+void SetBuilderError(const BoundedBuilder& builder, YamlDocuments* out) {
+  if (!out->error.has_value() && builder.error().has_value()) {
+    out->error = builder.error();
+    out->partial.reset(builder.root());
+  }
+  if (out->error.has_value()) out->documents.clear();
+}
+
 }  // namespace
 
-YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits) {
+namespace internal {
+
+YamlDocuments ReadYamlDocumentsWithYamlCpp(absl::string_view text, const YamlLimits& limits) {
   YamlDocuments out;
   ViewBuffer buffer(text);
   std::istream in(&buffer);
-  BoundedBuilder builder(limits);
+  BoundedBuilder builder(limits, /*check_progress=*/true);
   try {
     YAML::Parser parser(in);
     while (parser.HandleNextDocument(builder)) {
@@ -429,11 +574,23 @@ YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits
                                       : "")};
     }
   }
-  if (!out.error.has_value() && builder.error().has_value()) {
-    out.error = builder.error();
-    out.partial.reset(builder.root());
+  SetBuilderError(builder, &out);
+  return out;
+}
+
+}  // namespace internal
+
+YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits) {
+  // libyaml's parser is several times faster than yaml-cpp's (0.15 s
+  // against 0.85 s for the load world's 8 MB). A text libyaml refuses is
+  // read again by yaml-cpp, which decides as it always did: what is
+  // accepted and every message about invalid YAML stay yaml-cpp's.
+  YamlDocuments out;
+  BoundedBuilder builder(limits, /*check_progress=*/false);
+  if (!ReadWithLibyaml(text, builder, &out.documents)) {
+    return internal::ReadYamlDocumentsWithYamlCpp(text, limits);
   }
-  if (out.error.has_value()) out.documents.clear();
+  SetBuilderError(builder, &out);
   return out;
 }
 

@@ -88,7 +88,15 @@ struct YamlDocuments {
 // a bound in `limits` exceeded, a duplicate key in a map, a map key that is
 // not a string, an alias inside the node it refers to. Time and memory are
 // linear in the size of `text`. Stateless; thread-safe.
+// Parsed with libyaml; a text libyaml refuses is read again by yaml-cpp,
+// whose acceptance and messages decide.
 YamlDocuments ReadYamlDocuments(absl::string_view text, const YamlLimits& limits = {});
+
+namespace internal {
+// ReadYamlDocuments with yaml-cpp's parser only (for the texts libyaml
+// refuses, and for tests that compare the two).
+YamlDocuments ReadYamlDocumentsWithYamlCpp(absl::string_view text, const YamlLimits& limits = {});
+}  // namespace internal
 
 }  // namespace facet::json
 

@@ -230,3 +230,106 @@ TEST(ReadYamlDocumentsTest, NamesTheUnitOfTheWholeTextLimit) {
 
 }  // namespace
 }  // namespace facet::json
+
+namespace facet::json {
+namespace {
+
+// Describes a document node by node: type, tag, style and scalar, so that
+// two readings can be compared exactly.
+void Describe(const YAML::Node& node, std::string* out) {
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+      out->append("U");
+      return;
+    case YAML::NodeType::Null:
+      absl::StrAppend(out, "N<", node.Tag(), ">");
+      return;
+    case YAML::NodeType::Scalar:
+      absl::StrAppend(out, "S<", node.Tag(), ">", node.Scalar().size(), ":", node.Scalar());
+      return;
+    case YAML::NodeType::Sequence:
+      absl::StrAppend(out, "L<", node.Tag(), ",", static_cast<int>(node.Style()), ">[");
+      for (const YAML::Node& item : node) Describe(item, out);
+      out->append("]");
+      return;
+    case YAML::NodeType::Map:
+      absl::StrAppend(out, "M<", node.Tag(), ",", static_cast<int>(node.Style()), ">{");
+      for (const auto& entry : node) {
+        Describe(entry.first, out);
+        out->append("=");
+        Describe(entry.second, out);
+      }
+      out->append("}");
+      return;
+  }
+}
+
+std::string Describe(const YamlDocuments& read) {
+  std::string out;
+  if (read.error.has_value()) {
+    absl::StrAppend(&out, "error ", read.error->position.line, ":", read.error->position.column,
+                    " ", read.error->message);
+  }
+  for (const YamlDocument& document : read.documents) {
+    absl::StrAppend(&out, "\n@", document.position.line, ":", document.position.column, " ");
+    Describe(document.node, &out);
+    for (const YamlPosition& item : document.item_positions) {
+      absl::StrAppend(&out, " item@", item.line, ":", item.column);
+    }
+  }
+  return out;
+}
+
+TEST(ReadYamlDocumentsTest, LibyamlReadsWhatYamlCppReads) {
+  // The fast parser must give the very documents yaml-cpp gives: tags of
+  // untagged plain ("?") and quoted ("!") scalars, nulls, styles, anchors,
+  // positions, `kind: List` item positions.
+  const std::vector<std::string> texts = {
+      "a: 1\nb: \"2\"\n---\n---\nkind: List\nitems:\n- x: 1\n-   {y: 2}\n- [3]\n",
+      R"({"a": [1, "x", null, {"b": true}], "c": "", "d": ~, "e": Null})",
+      "base: &b {port: 80, tags: [x]}\ncopy: *b\nname: &n n1\nalso: *n\nn: &n n2\nagain: *n\n",
+      "plain: null\nempty:\nquoted: 'null'\ntagged: !!str 80\nint: !!int \"7\"\nlocal: !mine x\n"
+      "verbatim: !<tag:yaml.org,2002:str> y\nbare: ! z\nseq: !!seq [a]\n",
+      "literal: |\n  line one\n  line two\nfolded: >-\n  folded\n  text\nkeep: |+\n  k\n\n",
+      "# comment only\n",
+      "",
+      "- a\n- - b\n  - c\n- {d: [e, {f: g}]}\n-\n- 'single ''quoted'''\n- \"double \\t \\u00e9\"\n",
+      "%YAML 1.2\n---\nkey: value\n...\n---\nsecond: doc\n",
+      "key:\n- indentless\n- sequence\nother: {flow: map, with: [nested, list]}\n",
+      "apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata: {name: r, namespace: load}\n"
+      "spec:\n  type: route\n  variants:\n  - resource: {\"name\": \"r\", \"virtual_hosts\": "
+      "[{\"name\": \"v\", \"domains\": [\"*\"], \"routes\": [{\"match\": {\"prefix\": \"\"}, "
+      "\"route\": {\"cluster\": \"c\"}}]}]}\n",
+      "a: 0x1F\nb: 0o17\nc: .inf\nd: -.NaN\ne: 1e3\nf: true\ng: False\nh: yes\n",
+      "? complex\n: key\n",
+      "dup: 1\ndup: 2\n",
+  };
+  for (const std::string& text : texts) {
+    EXPECT_EQ(Describe(ReadYamlDocuments(text)),
+              Describe(internal::ReadYamlDocumentsWithYamlCpp(text)))
+        << text;
+  }
+}
+
+TEST(ReadYamlDocumentsTest, TextsLibyamlRefusesGetYamlCppsAnswer) {
+  // Invalid YAML, invalid UTF-8 and an alias to no anchor: the answer
+  // (error or documents) is yaml-cpp's, as before libyaml read first.
+  const std::vector<std::string> texts = {
+      "a: [1, 2\n",
+      "a: \"\\q\"\n",
+      "name: \"caf\xe9\"\n",
+      "name: caf\xff\n",
+      "a: *nowhere\n",
+      "a: b: c\n",
+      "x\n,\n",
+      "\t- tab\n",
+  };
+  for (const std::string& text : texts) {
+    EXPECT_EQ(Describe(ReadYamlDocuments(text)),
+              Describe(internal::ReadYamlDocumentsWithYamlCpp(text)))
+        << text;
+  }
+}
+
+}  // namespace
+}  // namespace facet::json
