@@ -6,6 +6,9 @@
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "xds_server/json/yaml_json.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
@@ -202,6 +205,96 @@ TEST_F(ProtoJsonTest, UnknownFieldSuggestsTheNearestNameInTheSameStyle) {
   EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, completely_unrelated: 1}]", &route),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::Not(HasSubstr("did you mean"))));
+}
+
+}  // namespace
+}  // namespace facet::json
+
+namespace facet::json {
+namespace {
+
+// What protobuf's JSON parser makes of the document's JSON form.
+template <typename M>
+M ByProtobufJson(const std::string& yaml) {
+  M message;
+  absl::StatusOr<std::string> json = YamlToJson(YAML::Load(yaml), "");
+  EXPECT_TRUE(json.ok());
+  google::protobuf::util::JsonParseOptions options;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &message, options).ok()) << *json;
+  return message;
+}
+
+template <typename M>
+void ExpectSameAsProtobufJson(const std::string& yaml) {
+  M message;
+  ASSERT_THAT(ParseMessage(YAML::Load(yaml), "resource", &message), IsOk()) << yaml;
+  const M expected = ByProtobufJson<M>(yaml);
+  // Any fields are compared unpacked: their bytes are in field order here,
+  // in the written order when protobuf's parser writes them.
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(message, expected))
+      << yaml << "\ngot:\n" << message.DebugString() << "\nexpected:\n" << expected.DebugString();
+}
+
+TEST_F(ProtoJsonTest, WritesWhatProtobufsJsonParserWrites) {
+  ExpectSameAsProtobufJson<envoy::config::listener::v3::Listener>(R"(
+name: l
+api_listener:
+  api_listener:
+    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+    stat_prefix: s
+    codec_type: 2
+    rds: {route_config_name: r, config_source: {ads: {}, resource_api_version: V3}}
+    common_http_protocol_options: {idle_timeout: 1.5s, max_headers_count: 100}
+    stream_idle_timeout: 0s
+    http_filters:
+    - name: router
+      typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router, suppress_envoy_headers: true}
+)");
+  ExpectSameAsProtobufJson<RouteConfiguration>(R"(
+name: r
+validate_clusters: false
+virtual_hosts:
+- name: v
+  domains: ["*", "a.example"]
+  request_headers_to_add: [{header: {key: x, value: "y"}, append_action: OVERWRITE_IF_EXISTS_OR_ADD}]
+  routes:
+  - match: {prefix: "", headers: [{name: h, string_match: {exact: v}}], runtime_fraction: {default_value: {numerator: 5, denominator: MILLION}}}
+    route:
+      weighted_clusters: {clusters: [{name: a, weight: 90}, {name: b, weight: 10}]}
+      timeout: 2s
+      max_stream_duration: {grpc_timeout_header_max: 0.25s}
+      retry_policy: {retry_on: unavailable, num_retries: 3, retry_back_off: {base_interval: 0.1s}}
+  typed_per_filter_config: {}
+  metadata: {filter_metadata: {facet: {team: a, size: 3, ok: true, list: [1, "x", null], nested: {k: 1.5}}}}
+)");
+  ExpectSameAsProtobufJson<envoy::config::cluster::v3::Cluster>(R"(
+name: c
+type: EDS
+connect_timeout: 0.25s
+lb_policy: ROUND_ROBIN
+eds_cluster_config: {eds_config: {ads: {}}, service_name: "80"}
+per_connection_buffer_limit_bytes: 32768
+common_lb_config: {healthy_panic_threshold: {value: 12.5}}
+circuit_breakers: {thresholds: [{priority: HIGH, max_connections: 4294967295, max_requests: "10"}]}
+load_assignment:
+  cluster_name: c
+  endpoints:
+  - locality: {region: r, zone: z}
+    load_balancing_weight: 1
+    lb_endpoints:
+    - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}
+      health_status: DRAINING
+      metadata: {filter_metadata: {envoy.lb: {canary: true}}}
+typed_extension_protocol_options: {}
+)");
+}
+
+TEST_F(ProtoJsonTest, FallsBackToProtobufsParserForWhatItDoesNotDecide) {
+  // A hexadecimal integer and a number in a string: protobuf's parser
+  // decides, and the result is the same.
+  ExpectSameAsProtobufJson<envoy::config::cluster::v3::Cluster>(
+      "name: c\nper_connection_buffer_limit_bytes: 0x8000\n"
+      "common_lb_config: {healthy_panic_threshold: {value: \"12.5\"}}\n");
 }
 
 }  // namespace
