@@ -122,7 +122,9 @@ class IncrementalBuilder::State {
   };
 
   // --- pending changes -----------------------------------------------------
-  std::map<ObjectRef, std::pair<ResourceObject, Digest128>> pending_resources;  // With digests.
+  // With their spec digests, computed by ValidateAll when Upsert had no
+  // reason to (a new object).
+  std::map<ObjectRef, std::pair<ResourceObject, std::optional<Digest128>>> pending_resources;
   std::map<ObjectRef, AuthorityObject> pending_authorities;
   std::set<ObjectRef> pending_removals;
   std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
@@ -206,9 +208,11 @@ class IncrementalBuilder::State {
   void UpdateClaim(Entry& entry, std::set<NameKey>* names);
   void SetServed(Entry& entry, std::shared_ptr<const ServedResource> resource);
   // Runs every pending object's own checks (on several threads for a large
-  // batch); results in the map's order.
+  // batch); results in the map's order. Sets the digests not set yet. (The
+  // documents are freed by the caller's thread afterwards: freed on these
+  // threads, glibc's malloc_trim gave little of them back.)
   std::vector<internal::OwnValidation> ValidateAll(
-      const std::map<ObjectRef, std::pair<ResourceObject, Digest128>>& pending) const;
+      std::map<ObjectRef, std::pair<ResourceObject, std::optional<Digest128>>>& pending) const;
   void Readmit(Entry& entry);
   void ApplyAuthorities();
   // Returns the objects whose right to their name changed.
@@ -312,10 +316,10 @@ void IncrementalBuilder::State::SetServed(Entry& entry,
 }
 
 std::vector<internal::OwnValidation> IncrementalBuilder::State::ValidateAll(
-    const std::map<ObjectRef, std::pair<ResourceObject, Digest128>>& pending) const {
-  std::vector<const ResourceObject*> objects;
+    std::map<ObjectRef, std::pair<ResourceObject, std::optional<Digest128>>>& pending) const {
+  std::vector<std::pair<ResourceObject, std::optional<Digest128>>*> objects;
   objects.reserve(pending.size());
-  for (const auto& [ref, entry] : pending) objects.push_back(&entry.first);
+  for (auto& [ref, entry] : pending) objects.push_back(&entry);
   std::vector<internal::OwnValidation> out(objects.size());
   // Never less than one object's budget, so that every build finishes at
   // least the first object it checks.
@@ -326,7 +330,9 @@ std::vector<internal::OwnValidation> IncrementalBuilder::State::ValidateAll(
       {std::max(1u, std::thread::hardware_concurrency()), 8, (objects.size() + kPerThread - 1) / kPerThread});
   auto work = [&](size_t first) {
     for (size_t i = first; i < objects.size(); i += threads) {
-      out[i] = internal::ValidateResourceObject(*objects[i], options_, &variant_sets_, &budget);
+      auto& [object, digest] = *objects[i];
+      if (!digest.has_value()) digest = SpecDigest(object);
+      out[i] = internal::ValidateResourceObject(object, options_, &variant_sets_, &budget);
     }
   };
   std::vector<std::thread> helpers;
@@ -629,7 +635,7 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     entry.object.ref = object.ref;
     entry.object.generation = object.generation;
     entry.object.location = object.location;
-    entry.digest = std::move(pending.second);
+    entry.digest = *pending.second;
     if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
     Touch(entry);
     entry.own = std::move(own);
@@ -731,10 +737,13 @@ IncrementalBuilder::~IncrementalBuilder() = default;
 
 void IncrementalBuilder::Upsert(ResourceObject object) {
   state_->pending_removals.erase(object.ref);
-  Digest128 digest = SpecDigest(object);
   auto it = state_->entries.find(object.ref);
+  // A new object's digest is left to Build(), which spreads a first build's
+  // over the cores.
+  std::optional<Digest128> digest;
+  if (it != state_->entries.end()) digest = SpecDigest(object);
   if (it != state_->entries.end() && state_->pending_resources.count(object.ref) == 0 &&
-      it->second.digest == digest) {
+      it->second.digest == *digest) {
     // Same content: only the status's generation and location may change.
     if (it->second.object.generation != object.generation ||
         it->second.object.location != object.location) {
