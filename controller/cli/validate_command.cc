@@ -97,8 +97,9 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   xds::BuildOptions options;
   // Offline, authorities are enforced only when the input declares some.
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
-  xds::BuildResult result =
-      xds::BuildSnapshot(manifests.resources, manifests.authorities, /*previous=*/nullptr, options);
+  // The builder takes the objects, and frees their documents over the cores.
+  xds::BuildResult result = xds::BuildSnapshotFrom(
+      std::move(manifests.resources), manifests.authorities, /*previous=*/nullptr, options);
   int accepted = 0;
   int object_errors = 0;
   // An object rejected for referring to a rejected object prints after it.
