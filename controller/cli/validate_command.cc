@@ -70,6 +70,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
     return kValidateUnreadable;
   }
 
+  BulkLoadAllocation allocation;
   ManifestSet manifests = LoadManifests(paths);
   bool unreadable = false;
   bool rejected = false;

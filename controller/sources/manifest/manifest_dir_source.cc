@@ -74,8 +74,11 @@ ManifestDirSource::~ManifestDirSource() {
 void ManifestDirSource::Start() {
   AddWatch();  // Before the first listing, so that no change falls between the two.
   batch_start_ = absl::Now();  // The first snapshot's change is the start.
-  Rescan();
-  ProcessDirty();
+  {
+    BulkLoadAllocation allocation;  // The first load reads the whole directory.
+    Rescan();
+    ProcessDirty();
+  }
   worker_ = std::thread([this] { Run(); });
 }
 

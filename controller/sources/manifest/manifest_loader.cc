@@ -1,5 +1,7 @@
 #include "controller/sources/manifest/manifest_loader.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
@@ -78,6 +80,13 @@ void AddDocument(const YAML::Node& document, const std::string& location, bool f
 }
 
 }  // namespace
+
+// glibc's default M_MXFAST: 64 * sizeof(size_t) / 4 bytes.
+constexpr int kDefaultMaxFast = 64 * sizeof(size_t) / 4;
+
+BulkLoadAllocation::BulkLoadAllocation() { mallopt(M_MXFAST, 0); }
+
+BulkLoadAllocation::~BulkLoadAllocation() { mallopt(M_MXFAST, kDefaultMaxFast); }
 
 const xds::ObjectRef& FileObject::ref() const {
   return std::visit([](const auto& o) -> const xds::ObjectRef& { return o.ref; }, object);
