@@ -446,6 +446,7 @@ bool ReadWithLibyaml(absl::string_view text, BoundedBuilder& builder,
   auto collection_tag = [](const yaml_char_t* tag) {
     return tag == nullptr ? std::string("?") : std::string(View(tag));
   };
+  auto style = [](bool flow) { return flow ? YAML::EmitterStyle::Flow : YAML::EmitterStyle::Block; };
   bool ok = true;
   bool done = false;
   while (!done) {
@@ -499,10 +500,9 @@ bool ReadWithLibyaml(absl::string_view text, BoundedBuilder& builder,
       }
       case YAML_SEQUENCE_START_EVENT: {
         const auto& start = event.data.sequence_start;
-        const YAML::anchor_t anchor = anchor_of(event.start_mark, start.anchor);
-        builder.OnSequenceStart(mark, collection_tag(start.tag), anchor,
-                                start.style == YAML_FLOW_SEQUENCE_STYLE ? YAML::EmitterStyle::Flow
-                                                                        : YAML::EmitterStyle::Block);
+        builder.OnSequenceStart(mark, collection_tag(start.tag),
+                                anchor_of(event.start_mark, start.anchor),
+                                style(start.style == YAML_FLOW_SEQUENCE_STYLE));
         break;
       }
       case YAML_SEQUENCE_END_EVENT:
@@ -510,10 +510,8 @@ bool ReadWithLibyaml(absl::string_view text, BoundedBuilder& builder,
         break;
       case YAML_MAPPING_START_EVENT: {
         const auto& start = event.data.mapping_start;
-        const YAML::anchor_t anchor = anchor_of(event.start_mark, start.anchor);
-        builder.OnMapStart(mark, collection_tag(start.tag), anchor,
-                           start.style == YAML_FLOW_MAPPING_STYLE ? YAML::EmitterStyle::Flow
-                                                                  : YAML::EmitterStyle::Block);
+        builder.OnMapStart(mark, collection_tag(start.tag), anchor_of(event.start_mark, start.anchor),
+                           style(start.style == YAML_FLOW_MAPPING_STYLE));
         break;
       }
       case YAML_MAPPING_END_EVENT:

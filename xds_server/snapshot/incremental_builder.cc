@@ -4,13 +4,13 @@
 #include <atomic>
 #include <iterator>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "xds_server/common/digest.h"
+#include "xds_server/common/parallel.h"
 #include "xds_server/snapshot/validation.h"
 
 namespace facet::xds {
@@ -19,6 +19,9 @@ namespace {
 using NameKey = std::pair<const ResourceType*, std::string>;
 
 std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+// Objects per thread below which a first build's checks stay on one thread.
+constexpr size_t kObjectsPerThread = 256;
 
 // Adds the structure, scalars and tags (a quoted "80" differs from a plain
 // 80) of a YAML document to `digest`, by const access only.
@@ -208,9 +211,7 @@ class IncrementalBuilder::State {
   void UpdateClaim(Entry& entry, std::set<NameKey>* names);
   void SetServed(Entry& entry, std::shared_ptr<const ServedResource> resource);
   // Runs every pending object's own checks (on several threads for a large
-  // batch); results in the map's order. Sets the digests not set yet. (The
-  // documents are freed by the caller's thread afterwards: freed on these
-  // threads, glibc's malloc_trim gave little of them back.)
+  // batch); results in the map's order. Sets the digests not set yet.
   std::vector<internal::OwnValidation> ValidateAll(
       std::map<ObjectRef, std::pair<ResourceObject, std::optional<Digest128>>>& pending) const;
   // Frees the specs (their documents) of the pending objects `validated`
@@ -331,20 +332,11 @@ std::vector<internal::OwnValidation> IncrementalBuilder::State::ValidateAll(
   // least the first object it checks.
   std::atomic<int64_t> budget(
       std::max(options_.limits.build_search_steps, options_.limits.object_search_steps));
-  constexpr size_t kPerThread = 256;  // Below this, a thread costs more than it saves.
-  const size_t threads = std::min<size_t>(
-      {std::max(1u, std::thread::hardware_concurrency()), 8, (objects.size() + kPerThread - 1) / kPerThread});
-  auto work = [&](size_t first) {
-    for (size_t i = first; i < objects.size(); i += threads) {
-      auto& [object, digest] = *objects[i];
-      if (!digest.has_value()) digest = SpecDigest(object);
-      out[i] = internal::ValidateResourceObject(object, options_, &variant_sets_, &budget);
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
-  work(0);
-  for (std::thread& helper : helpers) helper.join();
+  ParallelFor(objects.size(), kObjectsPerThread, [&](size_t i) {
+    auto& [object, digest] = *objects[i];
+    if (!digest.has_value()) digest = SpecDigest(object);
+    out[i] = internal::ValidateResourceObject(object, options_, &variant_sets_, &budget);
+  });
   return out;
 }
 
@@ -356,16 +348,7 @@ void IncrementalBuilder::State::ReleaseSpecs(
   for (auto& [ref, pending] : pending_resources) {
     if (!validated[i++].deferred) objects.push_back(&pending.first);
   }
-  constexpr size_t kPerThread = 256;  // Below this, a thread costs more than it saves.
-  const size_t threads = std::min<size_t>({std::max(1u, std::thread::hardware_concurrency()), 8,
-                                           (objects.size() + kPerThread - 1) / kPerThread});
-  auto work = [&](size_t first) {
-    for (size_t i = first; i < objects.size(); i += threads) objects[i]->spec.reset();
-  };
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
-  work(0);
-  for (std::thread& helper : helpers) helper.join();
+  ParallelFor(objects.size(), kObjectsPerThread, [&](size_t i) { objects[i]->spec.reset(); });
 }
 
 void IncrementalBuilder::State::Readmit(Entry& entry) {

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <map>
 #include <system_error>
-#include <thread>
 #include <variant>
 
 #include "absl/strings/ascii.h"
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "controller/objects/object_parser.h"
 #include "xds_server/common/digest.h"
+#include "xds_server/common/parallel.h"
 #include "xds_server/common/regular_file.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/json/yaml_reader.h"
@@ -196,19 +196,9 @@ std::vector<std::string> ListManifestFiles(absl::Span<const std::string> paths,
 std::vector<ManifestFile> ReadManifestFiles(absl::Span<const std::string> paths,
                                             bool fingerprints) {
   std::vector<ManifestFile> out(paths.size());
-  constexpr size_t kPerThread = 32;  // Below this, a thread costs more than it saves.
-  const size_t threads = std::min<size_t>(
-      {std::max(1u, std::thread::hardware_concurrency()), 8,
-       (paths.size() + kPerThread - 1) / kPerThread});
-  auto work = [&](size_t first) {
-    for (size_t i = first; i < paths.size(); i += threads) {
-      out[i] = ReadManifestFile(paths[i], fingerprints);
-    }
-  };
-  std::vector<std::thread> helpers;
-  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(work, t);
-  if (threads > 0) work(0);
-  for (std::thread& helper : helpers) helper.join();
+  // Below 32 files a thread costs more than it saves.
+  xds::ParallelFor(paths.size(), /*min_per_thread=*/32,
+                   [&](size_t i) { out[i] = ReadManifestFile(paths[i], fingerprints); });
   return out;
 }
 
