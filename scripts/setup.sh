@@ -25,6 +25,8 @@ test_packages=(
   git libgtest-dev libgmock-dev libbenchmark-dev
   # The test API server's JSON values, merge patch and JSON patch.
   nlohmann-json3-dev
+  # /usr/bin/time: test/load/cold_paths.sh's CPU time and peak memory.
+  time
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
