@@ -1,5 +1,8 @@
 #include "controller/cli/validate_command.h"
 
+#include <memory>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -45,6 +48,20 @@ void PrintCompiledVariants(const xds::ObjectStatus& status, std::ostream& out) {
         << "; includes: "
         << (includes.empty() ? "no conditional element" : absl::StrJoin(includes, ", ")) << "\n";
   }
+}
+
+// Keeps what a run read and built until the process exits instead of
+// freeing it: `facet validate` exits right after, and freeing the documents
+// of a large input took about a third of its time (12,000 objects; LLVM's
+// -disable-free does the same for the compiler). Reachable from a static, so
+// leak checkers do not report it. Thread-compatible.
+void KeepUntilExit(ManifestSet manifests, xds::BuildResult result) {
+  struct Kept {
+    ManifestSet manifests;
+    xds::BuildResult result;
+  };
+  static auto* const kept = new std::vector<std::unique_ptr<Kept>>();
+  kept->push_back(std::make_unique<Kept>(Kept{std::move(manifests), std::move(result)}));
 }
 
 }  // namespace
@@ -98,9 +115,8 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   xds::BuildOptions options;
   // Offline, authorities are enforced only when the input declares some.
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
-  // The builder takes the objects, and frees their documents over the cores.
-  xds::BuildResult result = xds::BuildSnapshotFrom(
-      std::move(manifests.resources), manifests.authorities, /*previous=*/nullptr, options);
+  xds::BuildResult result =
+      xds::BuildSnapshot(manifests.resources, manifests.authorities, /*previous=*/nullptr, options);
   int accepted = 0;
   int object_errors = 0;
   // An object rejected for referring to a rejected object prints after it.
@@ -125,6 +141,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   err << "facet validate: " << manifests.files.size() << " files, " << result.statuses.size()
       << " objects: " << accepted << " valid, " << result.statuses.size() - accepted
       << " rejected; " << object_errors << " errors, " << warning_count << " warnings\n";
+  KeepUntilExit(std::move(manifests), std::move(result));
   if (unreadable) return kValidateUnreadable;
   return rejected ? kValidateRejected : kValidateOk;
 }

@@ -29,18 +29,10 @@ bool ObjectStatus::has_errors() const { return internal::HasErrors(findings); }
 BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
                           absl::Span<const AuthorityObject> authorities, const Snapshot* previous,
                           const BuildOptions& options) {
-  return BuildSnapshotFrom(std::vector<ResourceObject>(resources.begin(), resources.end()),
-                           authorities, previous, options);
-}
-
-BuildResult BuildSnapshotFrom(std::vector<ResourceObject> resources,
-                              absl::Span<const AuthorityObject> authorities,
-                              const Snapshot* previous, const BuildOptions& options) {
   IncrementalBuilder builder(options);
   builder.SeedFallbacks(previous);
   for (const AuthorityObject& object : authorities) builder.Upsert(object);
-  for (ResourceObject& object : resources) builder.Upsert(std::move(object));
-  std::vector<ResourceObject>().swap(resources);  // The builder holds them now.
+  for (const ResourceObject& object : resources) builder.Upsert(object);
   IncrementalBuilder::Result built = builder.Build();
   // A whole set is decided in full: objects the first build's search budget
   // left for later are checked by the builds that follow.

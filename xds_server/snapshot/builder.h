@@ -64,12 +64,6 @@ BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
                           absl::Span<const AuthorityObject> authorities, const Snapshot* previous,
                           const BuildOptions& options);
 
-// The same, taking the objects: their documents are freed once checked, on
-// the threads that free a large build's (rather than by the caller, after).
-BuildResult BuildSnapshotFrom(std::vector<ResourceObject> resources,
-                              absl::Span<const AuthorityObject> authorities,
-                              const Snapshot* previous, const BuildOptions& options);
-
 // Returns pointers to `statuses` in their order, except that an object with
 // a finding caused by another object (Finding::cause: a reference to a
 // rejected object) comes after that object, so that reports show the

@@ -184,18 +184,6 @@ TEST(BuildSnapshotTest, VersionsAreXxh3DigestsOfTheDocumentedContent) {
   EXPECT_EQ(ResourceDigest(*route), resource_digest.Finish());
 }
 
-TEST(BuildSnapshotTest, TakingTheObjectsBuildsTheSameSnapshotAndStatuses) {
-  std::vector<ResourceObject> objects = GreeterObjects();
-  objects.push_back(Object("broken", "cluster", "broken", {{"", "{type: NOPE}"}}));
-  const BuildResult copied = Build(objects);
-  BuildOptions options;
-  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
-  const BuildResult taken = BuildSnapshotFrom(std::move(objects), {}, nullptr, options);
-  EXPECT_EQ(taken.snapshot->version(), copied.snapshot->version());
-  EXPECT_EQ(taken.statuses, copied.statuses);
-  EXPECT_FALSE(StatusOf(taken, "broken").accepted);
-}
-
 TEST(BuildSnapshotTest, RejectsOverlappingVariantsNamingBothAndAWitness) {
   std::vector<ResourceObject> objects = GreeterObjects();
   objects[1] = Object("greeter-route", "route", "greeter-route",
