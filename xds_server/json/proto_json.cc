@@ -478,39 +478,35 @@ class Writer {
     return WriteScalar(node, field, message, reflection, /*repeated=*/true);
   }
 
+  // Parses `text` as a T and sets (or, for a repeated field, adds) it.
+  template <typename T>
+  static bool SetParsed(const std::string& text, const FieldDescriptor& field, Message* message,
+                        const Reflection& reflection, bool repeated,
+                        void (Reflection::*set)(Message*, const FieldDescriptor*, T) const,
+                        void (Reflection::*add)(Message*, const FieldDescriptor*, T) const) {
+    T value;
+    if (!absl::SimpleAtoi(text, &value)) return false;
+    (reflection.*(repeated ? add : set))(message, &field, value);
+    return true;
+  }
+
   static bool SetInteger(const std::string& text, const FieldDescriptor& field, Message* message,
                          const Reflection& reflection, bool repeated) {
     // Hexadecimal and octal forms: protobuf's parser decides.
     if (absl::StartsWith(text, "0x") || absl::StartsWith(text, "0o")) return false;
     switch (field.cpp_type()) {
-      case FieldDescriptor::CPPTYPE_INT32: {
-        int32_t value;
-        if (!absl::SimpleAtoi(text, &value)) return false;
-        repeated ? reflection.AddInt32(message, &field, value)
-                 : reflection.SetInt32(message, &field, value);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_INT64: {
-        int64_t value;
-        if (!absl::SimpleAtoi(text, &value)) return false;
-        repeated ? reflection.AddInt64(message, &field, value)
-                 : reflection.SetInt64(message, &field, value);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_UINT32: {
-        uint32_t value;
-        if (!absl::SimpleAtoi(text, &value)) return false;
-        repeated ? reflection.AddUInt32(message, &field, value)
-                 : reflection.SetUInt32(message, &field, value);
-        return true;
-      }
-      case FieldDescriptor::CPPTYPE_UINT64: {
-        uint64_t value;
-        if (!absl::SimpleAtoi(text, &value)) return false;
-        repeated ? reflection.AddUInt64(message, &field, value)
-                 : reflection.SetUInt64(message, &field, value);
-        return true;
-      }
+      case FieldDescriptor::CPPTYPE_INT32:
+        return SetParsed<int32_t>(text, field, message, reflection, repeated,
+                                  &Reflection::SetInt32, &Reflection::AddInt32);
+      case FieldDescriptor::CPPTYPE_INT64:
+        return SetParsed<int64_t>(text, field, message, reflection, repeated,
+                                  &Reflection::SetInt64, &Reflection::AddInt64);
+      case FieldDescriptor::CPPTYPE_UINT32:
+        return SetParsed<uint32_t>(text, field, message, reflection, repeated,
+                                   &Reflection::SetUInt32, &Reflection::AddUInt32);
+      case FieldDescriptor::CPPTYPE_UINT64:
+        return SetParsed<uint64_t>(text, field, message, reflection, repeated,
+                                   &Reflection::SetUInt64, &Reflection::AddUInt64);
       default:
         return false;
     }

@@ -6,6 +6,8 @@
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "xds_server/json/yaml_json.h"
@@ -287,6 +289,36 @@ load_assignment:
       metadata: {filter_metadata: {envoy.lb: {canary: true}}}
 typed_extension_protocol_options: {}
 )");
+}
+
+TEST_F(ProtoJsonTest, AnAnysValueIsItsMessageInFieldOrderWhateverTheWrittenOrder) {
+  // Written last field first: protobuf's JSON parser kept that order in the
+  // Any's bytes; the reflection writer serializes the message itself.
+  const std::string yaml = R"(
+name: l
+api_listener:
+  api_listener:
+    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+    http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
+    rds: {route_config_name: r, config_source: {ads: {}}}
+    stat_prefix: s
+)";
+  envoy::config::listener::v3::Listener listener;
+  ASSERT_THAT(ParseMessage(YAML::Load(yaml), "resource", &listener), IsOk());
+  const google::protobuf::Any& any = listener.api_listener().api_listener();
+  envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager hcm;
+  ASSERT_TRUE(any.UnpackTo(&hcm));
+  EXPECT_EQ(hcm.stat_prefix(), "s");
+  std::string in_field_order;
+  {
+    google::protobuf::io::StringOutputStream stream(&in_field_order);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    hcm.SerializeToCodedStream(&coded);
+  }
+  EXPECT_EQ(any.value(), in_field_order);
+  using envoy::config::listener::v3::Listener;
+  EXPECT_NE(ByProtobufJson<Listener>(yaml).api_listener().api_listener().value(), in_field_order);
 }
 
 TEST_F(ProtoJsonTest, FallsBackToProtobufsParserForWhatItDoesNotDecide) {

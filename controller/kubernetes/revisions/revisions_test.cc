@@ -44,12 +44,19 @@ TEST(RevisionsTest, NameFollowsTheSpecOnly) {
   EXPECT_EQ(a->rfind("web-", 0), 0u);
 }
 
+// Stores demo/web (port 80, generation 3) and records its first revision;
+// returns the stored object.
+YAML::Node PutAndRecord(FakeKubeClient& client, RevisionWriter& writer) {
+  client.Put(kResources, Route(80, 3));
+  YAML::Node owner = client.Objects(kResources)["demo/web"];
+  EXPECT_THAT(writer.Record(owner, {}), IsOk());
+  return owner;
+}
+
 TEST(RevisionsTest, RecordsOwnedRevisionThatParsesBackToTheSpec) {
   FakeKubeClient client;
-  client.Put(kResources, Route(80, 3));
-  const YAML::Node owner = client.Objects(kResources)["demo/web"];
   RevisionWriter writer(client);
-  ASSERT_THAT(writer.Record(owner, {}), IsOk());
+  const YAML::Node owner = PutAndRecord(client, writer);
   std::vector<YAML::Node> revisions = RevisionsOf(client);
   ASSERT_EQ(revisions.size(), 1u);
   const YAML::Node& revision = revisions[0];
@@ -84,10 +91,8 @@ TEST(RevisionsTest, NameIsTheOwnerAndTenHexDigitsOfTheSpecsDigest) {
 TEST(RevisionsTest, ARevisionOfTheSameSpecUnderAnEarlierNameIsNotWrittenAgain) {
   // Written before the digest scheme changed: another name, the same spec.
   FakeKubeClient client;
-  client.Put(kResources, Route(80, 3));
-  const YAML::Node owner = client.Objects(kResources)["demo/web"];
   RevisionWriter writer(client);
-  ASSERT_THAT(writer.Record(owner, {}), IsOk());
+  const YAML::Node owner = PutAndRecord(client, writer);
   std::vector<YAML::Node> revisions = RevisionsOf(client);
   ASSERT_EQ(revisions.size(), 1u);
   revisions[0]["metadata"]["name"] = "web-3f2a9c01de";  // SHA-256's first ten digits.
