@@ -7,6 +7,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 
 namespace facet::xds {
@@ -32,14 +34,21 @@ TEST(ParallelForTest, SmallBatchesStayOnTheCallingThread) {
 }
 
 TEST(ParallelForTest, LargeBatchesUseTheCores) {
+  // Every core takes part (one thread where there is one core): each call
+  // waits until that many threads have made one.
+  const size_t expected = std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), 8);
   std::set<std::thread::id> threads;
   std::mutex mu;
+  absl::Notification all_in;
   ParallelFor(4096, /*min_per_thread=*/16, [&](size_t) {
-    std::lock_guard<std::mutex> lock(mu);
-    threads.insert(std::this_thread::get_id());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      threads.insert(std::this_thread::get_id());
+      if (threads.size() == expected && !all_in.HasBeenNotified()) all_in.Notify();
+    }
+    all_in.WaitForNotificationWithTimeout(absl::Seconds(30));
   });
-  // Every core takes part (one thread where there is one core).
-  EXPECT_EQ(threads.size(), std::min<size_t>(std::max(1u, std::thread::hardware_concurrency()), 8));
+  EXPECT_EQ(threads.size(), expected);
 }
 
 }  // namespace
