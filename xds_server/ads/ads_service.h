@@ -16,17 +16,18 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "xds_server/ads/client_status.h"
 #include "xds_server/ads/fair_queue.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
-#include "xds_server/ads/snapshot_store.h"
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/common/log_text.h"
+#include "xds_server/snapshot_store/demand_change.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::xds {
 
@@ -74,17 +75,6 @@ struct NackRecord {
   std::string node_id;  // The last client that NACKed it.
   std::string error_detail;
   int64_t count = 0;
-};
-
-// Told what streams subscribe to: a partial source (the relay) fetches what
-// its streams ask for.
-class DemandObserver {
- public:
-  virtual ~DemandObserver() = default;
-  // Called on gRPC threads with no service or stream lock held; the changes
-  // of one stream arrive in order, and every addition is followed by its
-  // removal at the latest when the stream ends.
-  virtual void OnDemand(const std::vector<DemandChange>& changes) = 0;
 };
 
 class ClientStatusService;

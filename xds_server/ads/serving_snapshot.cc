@@ -4,9 +4,6 @@
 
 namespace facet::xds {
 
-Parameters::Parameters(ParameterSet p)
-    : params(std::move(p)), canonical(CanonicalParameters(params)) {}
-
 ServingSnapshot::ServingSnapshot(std::shared_ptr<const Snapshot> snapshot)
     : snapshot_(std::move(snapshot)) {}
 

@@ -12,16 +12,9 @@
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "google/protobuf/any.pb.h"
 #include "xds_server/snapshot/snapshot.h"
+#include "xds_server/snapshot_store/parameters.h"
 
 namespace facet::xds {
-
-// A parameter set with its canonical text ("k=v\n..."), made once per
-// subscription so lookups need not rebuild it.
-struct Parameters {
-  explicit Parameters(ParameterSet params);
-  ParameterSet params;
-  std::string canonical;
-};
 
 // Thread-safe.
 class ServingSnapshot {

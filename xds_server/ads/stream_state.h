@@ -22,6 +22,7 @@
 #include "xds_server/ads/client_status.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
+#include "xds_server/snapshot_store/demand_change.h"
 
 namespace facet::xds {
 
@@ -108,15 +109,6 @@ struct WatchChange {
   std::string name;
   bool wildcard = false;
   bool watched = true;  // False: no longer watched.
-};
-
-// One subscription started or ended: what a partial source (the relay) must
-// fetch for the streams it serves.
-struct DemandChange {
-  std::string type_url;
-  std::string name;  // Normalised.
-  std::shared_ptr<const Parameters> params;
-  bool added = true;  // False: ended.
 };
 
 // Memory that the subscriptions of several streams share (a connection's,

@@ -15,10 +15,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "xds_server/ads/ads_service.h"
-#include "xds_server/ads/snapshot_store.h"
 #include "xds_server/relay/relay_cache.h"
 #include "xds_server/relay_config/relay_config.h"
+#include "xds_server/snapshot_store/demand_change.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 #include "xds_server/upstream/upstream_client.h"
 
 namespace facet::xds {

@@ -17,9 +17,9 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
-#include "xds_server/ads/stream_state.h"
 #include "xds_server/constraints/constraints.h"
 #include "xds_server/snapshot/snapshot.h"
+#include "xds_server/snapshot_store/demand_change.h"
 #include "xds_server/upstream/upstream_client.h"
 
 namespace facet::xds {

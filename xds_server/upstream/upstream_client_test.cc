@@ -22,12 +22,12 @@
 #include "gtest/gtest.h"
 #include "test/fakes/fake_ads_service.h"
 #include "xds_server/ads/ads_service.h"
-#include "xds_server/ads/snapshot_store.h"
 #include "xds_server/common/status_matchers.h"
 #include "xds_server/resources/resource_type.h"
 #include "xds_server/resources/wire_check.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/test_objects.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::xds {
 namespace {

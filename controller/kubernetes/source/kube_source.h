@@ -24,9 +24,9 @@
 #include "controller/kubernetes/status/status_writer.h"
 #include "controller/sources/publisher/publisher.h"
 #include "xds_server/ads/ads_service.h"
-#include "xds_server/ads/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/incremental_builder.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::controller {
 

@@ -22,9 +22,9 @@
 #include "absl/time/time.h"
 #include "controller/sources/manifest/manifest_loader.h"
 #include "controller/sources/publisher/publisher.h"
-#include "xds_server/ads/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/incremental_builder.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::controller {
 

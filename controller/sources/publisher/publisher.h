@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "xds_server/ads/snapshot_store.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 #include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/incremental_builder.h"
 

@@ -1,4 +1,4 @@
-#include "xds_server/ads/snapshot_store.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 #include <atomic>
 #include <memory>

@@ -1,7 +1,7 @@
 // The one shared piece of state between configuration producers (manifest
 // directory, Kubernetes reflector, relay upstream) and the ADS server.
-#ifndef FACET_XDS_SERVER_ADS_SNAPSHOT_STORE_H_
-#define FACET_XDS_SERVER_ADS_SNAPSHOT_STORE_H_
+#ifndef FACET_XDS_SERVER_SNAPSHOT_STORE_SNAPSHOT_STORE_H_
+#define FACET_XDS_SERVER_SNAPSHOT_STORE_SNAPSHOT_STORE_H_
 
 #include <cstdint>
 #include <functional>
@@ -78,4 +78,4 @@ class SnapshotStore {
 
 }  // namespace facet::xds
 
-#endif  // FACET_XDS_SERVER_ADS_SNAPSHOT_STORE_H_
+#endif  // FACET_XDS_SERVER_SNAPSHOT_STORE_SNAPSHOT_STORE_H_
