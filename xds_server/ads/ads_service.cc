@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -142,7 +143,7 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore>,
     if (outcome != nullptr) service_->RecordOutcome(*this, *outcome);
     if (push != nullptr) service_->RecordPush(*this, *push);
   }
-  void CountStall() { service_->closed_write_stall_++; }
+  AdsObserver& observer() { return service_->observer_; }
   // Charges the stream's subscription memory as `held` now, whatever Take
   // charged for the request. Called under the stream's lock.
   void SettleSubscriptionMemory(int64_t held) {
@@ -190,6 +191,26 @@ ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
 }
 
 namespace {
+
+// Returns why a request that broke `limit` (kNone: the protocol) ends its
+// stream.
+StreamEndReason EndReasonOf(RequestOutcome::Limit limit) {
+  switch (limit) {
+    case RequestOutcome::Limit::kNames:
+      return StreamEndReason::kNamesLimit;
+    case RequestOutcome::Limit::kTypes:
+      return StreamEndReason::kTypesLimit;
+    case RequestOutcome::Limit::kBytes:
+      return StreamEndReason::kBytesLimit;
+    case RequestOutcome::Limit::kConnectionMemory:
+      return StreamEndReason::kConnectionSubscriptionLimit;
+    case RequestOutcome::Limit::kServerMemory:
+      return StreamEndReason::kServerSubscriptionLimit;
+    case RequestOutcome::Limit::kNone:
+      break;
+  }
+  return StreamEndReason::kInvalidRequest;
+}
 
 grpc::ByteBuffer Encode(const SotwResponse& response) { return EncodeSotwResponse(response); }
 grpc::ByteBuffer Encode(const DeltaResponse& response) { return EncodeDeltaResponse(response); }
@@ -289,7 +310,8 @@ class Core final : public AdsService::StreamCore {
       spdlog::warn("stream {} node \"{}\" ({}): closing: a request is not a valid {}", id(),
                    node_id(), peer(), type);
       RequestFinish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 absl::StrCat("the request is not a valid ", type)));
+                                 absl::StrCat("the request is not a valid ", type)),
+                    StreamEndReason::kInvalidRequest);
       return;
     }
     if (!demand.empty()) demand_observer_->OnDemand(demand);
@@ -300,7 +322,7 @@ class Core final : public AdsService::StreamCore {
                                         : grpc::StatusCode::INVALID_ARGUMENT;
       spdlog::warn("stream {} node \"{}\" ({}): closing: {}", id(), node_id(), peer(),
                    SafeForLog(status.message(), kMaxLoggedStatusBytes));
-      RequestFinish(grpc::Status(code, std::string(status.message())));
+      RequestFinish(grpc::Status(code, std::string(status.message())), EndReasonOf(outcome.limit));
       return;
     }
     Record(&outcome, nullptr);
@@ -386,7 +408,8 @@ class Core final : public AdsService::StreamCore {
   }
 
   void Drain() override {
-    RequestFinish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "xDS server is shutting down"));
+    RequestFinish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "xDS server is shutting down"),
+                  StreamEndReason::kShutdown);
   }
 
   std::string node_id() const override {
@@ -418,10 +441,12 @@ class Core final : public AdsService::StreamCore {
 
   void CancelIfStalled(absl::Time limit) override {
     std::string node;
+    bool report = false;
     {
       absl::MutexLock lock(&mu_);
       if (!writing_ || write_started_ >= limit || stall_cancelled_) return;
       stall_cancelled_ = true;
+      report = !std::exchange(end_decided_, true);
       node = node_id_;
     }
     grpc::CallbackServerContext* context;
@@ -431,7 +456,7 @@ class Core final : public AdsService::StreamCore {
       context = context_;
       canceller_ = std::this_thread::get_id();
     }
-    CountStall();
+    if (report) observer().OnStreamEnding(StreamEndReason::kWriteStall);
     spdlog::warn("stream {} node \"{}\" ({}): closing: a write has not completed within the "
                  "write-stall timeout",
                  id(), node, peer());
@@ -444,14 +469,20 @@ class Core final : public AdsService::StreamCore {
  private:
   enum class Action { kNone, kWrite, kFinish };
 
-  void RequestFinish(grpc::Status status) {
+  // Ends the stream with `status` once no write is in flight. `reason`: why
+  // the server ends it (none: the client did), reported unless the server
+  // decided to end it before.
+  void RequestFinish(grpc::Status status, std::optional<StreamEndReason> reason = std::nullopt) {
+    bool report = false;
     {
       absl::MutexLock lock(&mu_);
+      if (reason.has_value()) report = !std::exchange(end_decided_, true);
       if (!finish_requested_) {
         finish_requested_ = true;
         finish_status_ = std::move(status);
       }
     }
+    if (report) observer().OnStreamEnding(*reason);
     TryWrite();
   }
 
@@ -521,6 +552,7 @@ class Core final : public AdsService::StreamCore {
   bool stall_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool end_decided_ ABSL_GUARDED_BY(mu_) = false;  // The server ends the stream (reported).
   grpc::Status finish_status_;  // Written before finished_ is set; read after.
   grpc::ByteBuffer read_buffer_;  // Owned by the pending read.
   Request request_ ABSL_GUARDED_BY(mu_);  // Parsed from it by the read path.
@@ -590,6 +622,8 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
 
 AdsService::AdsService(SnapshotStore& store, Options options)
     : options_(std::move(options)),
+      observer_(stats_, options_.observer),
+      nack_log_(options_.max_nack_records, options_.max_error_detail_bytes, observer_),
       current_(std::make_shared<ServingSnapshot>(store.Current())),
       client_status_(std::make_unique<ClientStatusService>(*this, options_.csds_readers)) {
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
@@ -617,7 +651,6 @@ AdsService::~AdsService() {
   // two explicitly (and visibly to ThreadSanitizer).
   decltype(streams_) streams;
   decltype(index_) index;
-  decltype(nacks_) nacks;
   decltype(connection_memory_) connection_memory;
   {
     // Streams' OnDone returned their subscription memory under memory_mu_.
@@ -627,7 +660,6 @@ AdsService::~AdsService() {
   absl::MutexLock lock(&mu_);
   streams.swap(streams_);
   index.swap(index_);
-  nacks.swap(nacks_);
 }
 
 void AdsService::CheckStallsUntilStopped() {
@@ -710,8 +742,7 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
       }
     }
   }
-  snapshots_++;
-  stream_wakes_ += static_cast<int64_t>(wakes.size());
+  observer_.OnSnapshot(static_cast<int64_t>(wakes.size()));
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
                next.size(), all ? next.size() : changes.size(), wakes.size(), open);
   for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake);
@@ -723,7 +754,7 @@ std::shared_ptr<const ServingSnapshot> AdsService::Register(
   if (draining_) return nullptr;
   core->set_id(next_stream_id_++);
   streams_[core.get()] = core;
-  streams_total_++;
+  observer_.OnStreamOpened();
   *sequence = sequence_;
   return current_;
 }
@@ -811,20 +842,18 @@ bool AdsService::AdmitResponse(StreamCore& core, bool reader) {
     return true;
   }
   (reader ? waiting_readers_ : waiting_untried_).Push(core.peer(), core.shared_from_this());
-  responses_deferred_++;
+  observer_.OnResponseDeferred();
   return false;
 }
 
 void AdsService::AddResponseBytes(int64_t bytes) {
-  const int64_t now = response_bytes_.fetch_add(bytes) + bytes;
-  int64_t peak = response_bytes_peak_.load(std::memory_order_relaxed);
-  while (now > peak && !response_bytes_peak_.compare_exchange_weak(peak, now,
-                                                                   std::memory_order_relaxed)) {
-  }
+  response_bytes_.fetch_add(bytes);
+  observer_.OnResponseBytesInFlightChange(bytes);
 }
 
 void AdsService::ReleaseResponseBytes(int64_t bytes) {
   response_bytes_.fetch_sub(bytes);
+  observer_.OnResponseBytesInFlightChange(-bytes);
   if (waiting_count_.load() == 0) return;
   // One stream at a time, each admitted (or not) before the next is looked
   // at: O(1) per resumed stream. Readers first: a stream that never
@@ -848,7 +877,7 @@ void AdsService::ReleaseResponseBytes(int64_t bytes) {
 void AdsService::Unregister(StreamCore* core, const std::vector<WatchChange>& watches) {
   absl::MutexLock lock(&mu_);
   for (const WatchChange& change : watches) ApplyWatchLocked(core, change, /*remove_only=*/true);
-  streams_.erase(core);
+  if (streams_.erase(core) > 0) observer_.OnStreamClosed();
   // A name table emptied by a stream that watched many names gives its
   // slots back (erasing never shrinks it): O(names left), and only once it
   // is mostly empty.
@@ -882,12 +911,14 @@ absl::Status AdsService::TakeSubscriptionMemory(const std::string& connection, i
   }
   connection_memory_[connection] = on_connection + bytes;
   subscription_memory_ += bytes;
+  observer_.OnSubscriptionMemoryChange(bytes);
   return absl::OkStatus();
 }
 
 void AdsService::AdjustSubscriptionMemory(const std::string& connection, int64_t bytes) {
   absl::MutexLock lock(&memory_mu_);
   subscription_memory_ += bytes;
+  observer_.OnSubscriptionMemoryChange(bytes);
   auto [it, inserted] = connection_memory_.try_emplace(connection, 0);
   it->second += bytes;
   if (it->second == 0) connection_memory_.erase(it);
@@ -920,71 +951,25 @@ void AdsService::Drain() {
 }
 
 void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) {
-  switch (outcome.limit) {
-    case RequestOutcome::Limit::kNames:
-      closed_names_limit_++;
-      return;
-    case RequestOutcome::Limit::kTypes:
-      closed_types_limit_++;
-      return;
-    case RequestOutcome::Limit::kBytes:
-      closed_bytes_limit_++;
-      return;
-    case RequestOutcome::Limit::kConnectionMemory:
-      closed_connection_memory_++;
-      return;
-    case RequestOutcome::Limit::kServerMemory:
-      closed_server_memory_++;
-      return;
-    case RequestOutcome::Limit::kNone:
-      break;
-  }
+  if (outcome.limit != RequestOutcome::Limit::kNone) return;  // The stream ends for it.
   switch (outcome.kind) {
     case RequestOutcome::Kind::kAck:
-      acks_++;
+      observer_.OnAck(outcome.type_url);
       if (DebugLogging()) {
         spdlog::debug("stream {} node \"{}\": ACK {} nonce {}", core.id(), core.node_id(),
                       ShortType(outcome.type_url), SafeForLog(outcome.nonce));
       }
       break;
     case RequestOutcome::Kind::kNack: {
-      // Cut at a character boundary and escaped once, then shared by every
-      // record of this NACK (and valid UTF-8 for /status and object status).
-      const size_t max_detail = static_cast<size_t>(std::max(options_.max_error_detail_bytes, 0));
-      const size_t kept = Utf8PrefixLength(outcome.error_detail, max_detail);
-      if (kept < outcome.error_detail.size()) nack_details_truncated_++;
-      auto detail = std::make_shared<const std::string>(
-          EscapeText(absl::string_view(outcome.error_detail).substr(0, kept)));
+      const NackLog::Detail detail =
+          nack_log_.Add(outcome.type_url, outcome.nacked, core.node_id(), outcome.error_detail);
       spdlog::warn("stream {} node \"{}\": NACK {} nonce {} [{}]: {}{}", core.id(), core.node_id(),
                    ShortType(outcome.type_url), SafeForLog(outcome.nonce),
-                   DescribeItems(outcome.nacked), *detail,
-                   kept < outcome.error_detail.size()
-                       ? absl::StrCat("...(", outcome.error_detail.size(), " bytes)")
-                       : std::string());
-      const std::string node_id = core.node_id();
-      absl::MutexLock lock(&mu_);
-      for (const PushedItem& item : outcome.nacked) {
-        if (item.removal) continue;
-        auto key = std::make_tuple(outcome.type_url, item.name, item.version);
-        auto it = nacks_.find(key);
-        if (it == nacks_.end()) {
-          if (static_cast<int>(nacks_.size()) >= options_.max_nack_records) {
-            nack_records_dropped_++;
-            continue;
-          }
-          it = nacks_.emplace(std::move(key), StoredNack()).first;
-        }
-        NackRecord& record = it->second.record;
-        record.type_url = outcome.type_url;
-        record.name = item.name;
-        record.version = item.version;
-        record.label = item.label;
-        record.node_id = node_id;
-        record.count++;
-        it->second.detail = detail;
-      }
+                   DescribeItems(outcome.nacked), *detail.text,
+                   detail.truncated ? absl::StrCat("...(", outcome.error_detail.size(), " bytes)")
+                                    : std::string());
       // Counted once recorded: stats().nacks covers what nacks() shows.
-      nacks_count_++;
+      observer_.OnNack(outcome.type_url);
       break;
     }
     case RequestOutcome::Kind::kInitial:
@@ -1004,59 +989,16 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
 }
 
 void AdsService::RecordPush(const StreamCore& core, const PushRecord& record) {
-  pushes_++;
+  observer_.OnPush(record.type_url);
   if (!DebugLogging()) return;
   spdlog::debug("stream {} node \"{}\": push {} version {} nonce {}: [{}]", core.id(),
                 core.node_id(), ShortType(record.type_url), record.version_info, record.nonce,
                 DescribeItems(record.items));
 }
 
-AdsStats AdsService::stats() const {
-  AdsStats stats;
-  {
-    absl::MutexLock lock(&mu_);
-    stats.streams_open = static_cast<int64_t>(streams_.size());
-    absl::flat_hash_set<const std::string*> details;
-    for (const auto& [key, stored] : nacks_) {
-      if (details.insert(stored.detail.get()).second) {
-        stats.nack_detail_bytes += static_cast<int64_t>(stored.detail->size());
-      }
-    }
-  }
-  {
-    absl::MutexLock lock(&memory_mu_);
-    stats.subscription_memory_bytes = subscription_memory_;
-  }
-  stats.streams_closed_connection_subscription_limit = closed_connection_memory_;
-  stats.streams_closed_server_subscription_limit = closed_server_memory_;
-  stats.response_bytes_in_flight = response_bytes_.load();
-  stats.response_bytes_in_flight_peak = response_bytes_peak_.load();
-  stats.responses_deferred = responses_deferred_;
-  stats.streams_total = streams_total_;
-  stats.pushes = pushes_;
-  stats.acks = acks_;
-  stats.nacks = nacks_count_;
-  stats.snapshots = snapshots_;
-  stats.stream_wakes = stream_wakes_;
-  stats.streams_closed_names_limit = closed_names_limit_;
-  stats.streams_closed_types_limit = closed_types_limit_;
-  stats.streams_closed_bytes_limit = closed_bytes_limit_;
-  stats.streams_closed_write_stall = closed_write_stall_;
-  stats.nack_records_dropped = nack_records_dropped_;
-  stats.nack_details_truncated = nack_details_truncated_;
-  return stats;
-}
+AdsStats AdsService::stats() const { return stats_.stats(); }
 
-std::vector<NackRecord> AdsService::nacks() const {
-  absl::MutexLock lock(&mu_);
-  std::vector<NackRecord> out;
-  out.reserve(nacks_.size());
-  for (const auto& [key, stored] : nacks_) {
-    out.push_back(stored.record);
-    out.back().error_detail = *stored.detail;
-  }
-  return out;
-}
+std::vector<NackRecord> AdsService::nacks() const { return nack_log_.Records(); }
 
 std::map<std::string, int> AdsService::StreamsPerAuthority() const {
   std::map<std::string, int> counts;

@@ -20,8 +20,11 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
+#include "xds_server/ads/ads_observer.h"
+#include "xds_server/ads/ads_stats.h"
 #include "xds_server/ads/client_status.h"
 #include "xds_server/ads/fair_queue.h"
+#include "xds_server/ads/nack_log.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/ads/stream_state.h"
@@ -30,52 +33,6 @@
 #include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::xds {
-
-// Counters for logs, the admin endpoint and metrics.
-struct AdsStats {
-  int64_t streams_open = 0;
-  int64_t streams_total = 0;
-  int64_t pushes = 0;
-  int64_t acks = 0;
-  int64_t nacks = 0;  // Counted after nacks() holds the NACK's records.
-  int64_t snapshots = 0;
-  // Streams woken by a snapshot to re-examine names: only those watching a
-  // changed name whose selected variant changed (or may have).
-  int64_t stream_wakes = 0;
-  // Per-stream bounds: streams closed for exceeding each, NACK records not
-  // kept (map full) and NACK error details truncated.
-  int64_t streams_closed_names_limit = 0;
-  int64_t streams_closed_types_limit = 0;
-  int64_t streams_closed_bytes_limit = 0;
-  int64_t streams_closed_write_stall = 0;
-  // Streams closed for taking their connection's or the server's
-  // subscription memory beyond its bound, and the memory all streams'
-  // subscriptions hold (StreamState::SubscriptionMemory).
-  int64_t streams_closed_connection_subscription_limit = 0;
-  int64_t streams_closed_server_subscription_limit = 0;
-  int64_t subscription_memory_bytes = 0;
-  int64_t nack_records_dropped = 0;
-  int64_t nack_details_truncated = 0;
-  // Bytes of NACK error details kept (each detail once, however many records
-  // share it).
-  int64_t nack_detail_bytes = 0;
-  // The response memory budget: bytes of responses being written now, the
-  // most there ever were, and responses that waited for the budget.
-  int64_t response_bytes_in_flight = 0;
-  int64_t response_bytes_in_flight_peak = 0;
-  int64_t responses_deferred = 0;
-};
-
-// The last NACK clients sent for one resource variant.
-struct NackRecord {
-  std::string type_url;
-  std::string name;
-  std::string version;
-  std::string label;
-  std::string node_id;  // The last client that NACKed it.
-  std::string error_detail;
-  int64_t count = 0;
-};
 
 class ClientStatusService;
 
@@ -124,6 +81,9 @@ class AdsService final
     // Told every subscription started and ended, when set. Not owned; must
     // outlive the service.
     DemandObserver* demand_observer = nullptr;
+    // Told what the service does (for metrics), besides stats(), when set.
+    // Not owned; must outlive the service.
+    AdsObserver* observer = nullptr;
     // The client identities (valid allowedClients entries) whose CSDS calls
     // report every client; any other caller sees only the clients with its
     // own identity (ClientStatusService).
@@ -234,45 +194,26 @@ class AdsService final
   void CheckStallsUntilStopped();
 
   Options options_;
+  // What the service reports goes to stats_ and options_.observer.
+  AdsStatsCounter stats_;
+  AdsObserverPair observer_;
+  NackLog nack_log_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServingSnapshot> current_ ABSL_GUARDED_BY(mu_);
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<const StreamCore*, std::shared_ptr<StreamCore>> streams_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, TypeIndex> index_ ABSL_GUARDED_BY(mu_);
-  // A NACK record; its error detail is shared by every record of one NACK.
-  struct StoredNack {
-    NackRecord record;  // error_detail unset.
-    std::shared_ptr<const std::string> detail;
-  };
-  std::map<std::tuple<std::string, std::string, std::string>, StoredNack> nacks_
-      ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
-  std::atomic<int64_t> streams_total_{0};
-  std::atomic<int64_t> pushes_{0};
-  std::atomic<int64_t> acks_{0};
-  std::atomic<int64_t> nacks_count_{0};
-  std::atomic<int64_t> snapshots_{0};
-  std::atomic<int64_t> stream_wakes_{0};
-  std::atomic<int64_t> closed_names_limit_{0};
-  std::atomic<int64_t> closed_types_limit_{0};
-  std::atomic<int64_t> closed_bytes_limit_{0};
-  std::atomic<int64_t> closed_write_stall_{0};
-  std::atomic<int64_t> closed_connection_memory_{0};
-  std::atomic<int64_t> closed_server_memory_{0};
   std::atomic<int64_t> freed_since_trim_{0};
   // Subscription memory by connection (entries with none are erased) and in
   // all. A leaf lock, taken under a stream's lock.
   mutable absl::Mutex memory_mu_;
   absl::flat_hash_map<std::string, int64_t> connection_memory_ ABSL_GUARDED_BY(memory_mu_);
   int64_t subscription_memory_ ABSL_GUARDED_BY(memory_mu_) = 0;
-  std::atomic<int64_t> nack_records_dropped_{0};
-  std::atomic<int64_t> nack_details_truncated_{0};
-  std::atomic<int64_t> responses_deferred_{0};
-  // Bytes of responses being written, and the most there ever were: counted
-  // without a lock (every push and every completed write touches them).
+  // Bytes of responses being written: counted without a lock (every push
+  // and every completed write touches them).
   std::atomic<int64_t> response_bytes_{0};
-  std::atomic<int64_t> response_bytes_peak_{0};
   // Streams waiting for the budget: those that have completed a write
   // (readers) are resumed before those that have not, so clients that never
   // read cannot queue ahead of readers; a stream is tried at most once

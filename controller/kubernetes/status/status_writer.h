@@ -14,7 +14,7 @@
 #include "absl/time/time.h"
 #include "controller/kubernetes/client/clock.h"
 #include "controller/kubernetes/client/kube_client.h"
-#include "xds_server/ads/ads_service.h"
+#include "xds_server/ads/nack_log.h"
 #include "xds_server/snapshot/builder.h"
 #include "yaml-cpp/yaml.h"
 
