@@ -88,8 +88,7 @@ class SelectionChange {
 
 }  // namespace
 
-class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore>,
-                               public SubscriptionQuota {
+class AdsService::StreamCore : public ResponseBudget::Waiter, public SubscriptionQuota {
  public:
   // `peer` is escaped for logs here.
   StreamCore(AdsService* service, uint64_t id, absl::string_view peer)
@@ -108,9 +107,6 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore>,
   virtual std::vector<DemandChange> EndDemand() = 0;
   // Cancels the stream if a write has been in flight since before `limit`.
   virtual void CancelIfStalled(absl::Time limit) = 0;
-  // Writes the stream's next response, if one is due, now that the response
-  // memory budget allows it.
-  virtual void Resume() = 0;
   // Describes the stream's client into `out` when it matches `query`, within
   // `*budget` (StreamState::DescribeClient). Returns false when it does not
   // match; sets `*fits` to false when it matches but does not fit.
@@ -156,9 +152,7 @@ class AdsService::StreamCore : public std::enable_shared_from_this<StreamCore>,
     SettleSubscriptionMemory(0);
     return charged;
   }
-  bool AdmitResponse(bool reader) { return service_->AdmitResponse(*this, reader); }
-  void AddResponseBytes(int64_t bytes) { service_->AddResponseBytes(bytes); }
-  void ReleaseResponseBytes(int64_t bytes) { service_->ReleaseResponseBytes(bytes); }
+  ResponseBudget& budget() { return service_->budget_; }
 
  private:
   friend class AdsService;
@@ -347,10 +341,12 @@ class Core final : public AdsService::StreamCore {
       if (ok) wrote_ = true;
       if (!ok) finish_requested_ = true;
     }
-    ReleaseResponseBytes(written);
+    budget().Release(written);
     TryWrite();
   }
 
+  // Writes the stream's next response, if one is due, now that the response
+  // memory budget allows it.
   void Resume() override {
     {
       absl::MutexLock lock(&mu_);
@@ -502,14 +498,14 @@ class Core final : public AdsService::StreamCore {
       next->action = Action::kFinish;
     } else if (waiting_for_budget_) {
       return;  // Resume() comes once the budget allows.
-    } else if (!AdmitResponse(/*reader=*/wrote_)) {
+    } else if (!budget().Admit(*this, peer(), /*reader=*/wrote_)) {
       waiting_for_budget_ = true;
     } else if (Plan plan; state_.NextResponse(&plan, &next->record)) {
       response_ = Encode(plan);  // The plan, and what it held on to, go here.
       writing_ = true;
       write_started_ = absl::Now();
       response_bytes_ = static_cast<int64_t>(response_.Length());
-      AddResponseBytes(response_bytes_);
+      budget().Add(response_bytes_);
       next->action = Action::kWrite;
     }
   }
@@ -624,6 +620,7 @@ AdsService::AdsService(SnapshotStore& store, Options options)
     : options_(std::move(options)),
       observer_(stats_, options_.observer),
       nack_log_(options_.max_nack_records, options_.max_error_detail_bytes, observer_),
+      budget_(options_.response_memory_budget_bytes, observer_),
       current_(std::make_shared<ServingSnapshot>(store.Current())),
       client_status_(std::make_unique<ClientStatusService>(*this, options_.csds_readers)) {
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
@@ -699,7 +696,8 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   absl::flat_hash_map<StreamCore*, size_t> woken;
   auto wake_of = [&](StreamCore* core) -> Wake& {
     auto [it, inserted] = woken.try_emplace(core, wakes.size());
-    if (inserted) wakes.emplace_back(core->shared_from_this(), Wake());
+    if (inserted)
+      wakes.emplace_back(std::static_pointer_cast<StreamCore>(core->shared_from_this()), Wake());
     return wakes[it->second].second;
   };
   uint64_t sequence;
@@ -825,52 +823,6 @@ void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, b
   }
   if (watchers->second.uniform.empty() && watchers->second.mixed.empty()) {
     type_index.by_name.erase(watchers);
-  }
-}
-
-bool AdsService::AdmitResponse(StreamCore& core, bool reader) {
-  const int64_t budget = options_.response_memory_budget_bytes;
-  if (budget <= 0 || response_bytes_.load() < budget) return true;
-  absl::MutexLock lock(&budget_mu_);
-  const size_t waiting = waiting_readers_.size() + waiting_untried_.size();
-  waiting_count_.store(waiting + 1);
-  // A write that completed since the first look may have found no stream
-  // waiting (it reads waiting_count_ after it releases its bytes, this reads
-  // the bytes after it counts itself in): look again before waiting.
-  if (response_bytes_.load() < budget) {
-    waiting_count_.store(waiting);
-    return true;
-  }
-  (reader ? waiting_readers_ : waiting_untried_).Push(core.peer(), core.shared_from_this());
-  observer_.OnResponseDeferred();
-  return false;
-}
-
-void AdsService::AddResponseBytes(int64_t bytes) {
-  response_bytes_.fetch_add(bytes);
-  observer_.OnResponseBytesInFlightChange(bytes);
-}
-
-void AdsService::ReleaseResponseBytes(int64_t bytes) {
-  response_bytes_.fetch_sub(bytes);
-  observer_.OnResponseBytesInFlightChange(-bytes);
-  if (waiting_count_.load() == 0) return;
-  // One stream at a time, each admitted (or not) before the next is looked
-  // at: O(1) per resumed stream. Readers first: a stream that never
-  // completed a write gets the budget only when no reader waits. Within
-  // each, connections take turns.
-  while (true) {
-    std::shared_ptr<StreamCore> next;
-    {
-      absl::MutexLock lock(&budget_mu_);
-      auto& queue = waiting_readers_.empty() ? waiting_untried_ : waiting_readers_;
-      if (queue.empty() || response_bytes_.load() >= options_.response_memory_budget_bytes) {
-        return;
-      }
-      next = queue.Pop();
-      waiting_count_.store(waiting_readers_.size() + waiting_untried_.size());
-    }
-    next->Resume();  // No lock held: it may write.
   }
 }
 

@@ -23,9 +23,9 @@
 #include "xds_server/ads/ads_observer.h"
 #include "xds_server/ads/ads_stats.h"
 #include "xds_server/ads/client_status.h"
-#include "xds_server/ads/fair_queue.h"
 #include "xds_server/ads/nack_log.h"
 #include "xds_server/ads/parameter_mapping.h"
+#include "xds_server/ads/response_budget.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/common/log_text.h"
@@ -165,17 +165,6 @@ class AdsService final
   void ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
-  // The response memory budget. AdmitResponse returns whether `core` may
-  // build a response now; when not, `core` is queued and resumed once the
-  // budget allows: streams that have completed a write (`reader`) before
-  // streams that have not, each class round-robin by connection (a stream
-  // waits for at most one response of each other connection waiting). Called
-  // with the core's lock held.
-  bool AdmitResponse(StreamCore& core, bool reader);
-  void AddResponseBytes(int64_t bytes);
-  // Returns a written response's bytes to the budget and resumes waiting
-  // streams while it lasts. Called with no lock held.
-  void ReleaseResponseBytes(int64_t bytes);
   void RecordPush(const StreamCore& core, const PushRecord& record);
   // Subscription memory: TakeSubscriptionMemory charges `bytes` more to
   // `connection` and the server, or returns ResourceExhausted naming the
@@ -198,6 +187,8 @@ class AdsService final
   AdsStatsCounter stats_;
   AdsObserverPair observer_;
   NackLog nack_log_;
+  // Taken after a stream's own lock, never with mu_.
+  ResponseBudget budget_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServingSnapshot> current_ ABSL_GUARDED_BY(mu_);
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 1;
@@ -211,22 +202,6 @@ class AdsService final
   mutable absl::Mutex memory_mu_;
   absl::flat_hash_map<std::string, int64_t> connection_memory_ ABSL_GUARDED_BY(memory_mu_);
   int64_t subscription_memory_ ABSL_GUARDED_BY(memory_mu_) = 0;
-  // Bytes of responses being written: counted without a lock (every push
-  // and every completed write touches them).
-  std::atomic<int64_t> response_bytes_{0};
-  // Streams waiting for the budget: those that have completed a write
-  // (readers) are resumed before those that have not, so clients that never
-  // read cannot queue ahead of readers; a stream is tried at most once
-  // before the stall check finds it out. Each class takes turns by
-  // connection, so streams that read once and then stopped, however many
-  // share a connection, hold one turn in a round, not one each. budget_mu_ is
-  // taken after a stream's own lock, never with mu_, and only once the budget
-  // is spent.
-  mutable absl::Mutex budget_mu_;
-  FairQueue<std::shared_ptr<StreamCore>> waiting_readers_ ABSL_GUARDED_BY(budget_mu_);
-  FairQueue<std::shared_ptr<StreamCore>> waiting_untried_ ABSL_GUARDED_BY(budget_mu_);
-  // Streams in both queues, read without the lock by ReleaseResponseBytes.
-  std::atomic<size_t> waiting_count_{0};
   // The write-stall check: one thread, started last by the constructor and
   // joined first by the destructor, so it never sees a half-built service.
   absl::Mutex stall_mu_;
