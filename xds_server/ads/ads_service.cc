@@ -119,7 +119,7 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
 
   // Called by the stream's state under the stream's lock.
   absl::Status Take(int64_t bytes, RequestOutcome::Limit* limit) override {
-    absl::Status status = service_->TakeSubscriptionMemory(peer_, bytes, limit);
+    absl::Status status = service_->subscriptions_.Take(peer_, bytes, limit);
     if (status.ok()) memory_charged_ += bytes;
     return status;
   }
@@ -143,7 +143,7 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
   // Charges the stream's subscription memory as `held` now, whatever Take
   // charged for the request. Called under the stream's lock.
   void SettleSubscriptionMemory(int64_t held) {
-    if (held != memory_charged_) service_->AdjustSubscriptionMemory(peer_, held - memory_charged_);
+    if (held != memory_charged_) service_->subscriptions_.Adjust(peer_, held - memory_charged_);
     memory_charged_ = held;
   }
   // Returns the charge to the connection and the server; returns its size.
@@ -621,6 +621,8 @@ AdsService::AdsService(SnapshotStore& store, Options options)
       observer_(stats_, options_.observer),
       nack_log_(options_.max_nack_records, options_.max_error_detail_bytes, observer_),
       budget_(options_.response_memory_budget_bytes, observer_),
+      subscriptions_(options_.max_subscription_memory_per_connection,
+                     options_.max_subscription_memory, observer_),
       current_(std::make_shared<ServingSnapshot>(store.Current())),
       client_status_(std::make_unique<ClientStatusService>(*this, options_.csds_readers)) {
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
@@ -648,12 +650,6 @@ AdsService::~AdsService() {
   // two explicitly (and visibly to ThreadSanitizer).
   decltype(streams_) streams;
   decltype(index_) index;
-  decltype(connection_memory_) connection_memory;
-  {
-    // Streams' OnDone returned their subscription memory under memory_mu_.
-    absl::MutexLock lock(&memory_mu_);
-    connection_memory.swap(connection_memory_);
-  }
   absl::MutexLock lock(&mu_);
   streams.swap(streams_);
   index.swap(index_);
@@ -840,40 +836,6 @@ void AdsService::Unregister(StreamCore* core, const std::vector<WatchChange>& wa
       type_index.by_name.rehash(0);
     }
   }
-}
-
-absl::Status AdsService::TakeSubscriptionMemory(const std::string& connection, int64_t bytes,
-                                                RequestOutcome::Limit* limit) {
-  absl::MutexLock lock(&memory_mu_);
-  auto it = connection_memory_.find(connection);
-  const int64_t on_connection = it == connection_memory_.end() ? 0 : it->second;
-  const int64_t per_connection = options_.max_subscription_memory_per_connection;
-  if (per_connection > 0 && on_connection + bytes > per_connection) {
-    *limit = RequestOutcome::Limit::kConnectionMemory;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "the request would take the subscriptions of connection ", connection, " beyond ",
-        per_connection, " bytes of memory (--max-subscription-bytes-per-connection)"));
-  }
-  const int64_t server = options_.max_subscription_memory;
-  if (server > 0 && subscription_memory_ + bytes > server) {
-    *limit = RequestOutcome::Limit::kServerMemory;
-    return absl::ResourceExhaustedError(
-        absl::StrCat("the request would take the subscriptions of all streams beyond ", server,
-                     " bytes of memory (--max-subscription-bytes)"));
-  }
-  connection_memory_[connection] = on_connection + bytes;
-  subscription_memory_ += bytes;
-  observer_.OnSubscriptionMemoryChange(bytes);
-  return absl::OkStatus();
-}
-
-void AdsService::AdjustSubscriptionMemory(const std::string& connection, int64_t bytes) {
-  absl::MutexLock lock(&memory_mu_);
-  subscription_memory_ += bytes;
-  observer_.OnSubscriptionMemoryChange(bytes);
-  auto [it, inserted] = connection_memory_.try_emplace(connection, 0);
-  it->second += bytes;
-  if (it->second == 0) connection_memory_.erase(it);
 }
 
 void AdsService::ReturnFreedMemory(int64_t bytes) {

@@ -28,6 +28,7 @@
 #include "xds_server/ads/response_budget.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/ads/stream_state.h"
+#include "xds_server/ads/subscription_ledger.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/snapshot_store/demand_change.h"
 #include "xds_server/snapshot_store/snapshot_store.h"
@@ -166,13 +167,6 @@ class AdsService final
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
   void RecordPush(const StreamCore& core, const PushRecord& record);
-  // Subscription memory: TakeSubscriptionMemory charges `bytes` more to
-  // `connection` and the server, or returns ResourceExhausted naming the
-  // bound and its flag; AdjustSubscriptionMemory charges (or, negative,
-  // returns) bytes without a check. Called with a stream's lock held.
-  absl::Status TakeSubscriptionMemory(const std::string& connection, int64_t bytes,
-                                      RequestOutcome::Limit* limit);
-  void AdjustSubscriptionMemory(const std::string& connection, int64_t bytes);
   // Gives freed heap back to the system once streams have freed enough since
   // the last time (glibc keeps freed memory in its arenas otherwise). Called
   // with no lock held, after a stream's state is freed.
@@ -189,6 +183,8 @@ class AdsService final
   NackLog nack_log_;
   // Taken after a stream's own lock, never with mu_.
   ResponseBudget budget_;
+  // Taken under a stream's lock.
+  SubscriptionLedger subscriptions_;
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServingSnapshot> current_ ABSL_GUARDED_BY(mu_);
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 1;
@@ -197,11 +193,6 @@ class AdsService final
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::atomic<int64_t> freed_since_trim_{0};
-  // Subscription memory by connection (entries with none are erased) and in
-  // all. A leaf lock, taken under a stream's lock.
-  mutable absl::Mutex memory_mu_;
-  absl::flat_hash_map<std::string, int64_t> connection_memory_ ABSL_GUARDED_BY(memory_mu_);
-  int64_t subscription_memory_ ABSL_GUARDED_BY(memory_mu_) = 0;
   // The write-stall check: one thread, started last by the constructor and
   // joined first by the destructor, so it never sees a half-built service.
   absl::Mutex stall_mu_;
