@@ -628,22 +628,18 @@ AdsService::AdsService(SnapshotStore& store, Options options)
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
     OnSnapshot(std::move(snapshot));
   });
-  if (options_.write_stall_timeout > absl::ZeroDuration()) {
-    stall_thread_ = std::thread([this] { CheckStallsUntilStopped(); });
-  }
+  // Bounded cost: one look at each open stream per period.
+  stall_check_ =
+      std::make_unique<StallCheck>(options_.write_stall_timeout, [this](absl::Time limit) {
+        for (const auto& core : Cores()) core->CancelIfStalled(limit);
+      });
 }
 
 AdsService::~AdsService() {
   // First stop hearing of snapshots: this waits for a delivery in progress
   // (OnSnapshot on a publisher's thread) before anything it uses is freed.
   watch_ = SnapshotStore::WatchHandle();
-  if (stall_thread_.joinable()) {
-    {
-      absl::MutexLock lock(&stall_mu_);
-      stopping_ = true;
-    }
-    stall_thread_.join();
-  }
+  stall_check_.reset();
   // The server is shut down before this, so every stream's callbacks have
   // run; gRPC says so through its own synchronization, though. What they
   // wrote under mu_ is taken under mu_ before it is freed, which orders the
@@ -653,23 +649,6 @@ AdsService::~AdsService() {
   absl::MutexLock lock(&mu_);
   streams.swap(streams_);
   index.swap(index_);
-}
-
-void AdsService::CheckStallsUntilStopped() {
-  // Every stalled write is found within a period of its timeout, and all of
-  // them in one pass: their bytes go back to the budget together.
-  const absl::Duration period =
-      std::clamp(options_.write_stall_timeout / 8, absl::Milliseconds(10), absl::Milliseconds(500));
-  stall_mu_.Lock();
-  while (!stall_mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
-    stall_mu_.Unlock();
-    // Bounded cost: one look at each open stream per period. No lock held:
-    // a cancel may run the stream's reactions on this thread.
-    const absl::Time limit = absl::Now() - options_.write_stall_timeout;
-    for (const auto& core : Cores()) core->CancelIfStalled(limit);
-    stall_mu_.Lock();
-  }
-  stall_mu_.Unlock();
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::StreamAggregatedResources(

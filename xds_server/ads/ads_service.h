@@ -9,7 +9,6 @@
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -27,6 +26,7 @@
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/response_budget.h"
 #include "xds_server/ads/serving_snapshot.h"
+#include "xds_server/ads/stall_check.h"
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/ads/subscription_ledger.h"
 #include "xds_server/common/log_text.h"
@@ -172,9 +172,6 @@ class AdsService final
   // with no lock held, after a stream's state is freed.
   void ReturnFreedMemory(int64_t bytes);
   std::vector<std::shared_ptr<StreamCore>> Cores() const;
-  // Runs on stall_thread_: every period, cancels the streams whose write
-  // has stalled, until stopping_.
-  void CheckStallsUntilStopped();
 
   Options options_;
   // What the service reports goes to stats_ and options_.observer.
@@ -193,11 +190,9 @@ class AdsService final
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::atomic<int64_t> freed_since_trim_{0};
-  // The write-stall check: one thread, started last by the constructor and
-  // joined first by the destructor, so it never sees a half-built service.
-  absl::Mutex stall_mu_;
-  bool stopping_ ABSL_GUARDED_BY(stall_mu_) = false;
-  std::thread stall_thread_;
+  // Made last by the constructor and destroyed first by the destructor, so
+  // that its scans never see a half-built service.
+  std::unique_ptr<StallCheck> stall_check_;
   std::unique_ptr<ClientStatusService> client_status_;
   // Dropped first by the destructor, which waits for a delivery in progress.
   SnapshotStore::WatchHandle watch_;
