@@ -43,51 +43,6 @@ bool DebugLogging() { return spdlog::should_log(spdlog::level::debug); }
 
 }  // namespace
 
-// What a snapshot change asks of one stream.
-struct AdsService::Wake {
-  bool all = false;
-  // Wildcard types: every changed name of the type.
-  std::vector<const ResourceType*> types;
-  std::vector<std::pair<const ResourceType*, const std::string*>> names;
-};
-
-namespace {
-
-// Whether the variant one parameter set selects of (type, name) differs
-// between two snapshots. Asked once per parameter group of the name's
-// watchers (the index groups them), so nothing is memoized.
-class SelectionChange {
- public:
-  SelectionChange(const ServingSnapshot& before, const ServingSnapshot& after,
-                  const ResourceType& type, const std::string& name)
-      : before_(before),
-        after_(after),
-        old_(before.snapshot().Find(type, name)),
-        new_(after.snapshot().Find(type, name)) {}
-
-  bool Changed(const Parameters& params) const {
-    // Who may read an authority changed: its names are re-examined by every
-    // stream that watches them, whatever they select.
-    if (before_.snapshot().shared_access() != after_.snapshot().shared_access()) return true;
-    // A partial source's unknowns resolve by waking the stream.
-    if (before_.Unknown(old_, params) || after_.Unknown(new_, params)) return true;
-    const std::shared_ptr<const Variant> was =
-        old_ == nullptr ? nullptr : before_.Select(*old_, params);
-    const std::shared_ptr<const Variant> is =
-        new_ == nullptr ? nullptr : after_.Select(*new_, params);
-    if (was == nullptr || is == nullptr) return was != is;
-    return was->version != is->version;  // Content-derived: equal bytes on the wire.
-  }
-
- private:
-  const ServingSnapshot& before_;
-  const ServingSnapshot& after_;
-  const ServedResource* const old_;
-  const ServedResource* const new_;
-};
-
-}  // namespace
-
 class AdsService::StreamCore : public ResponseBudget::Waiter, public SubscriptionQuota {
  public:
   // `peer` is escaped for logs here.
@@ -96,7 +51,7 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
   virtual ~StreamCore() = default;
 
   virtual void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
-                      const Wake& wake) = 0;
+                      const WatchIndex::Wake& wake) = 0;
   virtual std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const = 0;
   virtual void Drain() = 0;
   virtual std::string node_id() const = 0;
@@ -162,11 +117,6 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
   // Subscription memory charged to the connection and the server: guarded
   // by the stream's lock.
   int64_t memory_charged_ = 0;
-  // StreamState::uniform_params() as last reported, for OnSnapshot: a stream
-  // whose subscriptions all select with these parameters is woken for a
-  // changed name only when the variant they select changed. Guarded by the
-  // service's mu_.
-  std::shared_ptr<const Parameters> uniform_params_;
 };
 
 ClientIdentity IdentityOf(const grpc::AuthContext& auth) {
@@ -372,7 +322,7 @@ class Core final : public AdsService::StreamCore {
   }
 
   void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
-              const AdsService::Wake& wake) override {
+              const WatchIndex::Wake& wake) override {
     Next next;  // One critical section: take in the change and decide.
     {
       absl::MutexLock lock(&mu_);
@@ -645,10 +595,10 @@ AdsService::~AdsService() {
   // wrote under mu_ is taken under mu_ before it is freed, which orders the
   // two explicitly (and visibly to ThreadSanitizer).
   decltype(streams_) streams;
-  decltype(index_) index;
+  WatchIndex index;
   absl::MutexLock lock(&mu_);
   streams.swap(streams_);
-  index.swap(index_);
+  std::swap(index, index_);
 }
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::StreamAggregatedResources(
@@ -664,60 +614,25 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::DeltaAg
 void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   auto serving = std::make_shared<ServingSnapshot>(std::move(snapshot));
   const Snapshot& next = serving->snapshot();
-  const ChangeSet& changes = next.changes();
-  // Streams to wake, with what to re-examine; a stream watching nothing that
-  // changed is not touched. Each woken stream once, in the order first found.
-  std::vector<std::pair<std::shared_ptr<StreamCore>, Wake>> wakes;
-  absl::flat_hash_map<StreamCore*, size_t> woken;
-  auto wake_of = [&](StreamCore* core) -> Wake& {
-    auto [it, inserted] = woken.try_emplace(core, wakes.size());
-    if (inserted)
-      wakes.emplace_back(std::static_pointer_cast<StreamCore>(core->shared_from_this()), Wake());
-    return wakes[it->second].second;
-  };
+  // Streams to wake, with what to re-examine.
+  std::vector<std::pair<std::shared_ptr<StreamCore>, WatchIndex::Wake>> wakes;
   uint64_t sequence;
   bool all;
   size_t open;
   {
     absl::MutexLock lock(&mu_);
-    all = changes.all || next.base_version() != current_->snapshot().version();
     const std::shared_ptr<const ServingSnapshot> previous = std::exchange(current_, serving);
+    all = WatchIndex::WakesAll(*previous, *serving);
     sequence = ++sequence_;
     open = streams_.size();
-    if (all) {
-      wakes.reserve(streams_.size());
-      for (const auto& [key, core] : streams_) {
-        wakes.emplace_back(core, Wake());
-        wakes.back().second.all = true;
-      }
-    } else {
-      for (const auto& [type, names] : changes.by_type) {
-        auto index = index_.find(type->type_url());
-        if (index == index_.end()) continue;
-        for (StreamCore* core : index->second.wildcard) wake_of(core).types.push_back(type);
-        for (const auto* list : {&names.added, &names.changed, &names.removed}) {
-          for (const std::string& name : *list) {
-            auto watchers = index->second.by_name.find(name);
-            if (watchers == index->second.by_name.end()) continue;
-            const SelectionChange selection(*previous, *serving, *type, name);
-            // Most streams select with their node's parameters: such a
-            // stream is woken only when the variant they select changed
-            // (the other variants of the name are not its business).
-            for (const auto& [canonical, group] : watchers->second.uniform) {
-              if (!selection.Changed(*group.params)) continue;
-              for (StreamCore* core : group.cores) wake_of(core).names.emplace_back(type, &name);
-            }
-            for (StreamCore* core : watchers->second.mixed) {
-              wake_of(core).names.emplace_back(type, &name);
-            }
-          }
-        }
-      }
-    }
+    std::vector<std::pair<WatchIndex::StreamId, WatchIndex::Wake>> found =
+        index_.Wakes(*previous, *serving);
+    wakes.reserve(found.size());
+    for (auto& [id, wake] : found) wakes.emplace_back(streams_.at(id), std::move(wake));
   }
   observer_.OnSnapshot(static_cast<int64_t>(wakes.size()));
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
-               next.size(), all ? next.size() : changes.size(), wakes.size(), open);
+               next.size(), all ? next.size() : next.changes().size(), wakes.size(), open);
   for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake);
 }
 
@@ -726,7 +641,8 @@ std::shared_ptr<const ServingSnapshot> AdsService::Register(
   absl::MutexLock lock(&mu_);
   if (draining_) return nullptr;
   core->set_id(next_stream_id_++);
-  streams_[core.get()] = core;
+  streams_[core->id()] = core;
+  index_.AddStream(core->id());
   observer_.OnStreamOpened();
   *sequence = sequence_;
   return current_;
@@ -737,84 +653,15 @@ std::shared_ptr<const ServingSnapshot> AdsService::UpdateWatches(
     std::shared_ptr<const Parameters> uniform_params, const std::vector<WatchChange>& watched,
     uint64_t* sequence) {
   absl::MutexLock lock(&mu_);
-  const std::shared_ptr<const Parameters>& before = core->uniform_params_;
-  const bool regroup = (before == nullptr) != (uniform_params == nullptr) ||
-                       (before != nullptr && before->canonical != uniform_params->canonical);
-  if (regroup) {
-    // Out of the old group (the names no longer watched among them), into
-    // the new one. Rare: a stream's parameters change at its first request,
-    // or when a locator brings a second parameter set.
-    for (const WatchChange& change : changes) ApplyWatchLocked(core, change, /*remove_only=*/true);
-    for (const WatchChange& change : watched) ApplyWatchLocked(core, change, /*remove_only=*/true);
-    core->uniform_params_ = std::move(uniform_params);
-    for (const WatchChange& change : watched) ApplyWatchLocked(core, change, false);
-  } else {
-    core->uniform_params_ = std::move(uniform_params);
-    for (const WatchChange& change : changes) ApplyWatchLocked(core, change, false);
-  }
+  index_.Update(core->id(), changes, std::move(uniform_params), watched);
   *sequence = sequence_;
   return current_;
 }
 
-void AdsService::ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only) {
-  // Snapshots only ever change the served types: a type URL a client made
-  // up is not indexed (it would stay in the index after the stream).
-  const ResourceType* type = FindResourceType(change.type_url);
-  if (type == nullptr || type->type_url() != change.type_url) return;
-  auto index = index_.find(change.type_url);
-  if (index == index_.end()) {
-    if (remove_only || !change.watched) return;
-    index = index_.try_emplace(change.type_url).first;
-  }
-  TypeIndex& type_index = index->second;
-  if (change.wildcard) {
-    if (change.watched && !remove_only) {
-      type_index.wildcard.insert(core);
-    } else {
-      type_index.wildcard.erase(core);
-    }
-    return;
-  }
-  const Parameters* params = core->uniform_params_.get();
-  if (change.watched && !remove_only) {
-    NameWatchers& watchers = type_index.by_name[change.name];
-    if (params == nullptr) {
-      watchers.mixed.insert(core);
-      return;
-    }
-    ParameterGroup& group = watchers.uniform[params->canonical];
-    if (group.params == nullptr) group.params = core->uniform_params_;
-    group.cores.insert(core);
-    return;
-  }
-  auto watchers = type_index.by_name.find(change.name);
-  if (watchers == type_index.by_name.end()) return;
-  if (params == nullptr) {
-    watchers->second.mixed.erase(core);
-  } else if (auto group = watchers->second.uniform.find(params->canonical);
-             group != watchers->second.uniform.end()) {
-    group->second.cores.erase(core);
-    if (group->second.cores.empty()) watchers->second.uniform.erase(group);
-  }
-  if (watchers->second.uniform.empty() && watchers->second.mixed.empty()) {
-    type_index.by_name.erase(watchers);
-  }
-}
-
 void AdsService::Unregister(StreamCore* core, const std::vector<WatchChange>& watches) {
   absl::MutexLock lock(&mu_);
-  for (const WatchChange& change : watches) ApplyWatchLocked(core, change, /*remove_only=*/true);
-  if (streams_.erase(core) > 0) observer_.OnStreamClosed();
-  // A name table emptied by a stream that watched many names gives its
-  // slots back (erasing never shrinks it): O(names left), and only once it
-  // is mostly empty.
-  for (auto& [type_url, type_index] : index_) {
-    constexpr size_t kSmallTable = 4096;
-    if (type_index.by_name.capacity() > kSmallTable &&
-        type_index.by_name.size() < type_index.by_name.capacity() / 8) {
-      type_index.by_name.rehash(0);
-    }
-  }
+  index_.RemoveStream(core->id(), watches);
+  if (streams_.erase(core->id()) > 0) observer_.OnStreamClosed();
 }
 
 void AdsService::ReturnFreedMemory(int64_t bytes) {

@@ -29,6 +29,7 @@
 #include "xds_server/ads/stall_check.h"
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/ads/subscription_ledger.h"
+#include "xds_server/ads/watch_index.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/snapshot_store/demand_change.h"
 #include "xds_server/snapshot_store/snapshot_store.h"
@@ -124,29 +125,10 @@ class AdsService final
   grpc::Service& client_status_service();
 
   class StreamCore;  // Per-stream state shared by a reactor and the service.
-  struct Wake;       // What a snapshot change asks of one stream.
 
  private:
   template <typename Request, typename Response>
   class Reactor;
-  // Streams whose subscriptions all select with one parameter set.
-  struct ParameterGroup {
-    std::shared_ptr<const Parameters> params;
-    absl::flat_hash_set<StreamCore*> cores;
-  };
-  // Streams watching one name: grouped by the parameters they select with,
-  // so that a change wakes only the groups whose selected variant changed
-  // (the streams of the other groups are not touched).
-  struct NameWatchers {
-    absl::flat_hash_map<std::string, ParameterGroup> uniform;  // By canonical parameters.
-    absl::flat_hash_set<StreamCore*> mixed;  // Selecting with several parameter sets.
-  };
-  // Streams watching names of one type.
-  struct TypeIndex {
-    absl::flat_hash_map<std::string, NameWatchers> by_name;
-    absl::flat_hash_set<StreamCore*> wildcard;
-  };
-
   void OnSnapshot(std::shared_ptr<const Snapshot> snapshot);
   // Registers `core` and returns the snapshot it starts from, atomically: a
   // snapshot published later notifies it. Null when draining.
@@ -163,8 +145,6 @@ class AdsService final
       std::shared_ptr<const Parameters> uniform_params, const std::vector<WatchChange>& watched,
       uint64_t* sequence);
   void Unregister(StreamCore* core, const std::vector<WatchChange>& watches);
-  void ApplyWatchLocked(StreamCore* core, const WatchChange& change, bool remove_only)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordOutcome(const StreamCore& core, RequestOutcome& outcome);
   void RecordPush(const StreamCore& core, const PushRecord& record);
   // Gives freed heap back to the system once streams have freed enough since
@@ -185,8 +165,9 @@ class AdsService final
   mutable absl::Mutex mu_;
   std::shared_ptr<const ServingSnapshot> current_ ABSL_GUARDED_BY(mu_);
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<const StreamCore*, std::shared_ptr<StreamCore>> streams_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, TypeIndex> index_ ABSL_GUARDED_BY(mu_);
+  // Open streams by id.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<StreamCore>> streams_ ABSL_GUARDED_BY(mu_);
+  WatchIndex index_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::atomic<int64_t> freed_since_trim_{0};
