@@ -71,6 +71,9 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
   // and the server, and the charge; called once, after the stream's last
   // reaction.
   virtual int64_t EndSubscriptionMemory() = 0;
+  // Reports that the stream holds no authority any more; called once, after
+  // the stream's last reaction.
+  virtual void EndHeldAuthorities() = 0;
 
   // Called by the stream's state under the stream's lock.
   absl::Status Take(int64_t bytes, RequestOutcome::Limit* limit) override {
@@ -210,6 +213,7 @@ class Core final : public AdsService::StreamCore {
                           std::vector<DemandChange>* demand) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     *status = state_.OnRequest(request_, outcome);
     SettleSubscriptionMemory(state_.subscription_memory());
+    ReportAuthoritiesLocked();
     *demand = state_.TakeDemandChanges();
     if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
     std::vector<WatchChange> changes = state_.TakeWatchChanges();
@@ -368,6 +372,14 @@ class Core final : public AdsService::StreamCore {
     return ReturnSubscriptionMemory();
   }
 
+  void EndHeldAuthorities() override {
+    absl::MutexLock lock(&mu_);
+    ReportAuthoritiesLocked();
+    for (const std::string& authority : state_.HeldAuthorities()) {
+      observer().OnStreamsByAuthorityChange(authority, -1);
+    }
+  }
+
   std::vector<WatchChange> AllWatches() override {
     absl::MutexLock lock(&mu_);
     std::vector<WatchChange> out = state_.TakeWatchChanges();
@@ -450,13 +462,25 @@ class Core final : public AdsService::StreamCore {
       return;  // Resume() comes once the budget allows.
     } else if (!budget().Admit(*this, peer(), /*reader=*/wrote_)) {
       waiting_for_budget_ = true;
-    } else if (Plan plan; state_.NextResponse(&plan, &next->record)) {
+    } else {
+      Plan plan;
+      const bool due = state_.NextResponse(&plan, &next->record);
+      ReportAuthoritiesLocked();  // Even without a response: silent removals.
+      if (!due) return;
       response_ = Encode(plan);  // The plan, and what it held on to, go here.
       writing_ = true;
       write_started_ = absl::Now();
       response_bytes_ = static_cast<int64_t>(response_.Length());
       budget().Add(response_bytes_);
       next->action = Action::kWrite;
+    }
+  }
+
+  // Reports the authorities the client came to hold a resource of, or no
+  // longer holds one of (the gauge of streams by authority).
+  void ReportAuthoritiesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    for (const auto& [authority, change] : state_.TakeAuthorityChanges()) {
+      observer().OnStreamsByAuthorityChange(authority, change);
     }
   }
 
@@ -545,6 +569,7 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
       core_->OnDone();
       service_->Unregister(core_.get(), core_->AllWatches());
       freed = core_->EndSubscriptionMemory();
+      core_->EndHeldAuthorities();
       if (DemandObserver* observer = service_->options_.demand_observer; observer != nullptr) {
         if (std::vector<DemandChange> ended = core_->EndDemand(); !ended.empty()) {
           observer->OnDemand(ended);
@@ -741,17 +766,7 @@ AdsStats AdsService::stats() const { return stats_.stats(); }
 std::vector<NackRecord> AdsService::nacks() const { return nack_log_.Records(); }
 
 std::map<std::string, int> AdsService::StreamsPerAuthority() const {
-  std::map<std::string, int> counts;
-  for (const auto& core : Cores()) {
-    std::set<std::string> authorities;
-    for (const auto& [type_url, name, version] : core->Holdings()) {
-      absl::StatusOr<XdstpName> parsed =
-          IsXdstpName(name) ? ParseXdstpName(name) : absl::StatusOr<XdstpName>(XdstpName{});
-      authorities.insert(parsed.ok() ? parsed->authority : "");
-    }
-    for (const std::string& authority : authorities) counts[authority]++;
-  }
-  return counts;
+  return stats_.StreamsByAuthority();
 }
 
 grpc::Service& AdsService::client_status_service() { return *client_status_; }

@@ -110,7 +110,8 @@ class AdsService final
   AdsStats stats() const;
   std::vector<NackRecord> nacks() const;
   // Returns how many open streams hold at least one resource of each
-  // authority ("" for old-style names).
+  // authority ("" for old-style names); authorities none holds are left out.
+  // Kept up as streams change, not counted on each call.
   std::map<std::string, int> StreamsPerAuthority() const;
   // Returns how many streams hold each variant, keyed by (type URL, name, version).
   std::map<std::tuple<std::string, std::string, std::string>, int> ClientsPerVariant() const;

@@ -280,7 +280,39 @@ void StreamState::SetHeld(TypeState& state, const std::string& name, NameState& 
   }
   for (const auto& [key, entry] : ns.held) state.held_digest -= Digest64OfParts({name, key});
   for (const auto& [key, entry] : held) state.held_digest += Digest64OfParts({name, key});
+  if (ns.held.empty() != held.empty()) NoteHeldName(name, !held.empty());
   ns.held = std::move(held);
+}
+
+void StreamState::NoteHeldName(const std::string& name, bool held) {
+  std::string authority;
+  if (IsXdstpName(name)) {
+    absl::StatusOr<XdstpName> parsed = ParseXdstpName(name);
+    if (parsed.ok()) authority = std::move(parsed->authority);
+  }
+  auto [it, inserted] = held_names_by_authority_.try_emplace(authority, 0);
+  it->second += held ? 1 : -1;
+  if (it->second == (held ? 1 : 0)) {
+    // The stream came to hold the authority, or no longer does.
+    auto [change, added] = authority_changes_.try_emplace(authority, 0);
+    change->second += held ? 1 : -1;
+    if (change->second == 0) authority_changes_.erase(change);
+  }
+  if (it->second == 0) held_names_by_authority_.erase(it);
+}
+
+std::vector<std::pair<std::string, int>> StreamState::TakeAuthorityChanges() {
+  std::vector<std::pair<std::string, int>> out(authority_changes_.begin(),
+                                               authority_changes_.end());
+  authority_changes_.clear();
+  return out;
+}
+
+std::vector<std::string> StreamState::HeldAuthorities() const {
+  std::vector<std::string> out;
+  out.reserve(held_names_by_authority_.size());
+  for (const auto& [authority, names] : held_names_by_authority_) out.push_back(authority);
+  return out;
 }
 
 void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,

@@ -14,8 +14,10 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
@@ -209,6 +211,14 @@ class StreamState {
   }
   // Returns (type URL, name, variant version) of everything the client holds.
   std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const;
+  // Returns and clears the changes, since the last call, to the authorities
+  // ("" for old-style names) the client holds at least one resource of: +1
+  // for one it holds now and did not, -1 for one it no longer holds (none
+  // for one it held, dropped and holds again). Kept up at O(1) per name that
+  // came to hold something or to hold nothing.
+  std::vector<std::pair<std::string, int>> TakeAuthorityChanges();
+  // Returns the authorities the client holds at least one resource of.
+  std::vector<std::string> HeldAuthorities() const;
   // Returns the names currently subscribed (over every type).
   int64_t subscribed_names() const { return subscribed_names_; }
   // Returns the bytes Limits::max_bytes counts now.
@@ -340,6 +350,9 @@ class StreamState {
   // answer is not known yet (the client would take it as deleted).
   bool OmitsUnknown(const TypeState& state) const;
   void SetHeld(TypeState& state, const std::string& name, NameState& ns, HeldMap held);
+  // Counts `name` as holding something (or, !held, nothing any more) under
+  // its authority.
+  void NoteHeldName(const std::string& name, bool held);
   HeldMap Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
   HeldMap Effective(const TypeState& state, NameState& ns, const std::string& name) const;
   Pending Classify(TypeState& state, const std::string& name);
@@ -387,6 +400,10 @@ class StreamState {
   std::vector<WatchChange> watch_changes_;
   bool record_demand_ = false;
   std::vector<DemandChange> demand_changes_;
+  // Names holding a variant, by authority, and the changes
+  // TakeAuthorityChanges returns (no entry is zero in either).
+  absl::flat_hash_map<std::string, int64_t> held_names_by_authority_;
+  absl::flat_hash_map<std::string, int> authority_changes_;
   int64_t subscribed_names_ = 0;
   int64_t subscribed_bytes_ = 0;
   SubscriptionQuota* quota_ = nullptr;

@@ -1225,6 +1225,31 @@ TEST_F(AccessTest, SotwWildcardOmitsRestrictedResourcesForOtherClients) {
   }
 }
 
+TEST_F(AccessTest, AuthoritiesHeldAreReportedAsTheClientComesToHoldAndDropThem) {
+  auto state = Stream(Protocol::kSotw, Build(), Identity(kAllowedId));
+  ASSERT_EQ((Exchange<DiscoveryRequest, DiscoveryResponse>(*state, Sotw(kCds, {"c-plain", kOpen}))
+                 .size()),
+            1u);
+  EXPECT_THAT(state->TakeAuthorityChanges(),
+              UnorderedElementsAre(std::pair<std::string, int>("", 1),
+                                   std::pair<std::string, int>("open.example", 1)));
+  EXPECT_THAT(state->TakeAuthorityChanges(), IsEmpty());
+  ASSERT_EQ(
+      (Exchange<DiscoveryRequest, DiscoveryResponse>(*state, Sotw(kCds, {kOpen, kSecure})).size()),
+      1u);
+  EXPECT_THAT(state->TakeAuthorityChanges(),
+              UnorderedElementsAre(std::pair<std::string, int>("", -1),
+                                   std::pair<std::string, int>("secure.example", 1)));
+  EXPECT_THAT(state->HeldAuthorities(), UnorderedElementsAre("open.example", "secure.example"));
+  // Dropped and held again before anyone asked: nothing to report.
+  ASSERT_EQ((Exchange<DiscoveryRequest, DiscoveryResponse>(*state, Sotw(kCds, {kOpen})).size()),
+            1u);
+  ASSERT_EQ(
+      (Exchange<DiscoveryRequest, DiscoveryResponse>(*state, Sotw(kCds, {kOpen, kSecure})).size()),
+      1u);
+  EXPECT_THAT(state->TakeAuthorityChanges(), IsEmpty());
+}
+
 TEST_F(AccessTest, DeltaWildcardNeitherSendsNorRemovesRestrictedResources) {
   auto with_secure = Build();
   builder_.Remove({kXdsResourceKind, "demo", "c-secure"});
