@@ -2,6 +2,7 @@
 // project's own ADS client, for the paths today's real gRPC clients do not
 // exercise (resource locators, delta, several parameter sets per stream).
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -738,6 +739,64 @@ TEST_F(AdsWireTest, StreamWhoseWriteStallsIsCancelledAndCounted) {
 
   context.TryCancel();
   stalled->Finish();
+}
+
+// Records what an observer hears of pushes and authorities.
+class PushRecorder final : public xds::AdsObserver {
+ public:
+  void OnPushCompleted(absl::Duration since_publish) override {
+    absl::MutexLock lock(&mu_);
+    completed_.push_back(since_publish);
+  }
+  void OnStreamsByAuthorityChange(const std::string& authority, int64_t streams) override {
+    absl::MutexLock lock(&mu_);
+    by_authority_[authority] += streams;
+  }
+  // Waits until `count` pushes completed; returns them (fewer after kWait).
+  std::vector<absl::Duration> WaitForPushes(size_t count) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, count]()
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return completed_.size() >= count; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), kWait);
+    return completed_;
+  }
+  int64_t by_authority(const std::string& authority) {
+    absl::MutexLock lock(&mu_);
+    return by_authority_[authority];
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<absl::Duration> completed_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, int64_t> by_authority_ ABSL_GUARDED_BY(mu_);
+};
+
+// The observer hears when a published change reached a client (not the
+// answers to its requests), and which authorities open streams hold.
+TEST_F(AdsWireTest, ObserverHearsHowLongAPublishedChangeTookToBeWritten) {
+  PushRecorder recorder;
+  xds::AdsService::Options options;
+  options.observer = &recorder;
+  StartServer(std::move(options));
+  auto stream = Sotw();
+  SubscribeToRouteAndAck(*stream, "prod");
+  if (HasFatalFailure()) return;
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& s) { return s.acks == 1; }));
+  EXPECT_EQ(recorder.by_authority(""), 1);
+  const absl::Time before = absl::Now();
+  Publish("[" + RouteVariant("prod", "{env: prod}", "b") + ", " +
+          RouteVariant("other", "{env: {not: prod}}", "b") + "]");
+  auto update = stream->Next(kWait);
+  ASSERT_THAT(update, IsOk());
+  const std::vector<absl::Duration> pushes = recorder.WaitForPushes(1);
+  const absl::Duration most = absl::Now() - before;
+  ASSERT_EQ(pushes.size(), 1u) << "the first answer is not a published change";
+  EXPECT_GE(pushes[0], absl::ZeroDuration());
+  EXPECT_LE(pushes[0], most);
+  stream.reset();
+  ASSERT_TRUE(WaitForStats([](const xds::AdsStats& s) { return s.streams_open == 0; }));
+  EXPECT_EQ(recorder.by_authority(""), 0);
+  EXPECT_THAT(ads_->StreamsPerAuthority(), IsEmpty());
 }
 
 }  // namespace

@@ -50,8 +50,10 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
       : service_(service), id_(id), peer_(SafeForLog(peer)) {}
   virtual ~StreamCore() = default;
 
+  // Takes in `serving` (the `sequence`th snapshot, which reached the server
+  // at `published`) and re-examines what `wake` names.
   virtual void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
-                      const WatchIndex::Wake& wake) = 0;
+                      const WatchIndex::Wake& wake, absl::Time published) = 0;
   virtual std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const = 0;
   virtual void Drain() = 0;
   virtual std::string node_id() const = 0;
@@ -286,8 +288,10 @@ class Core final : public AdsService::StreamCore {
 
   void OnWriteDone(bool ok) {
     int64_t written = 0;
+    absl::Time published;
     {
       absl::MutexLock lock(&mu_);
+      published = std::exchange(write_published_, absl::InfiniteFuture());
       writing_ = false;
       write_started_ = absl::InfiniteFuture();
       response_.Clear();  // Frees the response's bytes.
@@ -296,6 +300,9 @@ class Core final : public AdsService::StreamCore {
       if (!ok) finish_requested_ = true;
     }
     budget().Release(written);
+    if (ok && published != absl::InfiniteFuture()) {
+      observer().OnPushCompleted(absl::Now() - published);
+    }
     TryWrite();
   }
 
@@ -326,10 +333,11 @@ class Core final : public AdsService::StreamCore {
   }
 
   void Notify(const std::shared_ptr<const ServingSnapshot>& serving, uint64_t sequence,
-              const WatchIndex::Wake& wake) override {
+              const WatchIndex::Wake& wake, absl::Time published) override {
     Next next;  // One critical section: take in the change and decide.
     {
       absl::MutexLock lock(&mu_);
+      unwritten_since_ = std::min(unwritten_since_, published);
       if (sequence > sequence_) {
         state_.AdoptSnapshot(serving);
         sequence_ = sequence;
@@ -466,7 +474,11 @@ class Core final : public AdsService::StreamCore {
       Plan plan;
       const bool due = state_.NextResponse(&plan, &next->record);
       ReportAuthoritiesLocked();  // Even without a response: silent removals.
-      if (!due) return;
+      if (!due) {
+        unwritten_since_ = absl::InfiniteFuture();  // Every change published is written.
+        return;
+      }
+      write_published_ = unwritten_since_;
       response_ = Encode(plan);  // The plan, and what it held on to, go here.
       writing_ = true;
       write_started_ = absl::Now();
@@ -519,6 +531,11 @@ class Core final : public AdsService::StreamCore {
   bool waiting_for_budget_ ABSL_GUARDED_BY(mu_) = false;
   bool wrote_ ABSL_GUARDED_BY(mu_) = false;  // A write has completed: the client reads.
   absl::Time write_started_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  // When the oldest snapshot whose change the stream has not written yet
+  // reached the server, and, for the write in flight, when the oldest one
+  // it may carry did (InfiniteFuture: none), for OnPushCompleted.
+  absl::Time unwritten_since_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
+  absl::Time write_published_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool stall_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
@@ -637,6 +654,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* AdsService::DeltaAg
 }
 
 void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
+  const absl::Time published = absl::Now();
   auto serving = std::make_shared<ServingSnapshot>(std::move(snapshot));
   const Snapshot& next = serving->snapshot();
   // Streams to wake, with what to re-examine.
@@ -658,7 +676,7 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   observer_.OnSnapshot(static_cast<int64_t>(wakes.size()));
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
                next.size(), all ? next.size() : next.changes().size(), wakes.size(), open);
-  for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake);
+  for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake, published);
 }
 
 std::shared_ptr<const ServingSnapshot> AdsService::Register(
