@@ -3,51 +3,20 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "xds_server/ads/stream_state_internal.h"
 #include "xds_server/common/digest.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
-namespace {
-
-using ::envoy::service::discovery::v3::DeltaDiscoveryRequest;
-using ::envoy::service::discovery::v3::DeltaDiscoveryResponse;
-using ::envoy::service::discovery::v3::DiscoveryRequest;
-using ::envoy::service::discovery::v3::DiscoveryResponse;
-using ::envoy::service::discovery::v3::DynamicParameterConstraints;
-using ::envoy::service::discovery::v3::ResourceName;
-
-constexpr char kWildcard[] = "*";
-// Bytes a client's status adds besides its node and parameters.
-constexpr size_t kStatusOverheadBytes = 64;
-
-// Listener and Cluster responses in SotW carry the complete set: a resource
-// missing from one is deleted by the client.
-bool IsFullStateType(const ResourceType* type) {
-  return type == &ListenerType() || type == &ClusterType();
-}
-
-int RankOf(const ResourceType* type) { return type == nullptr ? -1 : type->push_rank(); }
+namespace stream_state_internal {
 
 std::string CanonicalName(const std::string& name) {
   absl::StatusOr<std::string> normalized = NormalizeResourceName(name);
   return normalized.ok() ? *normalized : name;
 }
 
-// What a subscription counts against Limits::max_bytes: its name and a
-// locator's parameters.
-template <typename ParameterMap>
-int64_t SubscriptionBytes(size_t name_size, bool locator, const ParameterMap& params) {
-  int64_t bytes = static_cast<int64_t>(name_size);
-  if (!locator) return bytes;
-  for (const auto& [key, value] : params) bytes += static_cast<int64_t>(key.size() + value.size());
-  return bytes;
-}
-
-// Refuses a type URL or resource name no served resource can have: they
-// would otherwise be kept (and logged) at any size.
 absl::Status CheckTypeUrl(const std::string& type_url, absl::string_view request) {
   if (type_url.empty()) return absl::InvalidArgumentError(absl::StrCat(request, " has no type_url"));
   if (type_url.size() <= StreamState::kMaxTypeUrlBytes) return absl::OkStatus();
@@ -64,13 +33,22 @@ absl::Status CheckName(const std::string& name, const std::string& type_url,
       " has ", name.size(), " bytes; the limit is ", kMaxResourceNameLength, " bytes"));
 }
 
-std::string FormKey(bool locator, const std::string& rest) {
-  return absl::StrCat(locator ? "L" : "P", rest);
-}
-
 std::string DigestVersion(uint64_t digest) {
   return absl::StrCat(absl::Hex(digest, absl::kZeroPad16));
 }
+
+}  // namespace stream_state_internal
+
+namespace {
+
+using stream_state_internal::FormKey;
+using stream_state_internal::IsFullStateType;
+using stream_state_internal::SubscriptionBytes;
+
+// Bytes a client's status adds besides its node and parameters.
+constexpr size_t kStatusOverheadBytes = 64;
+
+int RankOf(const ResourceType* type) { return type == nullptr ? -1 : type->push_rank(); }
 
 }  // namespace
 
@@ -89,8 +67,6 @@ void StreamState::SetNode(const envoy::config::core::v3::Node& node) {
   wrap_plain_ = std::find(node_.client_features().begin(), node_.client_features().end(),
                           kResourceInSotwFeature) != node_.client_features().end();
 }
-
-bool StreamState::wraps_plain_resources() const { return wrap_plain_; }
 
 StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
                                               RequestOutcome* outcome, absl::Status* status) {
@@ -366,320 +342,6 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
   }
 }
 
-absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutcome* outcome) {
-  if (absl::Status s = CheckTypeUrl(request.type_url(), "DiscoveryRequest"); !s.ok()) return s;
-  if (request.resource_names_size() + request.resource_locators_size() > kMaxNamesPerRequest) {
-    return absl::InvalidArgumentError(absl::StrCat("DiscoveryRequest for ",
-                                                   SafeForLog(request.type_url()),
-                                                   " names more than ", kMaxNamesPerRequest,
-                                                   " resources"));
-  }
-  for (const std::string& name : request.resource_names()) {
-    if (absl::Status s = CheckName(name, request.type_url(), "resource_names"); !s.ok()) return s;
-  }
-  for (const auto& locator : request.resource_locators()) {
-    if (absl::Status s = CheckName(locator.name(), request.type_url(), "resource_locators");
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (request.has_node() && !has_node_) SetNode(request.node());
-  absl::Status status;
-  TypeState* found = StateFor(request.type_url(), outcome, &status);
-  if (found == nullptr) return status;
-  TypeState& state = *found;
-  ProcessAckOrNack(state, request.response_nonce(),
-                   request.has_error_detail() ? request.error_detail().message() : "", outcome);
-  if (request.has_error_detail() && outcome->kind == RequestOutcome::Kind::kNack &&
-      outcome->error_detail.empty()) {
-    outcome->error_detail = "(NACK without a message)";
-  }
-
-  // Fast path: the same names as last time (every ACK repeats them) change
-  // nothing.
-  if (state.seen_request && !state.last_had_locators && request.resource_locators_size() == 0 &&
-      std::equal(request.resource_names().begin(), request.resource_names().end(),
-                 state.last_names.begin(), state.last_names.end())) {
-    return absl::OkStatus();
-  }
-
-  // SotW requests carry the complete subscription set.
-  std::map<std::string, std::map<std::string, Subscription>> next;
-  bool wildcard = false;
-  for (const std::string& name : request.resource_names()) {
-    if (name == kWildcard) {
-      wildcard = true;
-      continue;
-    }
-    next[CanonicalName(name)].try_emplace(FormKey(false, node_params_->canonical),
-                                          Subscription{node_params_, false, false});
-  }
-  for (const auto& locator : request.resource_locators()) {
-    if (locator.name() == kWildcard) {
-      wildcard = true;
-      continue;
-    }
-    auto params = std::make_shared<Parameters>(
-        ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    const std::string key = FormKey(true, params->canonical);
-    next[CanonicalName(locator.name())].try_emplace(key,
-                                                    Subscription{std::move(params), true, false});
-  }
-  if (next.empty() && !wildcard && IsFullStateType(state.type) &&
-      (!state.seen_request || state.legacy_wildcard)) {
-    // Legacy wildcard: the first LDS/CDS request names nothing, and so do the
-    // ACKs that follow it. (After explicit names, an empty list unsubscribes.)
-    wildcard = true;
-    state.legacy_wildcard = true;
-  } else {
-    state.legacy_wildcard = false;
-  }
-  int64_t added = 0;
-  int64_t added_bytes = 0;
-  for (const auto& [name, subs] : next) {
-    auto it = state.names.find(name);
-    added += static_cast<int64_t>(subs.size()) -
-             (it == state.names.end() ? 0 : static_cast<int64_t>(it->second.subscriptions.size()));
-    for (const auto& [key, sub] : subs) {
-      added_bytes += SubscriptionBytes(name.size(), sub.locator, sub.params->params);
-    }
-    if (it == state.names.end()) continue;
-    for (const auto& [key, sub] : it->second.subscriptions) {
-      added_bytes -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
-    }
-  }
-  // Names the request no longer lists lose their subscriptions: the request
-  // is checked against what the stream will hold, not the sum of both.
-  for (const auto& [name, ns] : state.names) {
-    if (ns.subscriptions.empty() || next.count(name) > 0) continue;
-    added -= static_cast<int64_t>(ns.subscriptions.size());
-    for (const auto& [key, sub] : ns.subscriptions) {
-      added_bytes -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
-    }
-  }
-  if (added > 0 || added_bytes > 0) {
-    if (absl::Status limit = CheckNameLimit(added, added_bytes, state.type_url, outcome);
-        !limit.ok()) {
-      return limit;
-    }
-  }
-
-  if (!state.seen_request && request.response_nonce().empty() && !request.version_info().empty()) {
-    state.resume_version = request.version_info();
-    resume_pending_ = true;
-  }
-  bool changed = !state.seen_request || wildcard != state.wildcard;
-  SetWildcard(state, wildcard);
-  // Keep what the client holds for names still subscribed (or still covered
-  // by the wildcard); forget the rest, so a resubscription sends it again.
-  std::vector<std::string> gone;
-  for (auto& [name, ns] : state.names) {
-    auto found_next = next.find(name);
-    if (found_next == next.end()) {
-      if (ns.subscriptions.empty()) continue;  // Wildcard-covered only.
-      if (state.wildcard) {
-        ReplaceSubscriptions(state, name, ns, {});
-        state.dirty.insert(name);
-      } else {
-        gone.push_back(name);
-      }
-      changed = true;
-      continue;
-    }
-    std::map<std::string, Subscription>& subs = found_next->second;
-    bool same = subs.size() == ns.subscriptions.size();
-    for (auto& [key, sub] : subs) {
-      auto old = ns.subscriptions.find(key);
-      if (old == ns.subscriptions.end()) {
-        same = false;
-      } else {
-        sub.answered = old->second.answered;
-      }
-    }
-    if (!same) {
-      ReplaceSubscriptions(state, name, ns, std::move(subs));
-      state.dirty.insert(name);
-      changed = true;
-    }
-    next.erase(found_next);
-  }
-  for (const std::string& name : gone) Untrack(state, name);
-  for (auto& [name, subs] : next) {
-    NameState& ns = Track(state, name);
-    state.dirty.insert(name);
-    ReplaceSubscriptions(state, name, ns, std::move(subs));
-    changed = true;
-  }
-  state.seen_request = true;
-  state.last_had_locators = request.resource_locators_size() > 0;
-  state.last_names.assign(request.resource_names().begin(), request.resource_names().end());
-  if (changed) state.response_due = true;
-  if (outcome->kind == RequestOutcome::Kind::kAck && changed) {
-    outcome->kind = RequestOutcome::Kind::kSubscriptionOnly;
-  }
-  return absl::OkStatus();
-}
-
-absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request,
-                                    RequestOutcome* outcome) {
-  if (absl::Status s = CheckTypeUrl(request.type_url(), "DeltaDiscoveryRequest"); !s.ok()) {
-    return s;
-  }
-  if (request.resource_names_subscribe_size() + request.resource_locators_subscribe_size() >
-          kMaxNamesPerRequest ||
-      request.resource_names_unsubscribe_size() + request.resource_locators_unsubscribe_size() >
-          kMaxNamesPerRequest ||
-      request.initial_resource_versions_size() > kMaxNamesPerRequest) {
-    return absl::InvalidArgumentError(absl::StrCat("DeltaDiscoveryRequest for ",
-                                                   SafeForLog(request.type_url()),
-                                                   " names more than ", kMaxNamesPerRequest,
-                                                   " resources"));
-  }
-  // What the subscriptions would add (duplicates and names already
-  // subscribed counted too: an upper bound, checked before anything changes).
-  int64_t added_bytes = 0;
-  for (const std::string& name : request.resource_names_subscribe()) {
-    if (absl::Status s = CheckName(name, request.type_url(), "resource_names_subscribe");
-        !s.ok()) {
-      return s;
-    }
-    added_bytes += static_cast<int64_t>(name.size());
-  }
-  for (const auto& locator : request.resource_locators_subscribe()) {
-    if (absl::Status s =
-            CheckName(locator.name(), request.type_url(), "resource_locators_subscribe");
-        !s.ok()) {
-      return s;
-    }
-    added_bytes +=
-        SubscriptionBytes(locator.name().size(), /*locator=*/true, locator.dynamic_parameters());
-  }
-  for (const auto& [name, version] : request.initial_resource_versions()) {
-    if (absl::Status s = CheckName(name, request.type_url(), "initial_resource_versions");
-        !s.ok()) {
-      return s;
-    }
-  }
-  if (request.has_node() && !has_node_) SetNode(request.node());
-  absl::Status status;
-  TypeState* found = StateFor(request.type_url(), outcome, &status);
-  if (found == nullptr) return status;
-  TypeState& state = *found;
-  ProcessAckOrNack(state, request.response_nonce(),
-                   request.has_error_detail() ? request.error_detail().message() : "", outcome);
-  if (absl::Status limit = CheckNameLimit(request.resource_names_subscribe_size() +
-                                              request.resource_locators_subscribe_size(),
-                                          added_bytes, state.type_url, outcome);
-      !limit.ok()) {
-    return limit;
-  }
-
-  if (!state.seen_request) {
-    // What the client holds from an earlier stream. A claimed version this
-    // server does not serve for it is replaced (or removed) below.
-    for (const auto& [name, version] : request.initial_resource_versions()) {
-      const std::string canonical = CanonicalName(name);
-      NameState& ns = Track(state, canonical);
-      state.dirty.insert(canonical);
-      const ServedResource* resource =
-          Lookup(state, canonical);
-      std::shared_ptr<const Variant> match;
-      if (resource != nullptr) {
-        for (const auto& variant : resource->variants) {
-          if (variant->version == version) match = variant;
-        }
-      }
-      if (match != nullptr) {
-        HeldMap held = ns.held;
-        held[FormKey(false, version)] = Held{std::move(match), false};
-        SetHeld(state, canonical, ns, std::move(held));
-      } else {
-        ns.stale_claim = true;
-      }
-    }
-    if (request.resource_names_subscribe_size() == 0 &&
-        request.resource_locators_subscribe_size() == 0 && IsFullStateType(state.type)) {
-      SetWildcard(state, true);
-    }
-  }
-  for (const std::string& name : request.resource_names_subscribe()) {
-    if (name == kWildcard) {
-      SetWildcard(state, true);
-      continue;
-    }
-    const std::string canonical = CanonicalName(name);
-    AddSubscription(state, canonical, Track(state, canonical), node_params_, /*locator=*/false);
-    state.dirty.insert(canonical);
-  }
-  for (const auto& locator : request.resource_locators_subscribe()) {
-    auto params = std::make_shared<Parameters>(
-        ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    const std::string canonical = CanonicalName(locator.name());
-    AddSubscription(state, canonical, Track(state, canonical), std::move(params),
-                    /*locator=*/true);
-    state.dirty.insert(canonical);
-  }
-  // After an unsubscribe the client forgets the resource; a name the
-  // wildcard still covers is sent again, anything else is dropped silently.
-  auto after_unsubscribe = [&](const std::string& name, NameState& ns) {
-    if (ns.subscriptions.empty() && !state.wildcard) {
-      Untrack(state, name);
-    } else {
-      state.dirty.insert(name);
-    }
-  };
-  bool wildcard_unsubscribed = false;
-  for (const std::string& name : request.resource_names_unsubscribe()) {
-    if (name == kWildcard) {
-      // Once per request: each pass looks at every name.
-      if (std::exchange(wildcard_unsubscribed, true)) continue;
-      SetWildcard(state, false);
-      // Names held only through the wildcard are forgotten with it.
-      std::vector<std::string> idle;
-      for (const auto& [n, ns] : state.names) {
-        if (ns.subscriptions.empty()) idle.push_back(n);
-      }
-      for (const std::string& n : idle) Untrack(state, n);
-      continue;
-    }
-    const std::string canonical = CanonicalName(name);
-    auto it = state.names.find(canonical);
-    if (it == state.names.end()) continue;
-    NameState& ns = it->second;
-    for (auto sub = ns.subscriptions.begin(); sub != ns.subscriptions.end();) {
-      if (sub->second.locator) {
-        ++sub;
-      } else {
-        NoteDemand(state, canonical, sub->second, false);
-        sub = ns.subscriptions.erase(sub);
-        --subscribed_names_;
-        subscribed_bytes_ -= static_cast<int64_t>(canonical.size());
-      }
-    }
-    HeldMap held = ns.held;
-    std::erase_if(held, [](const auto& entry) { return !entry.second.locator; });
-    SetHeld(state, canonical, ns, std::move(held));
-    after_unsubscribe(canonical, ns);
-  }
-  for (const auto& locator : request.resource_locators_unsubscribe()) {
-    const std::string name = CanonicalName(locator.name());
-    auto it = state.names.find(name);
-    if (it == state.names.end()) continue;
-    Parameters params(
-        ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    auto sub = it->second.subscriptions.find(FormKey(true, params.canonical));
-    if (sub != it->second.subscriptions.end()) {
-      NoteDemand(state, name, sub->second, false);
-      subscribed_bytes_ -= SubscriptionBytes(name.size(), /*locator=*/true, params.params);
-      it->second.subscriptions.erase(sub);
-      --subscribed_names_;
-    }
-    after_unsubscribe(name, it->second);
-  }
-  state.seen_request = true;
-  return absl::OkStatus();
-}
-
 void StreamState::AdoptSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
   snapshot_ = std::move(snapshot);
 }
@@ -889,232 +551,6 @@ std::set<std::string> StreamState::TakeDue(TypeState& state, bool removal_phase)
 }
 
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
-
-void StreamState::ResumeFromClientVersions() {
-  if (!std::exchange(resume_pending_, false)) return;
-  for (auto& [url, state] : types_) {
-    if (state.resume_version.empty()) continue;
-    const std::string claimed = std::exchange(state.resume_version, "");
-    // What this stream would hold after answering: every subscribed (or
-    // wildcard-covered) name with its selected variants.
-    std::map<std::string, HeldMap> would_hold;
-    for (const auto& [name, ns] : state.names) {
-      HeldMap desired = Desired(state, ns, name);
-      if (!desired.empty()) would_hold[name] = std::move(desired);
-    }
-    if (state.wildcard && state.type != nullptr) {
-      static const NameState kEmpty;
-      for (const auto& [name, resource] : snapshot_->snapshot().resources(*state.type)) {
-        if (state.names.count(name) > 0) continue;
-        HeldMap desired = Desired(state, kEmpty, name);
-        if (!desired.empty()) would_hold[name] = std::move(desired);
-      }
-    }
-    uint64_t digest = 0;
-    for (const auto& [name, held] : would_hold) {
-      for (const auto& [key, entry] : held) digest += Digest64OfParts({name, key});
-    }
-    if (DigestVersion(digest) != claimed) continue;
-    for (auto& [name, held] : would_hold) {
-      NameState& ns = Track(state, name);
-      SetHeld(state, name, ns, std::move(held));
-    }
-    for (auto& [name, ns] : state.names) {
-      for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
-    }
-    state.unacked_prior.clear();
-    state.response_due = false;
-  }
-}
-
-const std::string& SotwResponse::Resource::EncodedAny() const {
-  return wrapped ? variant->EncodedWrappedAny(locator) : variant->EncodedAny();
-}
-
-DiscoveryResponse SotwResponse::ToMessage() const {
-  DiscoveryResponse message;
-  message.set_version_info(version_info);
-  for (const Resource& resource : resources) {
-    (void)message.add_resources()->ParseFromString(resource.EncodedAny());
-  }
-  message.set_type_url(type_url);
-  message.set_nonce(nonce);
-  return message;
-}
-
-bool StreamState::NextResponse(DiscoveryResponse* response, PushRecord* record) {
-  SotwResponse next;
-  if (!NextResponse(&next, record)) return false;
-  *response = next.ToMessage();
-  return true;
-}
-
-bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
-  ResumeFromClientVersions();
-  while (true) {
-    bool removal_phase = false;
-    TypeState* state = PickNext(&removal_phase);
-    if (state == nullptr) return false;
-    const bool full_state = IsFullStateType(state->type);
-
-    // This response settles the upserts and unanswered names (and, in the
-    // removal phase, the removals); a full-state one answers everything.
-    std::set<std::string> names = TakeDue(*state, removal_phase);
-    std::vector<std::pair<std::string, Held>> carried;
-    for (const std::string& name : names) {
-      NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
-      HeldMap desired = Effective(*state, ns, name);
-      if (!full_state && !removal_phase) {
-        for (const auto& [key, entry] : desired) carried.emplace_back(name, entry);
-      }
-      SetHeld(*state, name, ns, std::move(desired));
-      for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
-    }
-    if (full_state) {
-      for (auto& [name, ns] : state->names) {
-        for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
-        for (const auto& [key, entry] : ns.held) carried.emplace_back(name, entry);
-      }
-    }
-    for (const std::string& name : names) DropIdleName(*state, name);
-    if (removal_phase && !full_state && !state->response_due) {
-      continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
-    }
-
-    response->type_url = state->type_url;
-    response->version_info = DigestVersion(state->held_digest);
-    response->nonce = NextNonce();
-    record->type_url = state->type_url;
-    record->version_info = response->version_info;
-    record->nonce = response->nonce;
-    record->items.clear();
-    record->items.reserve(carried.size());
-    const bool wrap_plain = wraps_plain_resources();
-    response->resources.clear();
-    response->resources.reserve(carried.size());
-    for (auto& [name, entry] : carried) {
-      const Variant& variant = *entry.variant;
-      record->items.push_back({name, variant.label, variant.version, false});
-      // A locator's variant, or any for a client that reads wrappers, goes
-      // in the shared, pre-encoded Resource wrapper.
-      response->resources.push_back(
-          {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
-    }
-    state->response_due = false;
-    state->last_nonce = response->nonce;
-    state->last_items = record->items;
-    NoteSent(*state, nonce_counter_, names, full_state);
-    return true;
-  }
-}
-
-DeltaDiscoveryResponse DeltaResponse::ToMessage() const {
-  DeltaDiscoveryResponse message;
-  message.set_system_version_info(system_version_info);
-  for (const Resource& resource : resources) {
-    const absl::string_view bytes = resource.Encoded();
-    (void)message.add_resources()->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  }
-  message.set_type_url(type_url);
-  message.set_nonce(nonce);
-  for (const std::string& name : removed_resources) message.add_removed_resources(name);
-  for (const ResourceName& name : removed_resource_names) {
-    *message.add_removed_resource_names() = name;
-  }
-  return message;
-}
-
-bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* record) {
-  DeltaResponse next;
-  if (!NextResponse(&next, record)) return false;
-  *response = next.ToMessage();
-  return true;
-}
-
-bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
-  while (true) {
-    bool removal_phase = false;
-    TypeState* state = PickNext(&removal_phase);
-    if (state == nullptr) return false;
-    state->response_due = false;
-    *response = DeltaResponse();
-    record->items.clear();
-    std::set<std::string> names = TakeDue(*state, removal_phase);
-    auto remove = [&](const std::string& name, const Held& entry) {
-      if (entry.locator) {
-        ResourceName& removed = response->removed_resource_names.emplace_back();
-        removed.set_name(name);
-        *removed.mutable_dynamic_parameter_constraints() = entry.variant->constraints.proto();
-      } else {
-        response->removed_resources.push_back(name);
-      }
-      record->items.push_back({name, entry.variant->label, entry.variant->version, true});
-    };
-    for (const std::string& name : names) {
-      NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
-      HeldMap desired = Effective(*state, ns, name);
-      bool plain_sent = false;
-      for (const auto& [key, entry] : desired) {
-        if (ns.held.count(key) > 0) continue;
-        // The variant's shared Resource wrapper: its name (the canonical one
-        // this state keys it by), version and resource.
-        response->resources.push_back({entry.variant, entry.locator});
-        record->items.push_back({name, entry.variant->label, entry.variant->version, false});
-        plain_sent = plain_sent || !entry.locator;
-      }
-      // Replaced or withdrawn variants leave in the same response as their
-      // replacements (a TP2 variant swap); a plain one is replaced in place.
-      bool plain_removed = false;
-      for (const auto& [key, entry] : ns.held) {
-        if (desired.count(key) > 0) continue;
-        if (!entry.locator) {
-          if (plain_sent || plain_removed) continue;
-          plain_removed = true;
-        }
-        remove(name, entry);
-      }
-      if (ns.stale_claim && !plain_sent && !plain_removed) {
-        // A claimed version this server does not serve for the client.
-        response->removed_resources.push_back(name);
-        record->items.push_back({name, "", "", true});
-        plain_removed = true;
-      }
-      ns.stale_claim = false;
-      // "Does not exist" for each subscription that selects nothing.
-      const ServedResource* resource =
-          Lookup(*state, name);
-      for (auto& [key, sub] : ns.subscriptions) {
-        if (sub.answered || snapshot_->Unknown(resource, *sub.params)) continue;
-        sub.answered = true;
-        if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) continue;
-        if (sub.locator) {
-          ResourceName& removed = response->removed_resource_names.emplace_back();
-          removed.set_name(name);
-          *removed.mutable_dynamic_parameter_constraints() = ExactConstraints(sub.params->params);
-        } else if (!plain_removed) {
-          response->removed_resources.push_back(name);
-          plain_removed = true;
-        }
-        record->items.push_back({name, "", "", true});
-      }
-      SetHeld(*state, name, ns, std::move(desired));
-    }
-    for (const std::string& name : names) DropIdleName(*state, name);
-    if (record->items.empty()) continue;  // Nothing the client needs to hear.
-    response->type_url = state->type_url;
-    // What this stream holds of the type, as SotW's version_info: the
-    // snapshot's version would also reflect resources the client may not read.
-    response->system_version_info = DigestVersion(state->held_digest);
-    response->nonce = NextNonce();
-    record->type_url = state->type_url;
-    record->version_info = response->system_version_info;
-    record->nonce = response->nonce;
-    state->last_nonce = response->nonce;
-    state->last_items = record->items;
-    NoteSent(*state, nonce_counter_, names, /*full_state=*/false);
-    return true;
-  }
-}
 
 std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Holdings() const {
   std::vector<std::tuple<std::string, std::string, std::string>> out;

@@ -5,6 +5,11 @@
 // Work is proportional to what changed for the stream: each type keeps the
 // names whose answer may have changed (dirty names) and the answers due, so a
 // snapshot change, a request or an ACK never re-examines every subscription.
+//
+// Written in three files: stream_state.cc holds what both protocols share
+// (subscriptions, held variants, pending work, ACK/NACK, client status);
+// stream_state_sotw.cc and stream_state_delta.cc each protocol's requests
+// and responses.
 #ifndef FACET_XDS_SERVER_ADS_STREAM_STATE_H_
 #define FACET_XDS_SERVER_ADS_STREAM_STATE_H_
 
@@ -331,6 +336,20 @@ class StreamState {
   // when there is none or this client may not read it.
   const ServedResource* Lookup(const TypeState& state, const std::string& name) const;
   TypeState* StateFor(const std::string& type_url, RequestOutcome* outcome, absl::Status* status);
+  // Begins applying `request` (a DiscoveryRequest or DeltaDiscoveryRequest
+  // whose names were checked): takes the node of the stream's first request
+  // that names one, finds or adds its type's state (null, with *status, past
+  // Limits::max_types) and says in *outcome what the request makes of the
+  // type's last response.
+  template <typename Request>
+  TypeState* BeginRequest(const Request& request, RequestOutcome* outcome, absl::Status* status) {
+    if (request.has_node() && !has_node_) SetNode(request.node());
+    TypeState* state = StateFor(request.type_url(), outcome, status);
+    if (state == nullptr) return nullptr;
+    ProcessAckOrNack(*state, request.response_nonce(),
+                     request.has_error_detail() ? request.error_detail().message() : "", outcome);
+    return state;
+  }
   void SetNode(const envoy::config::core::v3::Node& node);
   NameState& Track(TypeState& state, const std::string& name);
   void Untrack(TypeState& state, const std::string& name);

@@ -1,0 +1,60 @@
+// What the SotW and delta halves of StreamState share besides the class
+// itself: request checks, subscription keys and the held-variant digest.
+// Only for stream_state*.cc.
+#ifndef FACET_XDS_SERVER_ADS_STREAM_STATE_INTERNAL_H_
+#define FACET_XDS_SERVER_ADS_STREAM_STATE_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "xds_server/resources/resource_type.h"
+
+namespace facet::xds::stream_state_internal {
+
+// The name that subscribes to every resource of a type.
+inline constexpr char kWildcard[] = "*";
+
+// Listener and Cluster responses in SotW carry the complete set: a resource
+// missing from one is deleted by the client.
+inline bool IsFullStateType(const ResourceType* type) {
+  return type == &ListenerType() || type == &ClusterType();
+}
+
+// Returns `name` normalised, or as it is when it does not normalise (it is
+// then answered as a name that does not exist).
+std::string CanonicalName(const std::string& name);
+
+// What a subscription counts against Limits::max_bytes: its name and a
+// locator's parameters.
+template <typename ParameterMap>
+int64_t SubscriptionBytes(size_t name_size, bool locator, const ParameterMap& params) {
+  int64_t bytes = static_cast<int64_t>(name_size);
+  if (!locator) return bytes;
+  for (const auto& [key, value] : params) bytes += static_cast<int64_t>(key.size() + value.size());
+  return bytes;
+}
+
+// Refuse a type URL (in a `request` of that message name) or a resource
+// name (in `field`) no served resource can have: they would otherwise be
+// kept (and logged) at any size. InvalidArgument naming the bound.
+absl::Status CheckTypeUrl(const std::string& type_url, absl::string_view request);
+absl::Status CheckName(const std::string& name, const std::string& type_url,
+                       absl::string_view field);
+
+// Returns the key of a subscription or held variant: its form (locator or
+// plain) and `rest` (canonical parameters, or a variant version).
+inline std::string FormKey(bool locator, const std::string& rest) {
+  return absl::StrCat(locator ? "L" : "P", rest);
+}
+
+// Returns a type's version_info (and delta system_version_info) for the sum
+// of its held variants' digests.
+std::string DigestVersion(uint64_t digest);
+
+}  // namespace facet::xds::stream_state_internal
+
+#endif  // FACET_XDS_SERVER_ADS_STREAM_STATE_INTERNAL_H_
