@@ -35,10 +35,6 @@ namespace facet::xds {
 
 enum class Protocol { kSotw, kDelta };
 
-// The client feature with which gRPC C++ says it reads Resource wrappers in
-// SotW responses.
-inline constexpr char kResourceInSotwFeature[] = "xds.config.resource-in-sotw";
-
 // A resource variant named in a response.
 struct PushedItem {
   std::string name;

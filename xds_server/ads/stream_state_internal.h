@@ -18,10 +18,10 @@ namespace facet::xds::stream_state_internal {
 // The name that subscribes to every resource of a type.
 inline constexpr char kWildcard[] = "*";
 
-// Listener and Cluster responses in SotW carry the complete set: a resource
-// missing from one is deleted by the client.
+// Whether SotW responses of `type` (null: a type Facet does not serve)
+// carry the complete set (ResourceType::full_state).
 inline bool IsFullStateType(const ResourceType* type) {
-  return type == &ListenerType() || type == &ClusterType();
+  return type != nullptr && type->full_state();
 }
 
 // Returns `name` normalised, or as it is when it does not normalise (it is

@@ -39,6 +39,7 @@ struct ResourceType::Traits {
   absl::string_view alias;
   absl::string_view name_field;
   int push_rank;
+  bool full_state;
   absl::Status (*references)(const Message& message, absl::string_view served_name,
                              std::vector<ResourceReference>* out);
   void (*lint)(const Message& message, std::vector<LintFinding>* out);
@@ -317,24 +318,50 @@ void LintClusterLoadAssignment(const Message& message, std::vector<LintFinding>*
 
 const ResourceType::Traits& ListenerTraits() {
   static const auto* const kTraits = new ResourceType::Traits{
-      Listener::default_instance(), "listener", "name", 3, &ListenerReferences, &LintListener};
+      .prototype = Listener::default_instance(),
+      .alias = "listener",
+      .name_field = "name",
+      .push_rank = 3,
+      .full_state = true,
+      .references = &ListenerReferences,
+      .lint = &LintListener,
+  };
   return *kTraits;
 }
 const ResourceType::Traits& RouteTraits() {
-  static const auto* const kTraits =
-      new ResourceType::Traits{RouteConfiguration::default_instance(), "route", "name", 2,
-                               &RouteConfigurationReferences, &LintRouteConfiguration};
+  static const auto* const kTraits = new ResourceType::Traits{
+      .prototype = RouteConfiguration::default_instance(),
+      .alias = "route",
+      .name_field = "name",
+      .push_rank = 2,
+      .full_state = false,
+      .references = &RouteConfigurationReferences,
+      .lint = &LintRouteConfiguration,
+  };
   return *kTraits;
 }
 const ResourceType::Traits& ClusterTraits() {
   static const auto* const kTraits = new ResourceType::Traits{
-      Cluster::default_instance(), "cluster", "name", 1, &ClusterReferences, &LintCluster};
+      .prototype = Cluster::default_instance(),
+      .alias = "cluster",
+      .name_field = "name",
+      .push_rank = 1,
+      .full_state = true,
+      .references = &ClusterReferences,
+      .lint = &LintCluster,
+  };
   return *kTraits;
 }
 const ResourceType::Traits& EndpointTraits() {
-  static const auto* const kTraits =
-      new ResourceType::Traits{ClusterLoadAssignment::default_instance(), "endpoint",
-                               "cluster_name", 0, &NoReferences, &LintClusterLoadAssignment};
+  static const auto* const kTraits = new ResourceType::Traits{
+      .prototype = ClusterLoadAssignment::default_instance(),
+      .alias = "endpoint",
+      .name_field = "cluster_name",
+      .push_rank = 0,
+      .full_state = false,
+      .references = &NoReferences,
+      .lint = &LintClusterLoadAssignment,
+  };
   return *kTraits;
 }
 
@@ -347,6 +374,7 @@ const std::string& ResourceType::type_url() const { return traits_.type_url; }
 absl::string_view ResourceType::alias() const { return traits_.alias; }
 absl::string_view ResourceType::name_field() const { return traits_.name_field; }
 int ResourceType::push_rank() const { return traits_.push_rank; }
+bool ResourceType::full_state() const { return traits_.full_state; }
 
 std::unique_ptr<Message> ResourceType::New() const {
   return std::unique_ptr<Message>(traits_.prototype.New());

@@ -1,7 +1,9 @@
 // The xDS resource types Facet serves, described once each: type URL, aliases,
-// name field, outgoing references and client-compatibility checks. Everything
-// else in Facet (decoding, validation, serving) is written against this table,
-// never per type.
+// name field, outgoing references, client-compatibility checks and how the
+// protocol treats them. Everything else in Facet (decoding, validation,
+// serving) is written against this table, never per type; the protocol facts
+// that are not per type (the Resource wrapper's type URL, client feature
+// names) live here too.
 #ifndef FACET_XDS_SERVER_RESOURCES_RESOURCE_TYPE_H_
 #define FACET_XDS_SERVER_RESOURCES_RESOURCE_TYPE_H_
 
@@ -18,6 +20,15 @@
 namespace facet::xds {
 
 class ResourceType;
+
+// The type URL of the TP2 resource wrapper (envoy.service.discovery.v3.Resource),
+// as SotW responses carry a wrapped resource in their Any.
+inline constexpr absl::string_view kResourceWrapperTypeUrl =
+    "type.googleapis.com/envoy.service.discovery.v3.Resource";
+
+// The client feature with which a client (gRPC C++) says it reads Resource
+// wrappers in SotW responses: Facet then wraps every resource it sends it.
+inline constexpr char kResourceInSotwFeature[] = "xds.config.resource-in-sotw";
 
 // A name one resource uses to refer to another.
 struct ResourceReference {
@@ -53,6 +64,11 @@ class ResourceType {
   // Returns the make-before-break push rank: resources of a lower rank are
   // pushed before resources of a higher rank that may reference them.
   int push_rank() const;
+  // Returns whether SotW responses of this type carry the complete set
+  // (Listener, Cluster): a resource missing from one is deleted by the
+  // client, and a client's first request naming nothing subscribes to every
+  // resource (the legacy wildcard).
+  bool full_state() const;
 
   // Returns a new empty message of this type.
   std::unique_ptr<google::protobuf::Message> New() const;

@@ -1,5 +1,6 @@
 #include "xds_server/resources/resource_type.h"
 
+#include "envoy/service/discovery/v3/discovery.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
@@ -58,6 +59,19 @@ TEST(ResourceTypeTest, PushOrderPutsReferencedTypesFirst) {
   }
   EXPECT_EQ(types.front(), &ClusterLoadAssignmentType());
   EXPECT_EQ(types.back(), &ListenerType());
+}
+
+TEST(ResourceTypeTest, ListenersAndClustersAreFullStateInSotw) {
+  EXPECT_TRUE(ListenerType().full_state());
+  EXPECT_TRUE(ClusterType().full_state());
+  EXPECT_FALSE(RouteConfigurationType().full_state());
+  EXPECT_FALSE(ClusterLoadAssignmentType().full_state());
+}
+
+TEST(ResourceTypeTest, TheResourceWrapperTypeUrlNamesTheWrapperMessage) {
+  EXPECT_EQ(
+      kResourceWrapperTypeUrl,
+      "type.googleapis.com/" + envoy::service::discovery::v3::Resource::descriptor()->full_name());
 }
 
 TEST(DecodeResourceTest, FillsInTheServedName) {

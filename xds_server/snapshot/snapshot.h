@@ -65,10 +65,6 @@ struct Variant {
   mutable size_t wrapper_offset_[2] = {0, 0};  // Where the wrapper starts in wrapper_.
 };
 
-// The type URL of the TP2 resource wrapper (envoy.service.discovery.v3.Resource).
-inline constexpr absl::string_view kResourceWrapperTypeUrl =
-    "type.googleapis.com/envoy.service.discovery.v3.Resource";
-
 // Which parameter sets a source that knows a resource only in part (the
 // relay's cache) has an answer for: a variant, or that none exists.
 // Immutable (thread-safe).

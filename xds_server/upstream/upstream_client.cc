@@ -38,11 +38,6 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 using ::envoy::service::discovery::v3::Resource;
 using ::envoy::service::discovery::v3::ResourceLocator;
 
-constexpr char kResourceWrapperTypeUrl[] =
-    "type.googleapis.com/envoy.service.discovery.v3.Resource";
-// With this client feature Facet's server wraps every SotW resource in
-// Resource (it always wraps the answers to locators).
-constexpr char kResourceInSotwFeature[] = "xds.config.resource-in-sotw";
 constexpr double kBackoffMultiplier = 1.6;
 constexpr double kBackoffJitter = 0.2;
 // ACKs and NACKs kept per type while a write is in flight.
@@ -53,10 +48,6 @@ using Locator = std::pair<std::string, ParameterSet>;
 
 absl::Status ToAbsl(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
-}
-
-bool IsFullStateType(const ResourceType* type) {
-  return type == &ListenerType() || type == &ClusterType();
 }
 
 void SetLocator(const Locator& locator, ResourceLocator* out) {
@@ -208,7 +199,7 @@ absl::Status Decode(const DiscoveryResponse& response, UpstreamUpdate* update) {
   update->type_url = response.type_url();
   absl::StatusOr<const ResourceType*> type = TypeOf(response.type_url());
   if (!type.ok()) return type.status();
-  update->full_state = IsFullStateType(*type);
+  update->full_state = (*type)->full_state();
   for (int i = 0; i < response.resources_size(); ++i) {
     if (absl::Status status = DecodeResource(**type, response.resources(i), nullptr,
                                              response.version_info(), i, update);
