@@ -13,6 +13,7 @@
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/csds_service.h"
 #include "xds_server/ads/wire.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {

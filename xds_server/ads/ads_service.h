@@ -7,16 +7,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "xds_server/ads/ads_observer.h"
@@ -30,7 +27,6 @@
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/ads/subscription_ledger.h"
 #include "xds_server/ads/watch_index.h"
-#include "xds_server/common/log_text.h"
 #include "xds_server/snapshot_store/demand_change.h"
 #include "xds_server/snapshot_store/snapshot_store.h"
 
@@ -45,7 +41,10 @@ ClientIdentity IdentityOf(const grpc::AuthContext& auth);
 
 // Both methods are raw (ByteBuffer) callback methods: requests are parsed
 // here, and SotW responses are encoded from the variants' shared bytes
-// without building a message per stream (wire.h).
+// without building a message per stream (wire.h). The service is the gRPC
+// glue around its parts: each stream's protocol state (StreamState), the
+// watch index, the response budget, the subscription ledger, the NACK log,
+// the write-stall check and the counters (AdsObserver). Thread-safe.
 class AdsService final
     : public envoy::service::discovery::v3::AggregatedDiscoveryService::
           WithRawCallbackMethod_StreamAggregatedResources<

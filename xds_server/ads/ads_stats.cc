@@ -2,6 +2,14 @@
 
 namespace facet::xds {
 
+AdsStatsCounter::~AdsStatsCounter() {
+  // Streams changed the map on gRPC's threads, under the lock: freed under
+  // it, which orders their last change before this visibly to
+  // ThreadSanitizer.
+  absl::MutexLock lock(&authority_mu_);
+  by_authority_.clear();
+}
+
 AdsStats AdsStatsCounter::stats() const {
   AdsStats stats;
   stats.streams_open = streams_open_.load();

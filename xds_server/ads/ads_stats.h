@@ -53,6 +53,9 @@ struct AdsStats {
 // its own (leaf) lock.
 class AdsStatsCounter final : public AdsObserver {
  public:
+  AdsStatsCounter() = default;
+  ~AdsStatsCounter() override;
+
   AdsStats stats() const;
   // Returns how many open streams hold at least one resource of each
   // authority; authorities no stream holds are left out.
