@@ -399,8 +399,7 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
   }
   std::string host = host_port->first;
   if (host == "0.0.0.0" || host == "::") host = "127.0.0.1";
-  listener.address = host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", port)
-                                                         : absl::StrCat(host, ":", port);
+  listener.address = JoinHostPort(host, port);
   return listener;
 }
 

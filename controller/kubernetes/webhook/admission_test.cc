@@ -154,6 +154,27 @@ int PortOf(const WebhookServer& server) {
   return std::stoi(server.address().substr(server.address().rfind(':') + 1));
 }
 
+// The webhook reads --webhook-address as the admin port reads its address
+// (SplitHostPort): the same errors, the same forms.
+TEST(WebhookServerTest, ParsesItsAddressAsTheAdminPortDoes) {
+  auto credentials = facet::testing::GenerateTestCredentials();
+  ASSERT_THAT(credentials, IsOk());
+  const std::string cert = WriteTemp("address.crt", credentials->cert_pem);
+  const std::string key = WriteTemp("address.key", credentials->key_pem);
+  auto start = [&](const std::string& address) {
+    return WebhookServer::Start(address, cert, key, [](const std::string&) { return ""; });
+  };
+  for (const std::string bad : {"nocolon", "127.0.0.1:99999", "127.0.0.1:x", "[::1:0"}) {
+    absl::StatusOr<std::unique_ptr<WebhookServer>> server = start(bad);
+    EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(server.status().message(), HasSubstr(absl::StrCat("address \"", bad, "\"")));
+  }
+  absl::StatusOr<std::unique_ptr<WebhookServer>> any_host = start(":0");
+  ASSERT_THAT(any_host, IsOk());
+  EXPECT_THAT((*any_host)->address(), ::testing::StartsWith("0.0.0.0:"));
+  EXPECT_NE((*any_host)->address(), "0.0.0.0:0");
+}
+
 TEST(WebhookServerTest, RoundTripOverTlsVerifiedByTheCa) {
   auto credentials = facet::testing::GenerateTestCredentials();
   ASSERT_THAT(credentials, IsOk());

@@ -1,6 +1,5 @@
 #include "controller/kubernetes/webhook/webhook_server.h"
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/server/http/http_server.h"
 #include "controller/server/tls/tls_files.h"
@@ -14,20 +13,15 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(const std::s
                                                                    const std::string& cert_file,
                                                                    const std::string& key_file,
                                                                    Handler handler) {
-  const size_t colon = address.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) ||
-      port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", address, "\" is not HOST:PORT"));
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() > 1 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  absl::StatusOr<std::pair<std::string, int>> host_port = SplitHostPort(address);
+  if (!host_port.ok()) return host_port.status();
+  const auto& [host, port] = *host_port;
   auto server = std::unique_ptr<WebhookServer>(new WebhookServer());
   server->certificates_ = std::make_unique<ReloadingCertificates>(
       TlsFiles{cert_file, key_file, /*client_ca_file=*/""}, "webhook-tls");
   if (absl::Status loaded = server->certificates_->Load(); !loaded.ok()) return loaded;
   HttpServerOptions options;
-  options.host = host.empty() ? "0.0.0.0" : host;
+  options.host = host;
   options.port = port;
   // Each handshake takes the current certificate (so a renewed one is used
   // from the next connection on, without a restart).
@@ -54,7 +48,7 @@ absl::StatusOr<std::unique_ptr<WebhookServer>> WebhookServer::Start(const std::s
   }
   server->server_ = std::move(*http);
   const int bound = server->server_->port();
-  server->address_ = absl::StrCat(address.substr(0, colon), ":", bound);
+  server->address_ = JoinHostPort(host, bound);
   spdlog::info("admission webhook on https://{}/validate", server->address_);
   return server;
 }

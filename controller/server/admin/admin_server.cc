@@ -44,8 +44,7 @@ absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(
   }
   server->server_ = std::move(*http);
   const int bound = server->server_->port();
-  server->address_ = host.find(':') != std::string::npos ? absl::StrCat("[", host, "]:", bound)
-                                                         : absl::StrCat(host, ":", bound);
+  server->address_ = JoinHostPort(host, bound);
   return server;
 }
 

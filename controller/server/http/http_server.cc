@@ -335,6 +335,11 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& add
   return std::make_pair(host, number);
 }
 
+std::string JoinHostPort(absl::string_view host, int port) {
+  return host.find(':') != absl::string_view::npos ? absl::StrCat("[", host, "]:", port)
+                                                   : absl::StrCat(host, ":", port);
+}
+
 std::multimap<std::string, std::string> ParseQuery(absl::string_view query) {
   std::multimap<std::string, std::string> params;
   for (absl::string_view pair : absl::StrSplit(query, '&', absl::SkipEmpty())) {

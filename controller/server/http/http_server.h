@@ -119,8 +119,13 @@ class HttpServer {
   std::thread io_thread_;
 };
 
-// Splits "host:port" (IPv6 hosts in brackets). Fails on anything else.
+// Splits "host:port" (IPv6 hosts in brackets; an empty host is 0.0.0.0).
+// InvalidArgument naming `address` for anything else or a port outside
+// 0..65535.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(const std::string& address);
+
+// Returns "host:port", with an IPv6 host in brackets: SplitHostPort's inverse.
+std::string JoinHostPort(absl::string_view host, int port);
 
 // Returns the parameters of a query string ("a=1&b=x%3Dy&c=d=e"), decoded
 // (%XX, and + as a space), in order: each name ends at its first "=", so a

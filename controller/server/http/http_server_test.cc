@@ -243,5 +243,15 @@ TEST(SplitHostPortTest, AcceptsBracketedIpv6AndAnEmptyHost) {
   EXPECT_THAT(SplitHostPort("nocolon"), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST(JoinHostPortTest, BracketsIpv6HostsSoSplitHostPortReadsThemBack) {
+  EXPECT_EQ(JoinHostPort("127.0.0.1", 80), "127.0.0.1:80");
+  EXPECT_EQ(JoinHostPort("::1", 443), "[::1]:443");
+  for (const std::string address : {"127.0.0.1:80", "[::1]:443", "localhost:0"}) {
+    auto host_port = SplitHostPort(address);
+    ASSERT_TRUE(host_port.ok()) << address;
+    EXPECT_EQ(JoinHostPort(host_port->first, host_port->second), address);
+  }
+}
+
 }  // namespace
 }  // namespace facet::controller
