@@ -9,7 +9,7 @@
 #include "controller/server/http/http_server.h"
 #include "controller/cli/relay_command.h"
 #include "controller/cli/serve_command.h"
-#include "controller/cli/serving_common.h"
+#include "controller/cli/serving_runner.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "controller/cli/validate_command.h"

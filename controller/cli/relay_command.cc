@@ -1,16 +1,17 @@
 #include "controller/cli/relay_command.h"
 
-#include <signal.h>
-
-#include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/server/admin/admin_server.h"
-#include "controller/server/admin/metrics_text.h"
+#include "controller/server/metrics/metrics.h"
 #include "controller/cli/flags.h"
-#include "controller/cli/serving_common.h"
+#include "controller/cli/serving_runner.h"
 #include "google/protobuf/struct.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
@@ -22,41 +23,48 @@
 namespace facet::controller {
 namespace {
 
-std::string RelayMetricsText(const xds::Relay& relay, const xds::AdsService& ads) {
-  const xds::RelayStats stats = relay.stats();
-  std::string out;
-  AppendAdsMetrics(ads, &out);
-  AppendMetric("facet_relay_upstream_streams", "gauge",
-               "Upstream server lists with a connected ADS stream.",
-               static_cast<double>(stats.upstream_streams), &out);
-  AppendMetric("facet_relay_upstream_subscriptions", "gauge",
-               "Upstream locator subscriptions (one per resource and projected parameter set), "
-               "lingering ones included.",
-               static_cast<double>(stats.cache.upstream_subscriptions), &out);
-  AppendMetric("facet_relay_cache_variants", "gauge", "Resource variants held in the cache.",
-               static_cast<double>(stats.cache.cached_variants), &out);
-  AppendMetric("facet_relay_cache_resources", "gauge",
-               "Resources (type and name) the cache tracks.",
-               static_cast<double>(stats.cache.resources), &out);
-  AppendMetric("facet_relay_cache_hits_total", "counter",
-               "Downstream parameter sets answered from the cache when first subscribed.",
-               static_cast<double>(stats.cache.hits), &out);
-  AppendMetric("facet_relay_cache_misses_total", "counter",
-               "Downstream parameter sets that waited for upstream when first subscribed.",
-               static_cast<double>(stats.cache.misses), &out);
-  AppendMetric("facet_relay_upstream_updates_total", "counter",
-               "Upstream responses applied to the cache.",
-               static_cast<double>(stats.cache.updates_applied), &out);
-  AppendMetric("facet_relay_upstream_updates_rejected_total", "counter",
-               "Upstream responses rejected (NACKed upstream), by the cache or as malformed.",
-               static_cast<double>(stats.upstream_nacks_sent), &out);
-  AppendMetric("facet_relay_upstream_reconnects_total", "counter",
-               "Upstream streams started after the first.",
-               static_cast<double>(stats.upstream_reconnects), &out);
-  AppendMetric("facet_relay_upstream_failovers_total", "counter",
-               "Moves to the next server of an upstream list.",
-               static_cast<double>(stats.upstream_failovers), &out);
-  return out;
+// Adds the relay's metrics, read from its stats at each scrape.
+void AddRelayMetrics(Metrics& metrics, const xds::Relay& relay) {
+  using Stat = std::function<double(const xds::RelayStats&)>;
+  std::vector<std::pair<prometheus::Gauge*, Stat>> gauges = {
+      {&metrics.Gauge("facet_relay_upstream_streams",
+                      "Upstream server lists with a connected ADS stream."),
+       [](const xds::RelayStats& s) { return s.upstream_streams; }},
+      {&metrics.Gauge("facet_relay_upstream_subscriptions",
+                      "Upstream locator subscriptions (one per resource and projected parameter "
+                      "set), lingering ones included."),
+       [](const xds::RelayStats& s) { return s.cache.upstream_subscriptions; }},
+      {&metrics.Gauge("facet_relay_cache_variants", "Resource variants held in the cache."),
+       [](const xds::RelayStats& s) { return s.cache.cached_variants; }},
+      {&metrics.Gauge("facet_relay_cache_resources", "Resources (type and name) the cache tracks."),
+       [](const xds::RelayStats& s) { return s.cache.resources; }},
+  };
+  std::vector<std::pair<prometheus::Counter*, Stat>> counters = {
+      {&metrics.Counter("facet_relay_cache_hits_total",
+                        "Downstream parameter sets answered from the cache when first subscribed."),
+       [](const xds::RelayStats& s) { return s.cache.hits; }},
+      {&metrics.Counter("facet_relay_cache_misses_total",
+                        "Downstream parameter sets that waited for upstream when first subscribed."),
+       [](const xds::RelayStats& s) { return s.cache.misses; }},
+      {&metrics.Counter("facet_relay_upstream_updates_total",
+                        "Upstream responses applied to the cache."),
+       [](const xds::RelayStats& s) { return s.cache.updates_applied; }},
+      {&metrics.Counter(
+           "facet_relay_upstream_updates_rejected_total",
+           "Upstream responses rejected (NACKed upstream), by the cache or as malformed."),
+       [](const xds::RelayStats& s) { return s.upstream_nacks_sent; }},
+      {&metrics.Counter("facet_relay_upstream_reconnects_total",
+                        "Upstream streams started after the first."),
+       [](const xds::RelayStats& s) { return s.upstream_reconnects; }},
+      {&metrics.Counter("facet_relay_upstream_failovers_total",
+                        "Moves to the next server of an upstream list."),
+       [](const xds::RelayStats& s) { return s.upstream_failovers; }},
+  };
+  metrics.OnScrape([&relay, gauges = std::move(gauges), counters = std::move(counters)] {
+    const xds::RelayStats stats = relay.stats();
+    for (const auto& [gauge, stat] : gauges) gauge->Set(stat(stats));
+    for (const auto& [counter, stat] : counters) AdvanceTo(*counter, stat(stats));
+  });
 }
 
 // The relay's /status: upstream lists and what the cache holds.
@@ -96,103 +104,79 @@ std::string RelayStatusJson(const xds::Relay& relay, const xds::AdsService& ads,
 
 }  // namespace
 
+absl::StatusOr<ServingParts> StartRelay(ServingRunner& run, const xds::Relay::Options& options,
+                                        std::ostream& out) {
+  xds::SnapshotStore& store = run.store();
+  // The relay is the service's demand observer, so it is built first and
+  // destroyed last; it publishes only between Start() and Stop(): from after
+  // the service watches the store until before the service stops watching
+  // (and after the service's streams, which tell it their demand, ended).
+  xds::Relay& relay = run.Own(std::make_unique<xds::Relay>(store, options));
+  xds::AdsService& ads = run.StartAds(&relay);
+  relay.Start();
+  run.Push([&relay] { relay.Stop(); });
+
+  AddRelayMetrics(run.metrics(), relay);
+
+  ServingParts parts;
+  parts.routes = {
+      {"/status",
+       [&relay, &ads, &store] {
+         return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)};
+       }}};
+  std::vector<std::string> upstreams;
+  for (const auto& server_entry : options.config.xds_servers) {
+    upstreams.push_back(server_entry.server_uri);
+  }
+  parts.announce = [&out, upstreams = absl::StrJoin(upstreams, ", "),
+                    authorities = options.config.authorities.size()](
+                       const ServingAddresses& addresses) {
+    out << "facet relay: relaying " << upstreams << " (" << authorities
+        << " authorities) over xDS on " << addresses.xds << addresses.admin_suffix << "\n";
+    out.flush();
+  };
+  return parts;
+}
+
 int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Flags flags;
+  ServingRunner runner("relay", out, err);
+  Flags& flags = runner.flags();
   flags.Define("config", "",
                "relay configuration: JSON in the shape of a gRPC xDS bootstrap (required)");
   flags.Define("upstream-protocol", "delta", "delta or sotw: the ADS variant used upstream");
   flags.Define("upstream-linger", "10s",
                "how long an upstream subscription no downstream client needs is kept");
-  DefineServingFlags(flags);
-  flags.Define("help", "false", "print this help", true);
-  const std::string usage =
-      absl::StrCat("usage: facet relay --config FILE [flags]\n", flags.Help());
-  if (absl::Status s = flags.Parse(args); !s.ok()) {
-    err << "facet relay: " << s.message() << "\n" << usage;
-    return 2;
-  }
-  if (flags.GetBool("help")) {
-    out << usage;
-    return 0;
+  if (std::optional<int> exit_code =
+          runner.ParseFlags(args, {}, "usage: facet relay --config FILE [flags]")) {
+    return *exit_code;
   }
   if (flags.Get("config").empty() || !flags.positional().empty()) {
-    err << "facet relay: --config FILE is required (and no positional arguments)\n" << usage;
-    return 2;
+    return runner.UsageError("--config FILE is required (and no positional arguments)");
   }
-  absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
-  if (!mapping.ok()) {
-    err << "facet relay: " << mapping.status().message() << "\n";
-    return 2;
-  }
-  absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
-  if (!server_options.ok()) {
-    err << "facet relay: " << server_options.status().message() << "\n";
-    return ExitCodeFor(server_options.status());
-  }
-  absl::StatusOr<TlsFiles> admin_tls = TlsFilesFromFlags(flags, "admin-tls");
-  if (!admin_tls.ok()) {
-    err << "facet relay: " << admin_tls.status().message() << "\n";
-    return ExitCodeFor(admin_tls.status());
-  }
+  if (std::optional<int> exit_code = runner.ReadServingFlags()) return *exit_code;
   xds::Relay::Options relay_options;
   const std::string protocol = flags.Get("upstream-protocol");
   if (protocol != "delta" && protocol != "sotw") {
-    err << "facet relay: --upstream-protocol: \"" << protocol << "\" is not delta or sotw\n";
-    return 2;
+    return runner.Fail(
+        2, absl::StrCat("--upstream-protocol: \"", protocol, "\" is not delta or sotw"));
   }
   relay_options.upstream.protocol = protocol == "delta" ? xds::UpstreamClient::Protocol::kDelta
                                                         : xds::UpstreamClient::Protocol::kSotw;
   if (!absl::ParseDuration(flags.Get("upstream-linger"), &relay_options.linger) ||
       relay_options.linger < absl::ZeroDuration()) {
-    err << "facet relay: --upstream-linger: \"" << flags.Get("upstream-linger")
-        << "\" is not a non-negative duration (e.g. 10s)\n";
-    return 2;
+    return runner.Fail(2, absl::StrCat("--upstream-linger: \"", flags.Get("upstream-linger"),
+                                       "\" is not a non-negative duration (e.g. 10s)"));
   }
   absl::StatusOr<xds::RelayConfig> config = xds::LoadRelayConfig(flags.Get("config"));
   if (!config.ok()) {
-    err << "facet relay: " << config.status().message() << "\n";
-    return config.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    return runner.Fail(config.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1,
+                       config.status().message());
   }
   relay_options.config = *std::move(config);
 
-  BlockShutdownSignals();
-  const sigset_t signals = ShutdownSignals();
-
-  xds::SnapshotStore store;
-  xds::Relay relay(store, relay_options);
-  xds::AdsService::Options ads_options = server_options->ads;
-  ads_options.mapping = *std::move(mapping);
-  ads_options.demand_observer = &relay;
-  xds::AdsService ads(store, ads_options);
-
-  absl::StatusOr<Serving> serving = StartServing(
-      flags, ads, *server_options,
-      {{"/metrics",
-        [&] {
-          return AdminResponse{200, "text/plain; version=0.0.4", RelayMetricsText(relay, ads)};
-        }},
-       {"/status",
-        [&] {
-          return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)};
-        }}},
-      *admin_tls);
-  if (!serving.ok()) {
-    err << "facet relay: " << serving.status().message() << "\n";
-    return 1;
-  }
-
-  std::vector<std::string> upstreams;
-  for (const auto& server_entry : relay_options.config.xds_servers) {
-    upstreams.push_back(server_entry.server_uri);
-  }
-  out << "facet relay: relaying " << absl::StrJoin(upstreams, ", ") << " ("
-      << relay_options.config.authorities.size() << " authorities) over xDS on "
-      << serving->xds_address << serving->AdminSuffix() << "\n";
-  out.flush();
-  WriteReadyFileFromFlags(flags, *serving);
-
-  ServeUntilSignalled(signals, ads, *serving);
-  return 0;
+  return runner.Run([&](ServingRunner& run) -> absl::StatusOr<ServingParts> {
+    return StartRelay(run, relay_options, out);
+  });
 }
 
 }  // namespace facet::controller

@@ -6,12 +6,23 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "controller/cli/serving_runner.h"
+#include "xds_server/relay/relay.h"
+
 namespace facet::controller {
 
 // Runs until SIGTERM or SIGINT, then drains streams and returns 0. Returns 2
 // on bad flags or a bad --config file and 1 when it cannot start (address in
 // use, unreadable file).
 int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+
+// Builds `facet relay`'s parts on `run` (ServingRunner::Run's `build`): the
+// relay with `options`, the ADS service it observes, and their stops, so the
+// relay publishes only while the service watches the store. The
+// announcement goes to `out`.
+absl::StatusOr<ServingParts> StartRelay(ServingRunner& run, const xds::Relay::Options& options,
+                                        std::ostream& out);
 
 }  // namespace facet::controller
 

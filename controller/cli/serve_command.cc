@@ -1,21 +1,17 @@
 #include "controller/cli/serve_command.h"
 
-#include <pthread.h>
-#include <signal.h>
-
-#include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "controller/server/admin/admin_server.h"
-#include "controller/server/admin/metrics_text.h"
+#include "controller/server/metrics/metrics.h"
 #include "controller/cli/flags.h"
-#include "controller/cli/serving_common.h"
+#include "controller/cli/serving_runner.h"
 #include "controller/sources/manifest/manifest_dir_source.h"
 #include "google/protobuf/struct.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -131,107 +127,74 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
   return json::MessageToJson(root, /*pretty=*/true) + "\n";
 }
 
-std::string MetricsText(const ManifestDirSource& source, const xds::AdsService& ads) {
-  int rejected = 0;
-  for (const auto& status : source.statuses()) rejected += status->accepted ? 0 : 1;
-  const ManifestDirSource::Stats stats = source.stats();
-  std::string out;
-  AppendAdsMetrics(ads, &out);
-  AppendMetric("facet_snapshot_builds_total", "counter", "Snapshot builds.", stats.builds, &out);
-  AppendMetric("facet_objects_rejected", "gauge", "Objects whose latest revision is rejected.",
-               rejected, &out);
-  AppendMetric("facet_manifest_inotify", "gauge",
-               "1 while inotify watches the manifest directory, 0 while it is polled.",
-               stats.inotify ? 1 : 0, &out);
-  AppendMetric("facet_manifest_held_removals_total", "counter",
-               "File re-reads whose removals were held back until the file was quiet.",
-               static_cast<double>(stats.held_removals), &out);
-  return out;
+// Adds the manifest source's metrics, read from its stats at each scrape.
+void AddManifestSourceMetrics(Metrics& metrics, const ManifestDirSource& source) {
+  prometheus::Counter& builds = metrics.Counter("facet_snapshot_builds_total", "Snapshot builds.");
+  prometheus::Gauge& rejected =
+      metrics.Gauge("facet_objects_rejected", "Objects whose latest revision is rejected.");
+  prometheus::Gauge& inotify = metrics.Gauge(
+      "facet_manifest_inotify",
+      "1 while inotify watches the manifest directory, 0 while it is polled.");
+  prometheus::Counter& held_removals =
+      metrics.Counter("facet_manifest_held_removals_total",
+                      "File re-reads whose removals were held back until the file was quiet.");
+  metrics.OnScrape([&source, &builds, &rejected, &inotify, &held_removals] {
+    int rejected_objects = 0;
+    for (const auto& status : source.statuses()) rejected_objects += status->accepted ? 0 : 1;
+    const ManifestDirSource::Stats stats = source.stats();
+    AdvanceTo(builds, static_cast<double>(stats.builds));
+    rejected.Set(rejected_objects);
+    inotify.Set(stats.inotify ? 1 : 0);
+    AdvanceTo(held_removals, static_cast<double>(stats.held_removals));
+  });
 }
 
 }  // namespace
 
 int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  Flags flags;
+  ServingRunner runner("serve", out, err);
+  Flags& flags = runner.flags();
   flags.Define("manifests", "", "directory of Facet manifests to serve (required)");
   flags.Define("allow-old-style-names", "true", "serve resources without spec.authority", true);
-  DefineServingFlags(flags);
-  flags.Define("help", "false", "print this help", true);
-  const std::string usage =
-      absl::StrCat("usage: facet serve --manifests DIR [flags]\n", flags.Help());
-  if (absl::Status s = flags.Parse(args); !s.ok()) {
-    err << "facet serve: " << s.message() << "\n" << usage;
-    return 2;
-  }
-  if (flags.GetBool("help")) {
-    out << usage;
-    return 0;
+  if (std::optional<int> exit_code =
+          runner.ParseFlags(args, {}, "usage: facet serve --manifests DIR [flags]")) {
+    return *exit_code;
   }
   if (flags.Get("manifests").empty() || !flags.positional().empty()) {
-    err << "facet serve: --manifests DIR is required (and no positional arguments)\n" << usage;
-    return 2;
+    return runner.UsageError("--manifests DIR is required (and no positional arguments)");
   }
   if (!std::filesystem::is_directory(flags.Get("manifests"))) {
-    err << "facet serve: --manifests " << flags.Get("manifests") << ": not a directory\n";
-    return 1;
+    return runner.Fail(1, absl::StrCat("--manifests ", flags.Get("manifests"), ": not a directory"));
   }
-  absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> mapping = ApplyCommonFlags(flags);
-  if (!mapping.ok()) {
-    err << "facet serve: " << mapping.status().message() << "\n";
-    return 2;
-  }
-  absl::StatusOr<XdsServerOptions> server_options = XdsServerOptionsFromFlags(flags);
-  if (!server_options.ok()) {
-    err << "facet serve: " << server_options.status().message() << "\n";
-    return ExitCodeFor(server_options.status());
-  }
-  absl::StatusOr<TlsFiles> admin_tls = TlsFilesFromFlags(flags, "admin-tls");
-  if (!admin_tls.ok()) {
-    err << "facet serve: " << admin_tls.status().message() << "\n";
-    return ExitCodeFor(admin_tls.status());
-  }
+  if (std::optional<int> exit_code = runner.ReadServingFlags()) return *exit_code;
 
-  // Normally done by main() already; repeated for callers that run the
-  // command in-process.
-  BlockShutdownSignals();
-  const sigset_t signals = ShutdownSignals();
+  return runner.Run([&](ServingRunner& run) -> absl::StatusOr<ServingParts> {
+    xds::SnapshotStore& store = run.store();
+    xds::AdsService& ads = run.StartAds();
+    ManifestDirSource::Options source_options;
+    source_options.directory = flags.Get("manifests");
+    source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+    ManifestDirSource& source =
+        run.Own(std::make_unique<ManifestDirSource>(source_options, store));
+    source.Start();  // The first snapshot is published before any client can connect.
+    AddManifestSourceMetrics(run.metrics(), source);
 
-  xds::SnapshotStore store;
-  xds::AdsService::Options ads_options = server_options->ads;
-  ads_options.mapping = *std::move(mapping);
-  xds::AdsService ads(store, ads_options);
-
-  ManifestDirSource::Options source_options;
-  source_options.directory = flags.Get("manifests");
-  source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
-  ManifestDirSource source(source_options, store);
-  source.Start();  // The first snapshot is published before any client can connect.
-
-  absl::StatusOr<Serving> serving = StartServing(
-      flags, ads, *server_options,
-      {{"/metrics",
-        [&] {
-          return AdminResponse{200, "text/plain; version=0.0.4", MetricsText(source, ads)};
-        }},
-       {"/status",
-        [&] {
-          return AdminResponse{200, "application/json", StatusJson(source, ads, store)};
-        }}},
-      *admin_tls);
-  if (!serving.ok()) {
-    err << "facet serve: " << serving.status().message() << "\n";
-    return 1;
-  }
-
-  out << "facet serve: serving " << flags.Get("manifests") << " over xDS on "
-      << serving->xds_address << serving->AdminSuffix() << "\n"
-      << "Client bootstrap (save it as bootstrap.json and set GRPC_XDS_BOOTSTRAP=bootstrap.json):\n"
-      << ClientBootstrap(serving->xds_address, source.authorities()) << "\n";
-  out.flush();
-  WriteReadyFileFromFlags(flags, *serving);
-
-  ServeUntilSignalled(signals, ads, *serving);
-  return 0;
+    ServingParts parts;
+    parts.routes = {
+        {"/status",
+         [&source, &ads, &store] {
+           return AdminResponse{200, "application/json", StatusJson(source, ads, store)};
+         }}};
+    parts.announce = [&out, &flags, &source](const ServingAddresses& addresses) {
+      out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << addresses.xds
+          << addresses.admin_suffix << "\n"
+          << "Client bootstrap (save it as bootstrap.json and set "
+             "GRPC_XDS_BOOTSTRAP=bootstrap.json):\n"
+          << ClientBootstrap(addresses.xds, source.authorities()) << "\n";
+      out.flush();
+    };
+    return parts;
+  });
 }
 
 }  // namespace facet::controller

@@ -1,46 +1,28 @@
 #include "controller/cli/serving_common.h"
 
 #include <netdb.h>
-#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "controller/server/admin/admin_server.h"
+#include "controller/server/http/http_server.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/csds_service.h"
-#include "xds_server/explain/explain.h"
 
 namespace facet::controller {
-
-sigset_t ShutdownSignals() {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  return signals;
-}
-
-void BlockShutdownSignals() {
-  const sigset_t signals = ShutdownSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-}
 
 absl::StatusOr<std::shared_ptr<const xds::ParameterMapping>> ApplyCommonFlags(const Flags& flags) {
   const std::string& level_name = flags.Get("log-level");
@@ -403,25 +385,10 @@ absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::Ad
   return listener;
 }
 
-bool WriteReadyFile(const std::string& path, const std::string& xds_address,
-                    const std::string& admin_address, const std::string& webhook_address) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << "{\"xds_address\":\"" << xds_address << "\",\"admin_address\":\"" << admin_address
-        << "\"";
-    if (!webhook_address.empty()) out << ",\"webhook_address\":\"" << webhook_address << "\"";
-    out << "}\n";
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
-void DefineServingFlags(Flags& flags) {
+void DefineServingFlags(Flags& flags, const ServingFlagDefaults& defaults) {
   flags.Define("xds-address", "0.0.0.0:18000", "HOST:PORT for the ADS server (port 0: any free)");
-  flags.Define(
-      "admin-address", "127.0.0.1:18080",
-      "HOST:PORT for /healthz, /readyz, /metrics, /status, /clients, /explain (empty: disabled)");
+  flags.Define("admin-address", defaults.admin_address,
+               absl::StrCat("HOST:PORT for ", defaults.admin_endpoints, " (empty: disabled)"));
   flags.Define("node-metadata-params", "",
                "PARAM[=METADATA_KEY],... taken from node.metadata for plain-name subscriptions "
                "(empty: every top-level string field)");
@@ -430,97 +397,6 @@ void DefineServingFlags(Flags& flags) {
   flags.Define("log-level", "info", "trace, debug, info, warn or error");
   DefineXdsServerFlags(flags);
   DefineTlsFlags(flags, "admin-tls", "the admin port");
-}
-
-std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService& ads) {
-  std::map<std::string, AdminServer::Handler> routes;
-  routes.emplace("/clients", [&ads](const AdminRequest& request) {
-    xds::ClientStatusQuery query;
-    query.max_bytes = xds::ClientStatusService::kDefaultMaxResponseBytes;
-    if (request.params.count("node") > 0) {
-      query.filter_node_id = true;
-      query.node_id = request.Param("node");
-    }
-    // The query's bound is an estimate; the JSON is cut to the stated bound.
-    return AdminResponse{200, "application/json",
-                         xds::ReportToJson(ads.ClientStatuses(query), query.max_bytes - 1) + "\n"};
-  });
-  routes.emplace("/explain", [&ads](const AdminRequest& request) {
-    auto bad = [](const std::string& message) {
-      return AdminResponse{400, "text/plain; charset=utf-8", message + "\n"};
-    };
-    xds::ExplainRequest explain;
-    explain.target = request.Param("target");
-    explain.authority = request.Param("authority");
-    for (const auto& [name, value] : request.params) {
-      if (name == "target" || name == "authority") continue;
-      if (name != "param") return bad(absl::StrCat("unknown query parameter \"", name, "\""));
-      const size_t equals = value.find('=');
-      if (equals == std::string::npos || equals == 0) {
-        return bad(absl::StrCat("param=\"", value, "\": expected KEY=VALUE"));
-      }
-      explain.params[value.substr(0, equals)] = value.substr(equals + 1);
-    }
-    absl::StatusOr<xds::ExplainResult> result = xds::Explain(*ads.CurrentSnapshot(), explain);
-    if (!result.ok()) return bad(std::string(result.status().message()));
-    return AdminResponse{200, "application/json", xds::ExplainToJson(*result) + "\n"};
-  });
-  return routes;
-}
-
-std::string Serving::AdminSuffix() const {
-  return admin == nullptr ? ""
-                          : absl::StrCat(", admin on ", admin->scheme(), "://", admin->address());
-}
-
-absl::StatusOr<Serving> StartServing(const Flags& flags, xds::AdsService& ads,
-                                     const XdsServerOptions& options,
-                                     std::map<std::string, AdminServer::Handler> routes,
-                                     const TlsFiles& admin_tls) {
-  absl::StatusOr<XdsListener> listener = StartXdsListener(flags.Get("xds-address"), ads, options);
-  if (!listener.ok()) {
-    return absl::Status(listener.status().code(),
-                        absl::StrCat("--xds-address: ", listener.status().message()));
-  }
-  Serving serving;
-  serving.server = std::move(listener->server);
-  serving.xds_address = listener->address;
-  if (flags.Get("admin-address").empty()) return serving;
-  routes.emplace("/healthz", [] {
-    return AdminResponse{200, "text/plain; charset=utf-8", "ok\n"};
-  });
-  routes.emplace("/readyz", [] {
-    return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"};
-  });
-  routes.merge(InsightRoutes(ads));
-  absl::StatusOr<std::unique_ptr<AdminServer>> admin =
-      AdminServer::Start(flags.Get("admin-address"), std::move(routes), admin_tls);
-  if (!admin.ok()) {
-    serving.server->Shutdown();
-    return absl::Status(admin.status().code(),
-                        absl::StrCat("--admin-address: ", admin.status().message()));
-  }
-  serving.admin = *std::move(admin);
-  return serving;
-}
-
-void WriteReadyFileFromFlags(const Flags& flags, const Serving& serving) {
-  const std::string& path = flags.Get("ready-file");
-  if (path.empty()) return;
-  if (!WriteReadyFile(path, serving.xds_address, serving.admin ? serving.admin->address() : "")) {
-    spdlog::error("cannot write --ready-file {}", path);
-  }
-}
-
-void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, Serving& serving) {
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  spdlog::info("received {}; draining ADS streams",
-               signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  ads.Drain();
-  serving.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  serving.admin.reset();
-  spdlog::info("stopped");
 }
 
 }  // namespace facet::controller

@@ -1,31 +1,20 @@
-// What `facet serve` and `facet controller` share: shutdown signals, the
-// flags both take, starting the ADS gRPC server, and the ready file.
+// What the serving commands share below their runner (serving_runner.h): the
+// flags they take and the xDS gRPC server with its bounds.
 #ifndef FACET_CONTROLLER_CLI_SERVING_COMMON_H_
 #define FACET_CONTROLLER_CLI_SERVING_COMMON_H_
 
-#include <signal.h>
-
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "controller/server/admin/admin_server.h"
 #include "controller/cli/flags.h"
 #include "controller/server/tls/tls_files.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
 
 namespace facet::controller {
-
-// Returns {SIGTERM, SIGINT}, the signals a serving command waits for.
-sigset_t ShutdownSignals();
-
-// Blocks ShutdownSignals() in the calling thread, and so in every thread it
-// starts later: call before any library starts a thread, then sigwait.
-void BlockShutdownSignals();
 
 // Applies --log-level and parses --node-metadata-params. Errors name the flag
 // and the reason.
@@ -108,49 +97,17 @@ struct XdsListener {
 absl::StatusOr<XdsListener> StartXdsListener(const std::string& address, xds::AdsService& ads,
                                              const XdsServerOptions& options);
 
-// Defines the flags `facet serve` and `facet relay` share: --xds-address,
-// --admin-address, --node-metadata-params, --ready-file, --log-level, the
-// xDS server flags (DefineXdsServerFlags) and --admin-tls-*.
-void DefineServingFlags(Flags& flags);
-
-// The running servers of `facet serve` and `facet relay`.
-struct Serving {
-  std::unique_ptr<grpc::Server> server;
-  std::string xds_address;             // As XdsListener::address.
-  std::unique_ptr<AdminServer> admin;  // Null when --admin-address is empty.
-
-  // Returns ", admin on SCHEME://HOST:PORT", or "" without admin.
-  std::string AdminSuffix() const;
+// The defaults that differ between the serving commands' shared flags.
+struct ServingFlagDefaults {
+  std::string admin_address = "127.0.0.1:18080";
+  // The admin endpoints the command serves, for --admin-address's help.
+  std::string admin_endpoints = "/healthz, /readyz, /metrics, /status, /clients, /explain";
 };
 
-// Returns the admin routes every serving command has: /clients (what each
-// connected client holds: xds::ReportToJson; ?node=ID for one node id) and
-// /explain (xds::ExplainToJson of ?target=NAME&param=K=V...&authority=A
-// against the snapshot `ads` serves; 400 for a bad query).
-std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService& ads);
-
-// Starts the ADS server for `ads` on --xds-address (StartXdsListener) and
-// the admin server on --admin-address with /healthz, /readyz, InsightRoutes
-// and `routes` (metrics, status), using TlsFilesFromFlags(flags, "admin-tls") as
-// `admin_tls`. Errors name the flag; nothing is left running on error.
-absl::StatusOr<Serving> StartServing(const Flags& flags, xds::AdsService& ads,
-                                     const XdsServerOptions& options,
-                                     std::map<std::string, AdminServer::Handler> routes,
-                                     const TlsFiles& admin_tls);
-
-// Writes --ready-file, when set, for `serving` (logs when it cannot).
-void WriteReadyFileFromFlags(const Flags& flags, const Serving& serving);
-
-// Blocks until one of `signals` arrives, then ends every ADS stream of `ads`
-// (clients reconnect elsewhere), stops the ADS server with a 5 s grace and
-// stops the admin server.
-void ServeUntilSignalled(const sigset_t& signals, xds::AdsService& ads, Serving& serving);
-
-// Writes {"xds_address": ..., "admin_address": ...} (and "webhook_address"
-// when set) to `path` atomically
-// (temporary file, then rename). Returns false when it cannot.
-bool WriteReadyFile(const std::string& path, const std::string& xds_address,
-                    const std::string& admin_address, const std::string& webhook_address = "");
+// Defines the flags every serving command takes: --xds-address,
+// --admin-address, --node-metadata-params, --ready-file, --log-level, the
+// xDS server flags (DefineXdsServerFlags) and --admin-tls-*.
+void DefineServingFlags(Flags& flags, const ServingFlagDefaults& defaults = {});
 
 }  // namespace facet::controller
 

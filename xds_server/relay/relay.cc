@@ -11,26 +11,29 @@
 namespace facet::xds {
 
 // Forwards one upstream client's events to the relay, tagged with its index.
+// It names servers from its own copy of the list: the relay's upstream
+// clients may be going away while another one's events arrive.
 class Relay::Listener final : public UpstreamClient::Listener {
  public:
-  Listener(Relay& relay, int index) : relay_(relay), index_(index) {}
+  Listener(Relay& relay, int index, std::vector<UpstreamServer> servers)
+      : relay_(relay), index_(index), servers_(std::move(servers)) {}
 
   absl::Status OnUpdate(const UpstreamUpdate& update) override {
     return relay_.OnUpdate(index_, update);
   }
   void OnConnected(int server_index) override {
-    spdlog::info("relay: upstream {} connected to {}", index_,
-                 relay_.upstreams_[index_]->servers()[server_index].server_uri);
+    spdlog::info("relay: upstream {} connected to {}", index_, servers_[server_index].server_uri);
   }
   void OnDisconnected(int server_index, const absl::Status& status) override {
     spdlog::warn("relay: upstream {} lost {}: {}; serving from the cache", index_,
-                 relay_.upstreams_[index_]->servers()[server_index].server_uri,
+                 servers_[server_index].server_uri,
                  SafeForLog(status.message(), kMaxLoggedStatusBytes));
   }
 
  private:
   Relay& relay_;
   const int index_;
+  const std::vector<UpstreamServer> servers_;
 };
 
 namespace {
@@ -79,21 +82,29 @@ Relay::Relay(SnapshotStore& store, Options options)
   UpstreamClient::Options upstream = options_.upstream;
   upstream.node = options_.config.node;
   for (size_t i = 0; i < lists.size(); ++i) {
-    listeners_.push_back(std::make_unique<Listener>(*this, static_cast<int>(i)));
+    listeners_.push_back(std::make_unique<Listener>(*this, static_cast<int>(i), lists[i]));
     upstreams_.push_back(std::make_unique<UpstreamClient>(lists[i], upstream, *listeners_.back()));
   }
+}
+
+Relay::~Relay() { Stop(); }
+
+void Relay::Start() {
   absl::MutexLock lock(&mu_);
   store_.Publish(cache_.current());
   worker_ = std::thread([this] { WorkUntilStopped(); });
 }
 
-Relay::~Relay() {
+void Relay::Stop() {
   {
     absl::MutexLock lock(&mu_);
+    if (stopping_) return;
     stopping_ = true;
   }
-  worker_.join();
-  // Upstream clients end their streams before the listeners go.
+  if (worker_.joinable()) worker_.join();
+  // Upstream clients end their streams (waiting for their callbacks) before
+  // the listeners go. A callback of a client not yet destroyed finds
+  // stopping_ and leaves upstreams_ alone.
   upstreams_.clear();
   listeners_.clear();
 }
@@ -116,6 +127,7 @@ void Relay::Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> s
 
 void Relay::OnDemand(const std::vector<DemandChange>& changes) {
   absl::MutexLock lock(&mu_);
+  if (stopping_) return;
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<Fetch> fetches = cache_.OnDemand(changes, absl::Now(), &snapshot);
   Effect(std::move(fetches), std::move(snapshot));
@@ -123,6 +135,7 @@ void Relay::OnDemand(const std::vector<DemandChange>& changes) {
 
 absl::Status Relay::OnUpdate(int upstream, const UpstreamUpdate& update) {
   absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::OkStatus();  // Its stream is closing; nothing is applied.
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<Fetch> fetches;
   absl::Status status = cache_.Apply(upstream, update, absl::Now(), &fetches, &snapshot);
@@ -143,8 +156,8 @@ void Relay::WorkUntilStopped() {
     std::vector<Fetch> fetches = cache_.Expire(now, &snapshot);
     Effect(std::move(fetches), std::move(snapshot));
     // Snapshots in the order the cache made them, outside the lock (only
-    // this thread publishes).
-    while (!to_publish_.empty()) {
+    // this thread publishes), until Stop().
+    while (!to_publish_.empty() && !stopping_) {
       std::shared_ptr<const Snapshot> next = std::move(to_publish_.front());
       to_publish_.pop_front();
       mu_.Unlock();

@@ -34,7 +34,10 @@ struct RelayStats {
 };
 
 // Thread-safe. Pass it to AdsService::Options::demand_observer; it must
-// outlive the service.
+// outlive the service. Its lifetime in a process: construct it, construct the
+// service (which watches the store), Start() it, and Stop() it once the
+// service's streams have ended and before the service is destroyed, so no
+// snapshot is published while the service stops watching.
 class Relay final : public DemandObserver {
  public:
   struct Options {
@@ -43,13 +46,24 @@ class Relay final : public DemandObserver {
     absl::Duration linger = absl::Seconds(10);
   };
 
-  // Publishes into `store` (which must outlive the relay), starting with an
-  // empty partial snapshot: nothing is answered before upstream has.
+  // Will publish into `store`, which must outlive the relay. Nothing is
+  // published before Start().
   Relay(SnapshotStore& store, Options options);
+  // Stops, if Start() was called and Stop() was not.
   ~Relay() override;
+
+  // Publishes an empty partial snapshot (nothing is answered before upstream
+  // has) and starts the worker that publishes the cache's later snapshots.
+  // Call once.
+  void Start();
+  // Stops publishing: when it returns, the worker has ended and every
+  // upstream stream is closed; later demand and upstream responses are
+  // ignored. Idempotent.
+  void Stop();
 
   void OnDemand(const std::vector<DemandChange>& changes) override;
 
+  // Not while Stop() runs.
   RelayStats stats() const;
 
  private:
@@ -73,6 +87,8 @@ class Relay final : public DemandObserver {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<UpstreamClient>> upstreams_;
   std::deque<std::shared_ptr<const Snapshot>> to_publish_ ABSL_GUARDED_BY(mu_);
+  // Stop() has begun: the worker ends, demand and upstream responses are
+  // ignored, and upstreams_ is being emptied (by Stop() alone, outside mu_).
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_;
 };

@@ -68,6 +68,7 @@ class RelayTest : public ::testing::Test {
     builder.RegisterService(ads_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
+    relay_->Start();
   }
 
   void TearDown() override {
@@ -76,6 +77,9 @@ class RelayTest : public ::testing::Test {
       server_->Shutdown(std::chrono::system_clock::now());
       server_->Wait();
     }
+    // The relay stops publishing while the service still watches the store;
+    // the service's streams (its demand) have ended.
+    relay_->Stop();
     ads_.reset();
     relay_.reset();
     if (upstream_server_ != nullptr) upstream_server_->Shutdown(std::chrono::system_clock::now());

@@ -1,0 +1,84 @@
+// The process's metrics on prometheus-cpp's core: one registry, served as
+// text on the admin port's /metrics.
+#ifndef FACET_CONTROLLER_SERVER_METRICS_METRICS_H_
+#define FACET_CONTROLLER_SERVER_METRICS_METRICS_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace facet::controller {
+
+// Content type of Text(): Prometheus' text exposition format.
+inline constexpr char kMetricsContentType[] = "text/plain; version=0.0.4";
+
+// The buckets of Facet's latency histograms, in seconds: 1 ms to 30 s.
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets();
+
+// One registry of counters, gauges and histograms. Instrumented code updates
+// its metrics directly; counts that other components keep in their own stats
+// are copied into metrics by updates that run at each scrape (OnScrape).
+// Thread-safe; metrics live as long as the Metrics.
+class Metrics {
+ public:
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  prometheus::Registry& registry() { return *registry_; }
+
+  // Return the one metric of a new family without labels. A name registered
+  // twice, or not a valid metric name, is a programming error (prometheus-cpp
+  // throws).
+  prometheus::Counter& Counter(const std::string& name, const std::string& help);
+  prometheus::Gauge& Gauge(const std::string& name, const std::string& help);
+  prometheus::Histogram& Histogram(const std::string& name, const std::string& help,
+                                   const prometheus::Histogram::BucketBoundaries& buckets);
+
+  // Runs `update` before every scrape, in the order registered, one scrape at
+  // a time. It sets metrics from a component's stats, so what it reads must
+  // outlive every later Text() call.
+  void OnScrape(std::function<void()> update);
+
+  // Runs the scrape updates, then returns every metric in the text format
+  // (prometheus::TextSerializer: label values escaped).
+  std::string Text();
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  absl::Mutex scrape_mu_;  // Held while a scrape runs the updates.
+  std::vector<std::function<void()>> updates_ ABSL_GUARDED_BY(scrape_mu_);
+};
+
+// Advances `counter` to `total`, a count kept elsewhere: a counter never
+// goes down, so a smaller total leaves it as it is.
+void AdvanceTo(prometheus::Counter& counter, double total);
+
+// The gauges of one family with one label, set from a map of label value to
+// number at each scrape: a gauge per value present, none for a value gone.
+// Used from one scrape at a time.
+class LabelledGauges {
+ public:
+  LabelledGauges(prometheus::Family<prometheus::Gauge>& family, std::string label);
+
+  void Set(const std::map<std::string, int>& values);
+
+ private:
+  prometheus::Family<prometheus::Gauge>& family_;
+  const std::string label_;
+  std::map<std::string, prometheus::Gauge*> gauges_;
+};
+
+}  // namespace facet::controller
+
+#endif  // FACET_CONTROLLER_SERVER_METRICS_METRICS_H_

@@ -1,0 +1,79 @@
+#include "controller/server/metrics/metrics.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace facet::controller {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(MetricsTest, TextHasEachMetricWithItsHelpAndType) {
+  Metrics metrics;
+  metrics.Counter("facet_things_total", "Things done.").Increment(3);
+  metrics.Gauge("facet_things_open", "Things open.").Set(2);
+  metrics.Histogram("facet_thing_seconds", "Time a thing takes.", LatencyBuckets())
+      .Observe(0.02);
+  const std::string text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("# HELP facet_things_total Things done.\n"
+                              "# TYPE facet_things_total counter\n"
+                              "facet_things_total 3\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP facet_things_open Things open.\n"
+                              "# TYPE facet_things_open gauge\n"
+                              "facet_things_open 2\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE facet_thing_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("facet_thing_seconds_bucket{le=\"0.01\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("facet_thing_seconds_bucket{le=\"0.025\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("facet_thing_seconds_count 1\n"));
+}
+
+TEST(MetricsTest, ScrapeUpdatesCopyStatsInAndCountersNeverGoBack) {
+  Metrics metrics;
+  prometheus::Counter& builds = metrics.Counter("facet_builds_total", "Builds.");
+  prometheus::Gauge& open = metrics.Gauge("facet_open", "Open.");
+  double kept_builds = 5;
+  double kept_open = 7;
+  metrics.OnScrape([&] {
+    AdvanceTo(builds, kept_builds);
+    open.Set(kept_open);
+  });
+  EXPECT_THAT(metrics.Text(), HasSubstr("facet_builds_total 5\n"));
+  kept_builds = 9;
+  kept_open = 1;
+  std::string text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("facet_builds_total 9\n"));
+  EXPECT_THAT(text, HasSubstr("facet_open 1\n"));
+  kept_builds = 4;  // A counter that was reset elsewhere stays where it was.
+  EXPECT_THAT(metrics.Text(), HasSubstr("facet_builds_total 9\n"));
+}
+
+// An authority is a name a manifest's or a client's writer chooses: quotes,
+// backslashes and line breaks in it must not forge samples or break the
+// exposition (the hand-written text before prometheus-cpp wrote them raw).
+TEST(LabelledGaugesTest, EscapesHostileLabelValuesAndDropsValuesGone) {
+  Metrics metrics;
+  auto& family = prometheus::BuildGauge()
+                     .Name("facet_xds_streams_by_authority")
+                     .Help("Open ADS streams holding resources of an authority.")
+                     .Register(metrics.registry());
+  LabelledGauges by_authority(family, "authority");
+  const std::string hostile = "evil\"} 1\nfacet_forged 1\n\\";
+  by_authority.Set({{"", 2}, {hostile, 1}});
+  std::string text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("facet_xds_streams_by_authority{authority=\"\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("facet_xds_streams_by_authority{authority="
+                              "\"evil\\\"} 1\\nfacet_forged 1\\n\\\\\"} 1\n"));
+  EXPECT_THAT(text, Not(HasSubstr("\nfacet_forged")));
+
+  by_authority.Set({{"", 3}});
+  text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("facet_xds_streams_by_authority{authority=\"\"} 3\n"));
+  EXPECT_THAT(text, Not(HasSubstr("evil")));
+}
+
+}  // namespace
+}  // namespace facet::controller
