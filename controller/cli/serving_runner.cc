@@ -140,6 +140,13 @@ xds::AdsService& ServingRunner::StartAds(xds::DemandObserver* demand_observer) {
 }
 
 int ServingRunner::Run(const std::function<absl::StatusOr<ServingParts>(ServingRunner&)>& build) {
+  const int exit_code = StartAndServe(build);
+  parts_.Unwind();
+  return exit_code;
+}
+
+int ServingRunner::StartAndServe(
+    const std::function<absl::StatusOr<ServingParts>(ServingRunner&)>& build) {
   // Normally done by main() already; repeated for callers that run the
   // command in-process.
   BlockShutdownSignals();
@@ -151,7 +158,6 @@ int ServingRunner::Run(const std::function<absl::StatusOr<ServingParts>(ServingR
   }
   if (!AwaitReady(*parts)) {
     spdlog::info("received a signal before the first sync; shutting down");
-    parts_.Unwind();
     return 0;
   }
   if (absl::Status xds = OpenXds(); !xds.ok()) {

@@ -114,12 +114,14 @@ class ServingRunner {
   // Starts the command's parts with `build`, then the admin port, waits for
   // ServingParts::ready, opens the xDS port, writes --ready-file and serves
   // until SIGTERM or SIGINT; then stops everything, the last started first.
-  // Returns the exit code: 0 after a signal, ExitCodeFor(the error) when
-  // `build` fails, 1 when a port cannot be opened (the message names the
-  // flag). Call once, after ReadServingFlags.
+  // On an error it prints the error, then stops what was started. Returns,
+  // with every part stopped and destroyed, the exit code: 0 after a signal,
+  // ExitCodeFor(the error) when `build` fails, 1 when a port cannot be opened
+  // (the message names the flag). Call once, after ReadServingFlags.
   int Run(const std::function<absl::StatusOr<ServingParts>(ServingRunner&)>& build);
 
-  // The process's metrics, served on /metrics; they outlive every part.
+  // For `build`: the process's metrics, served on /metrics; they outlive
+  // every other part.
   Metrics& metrics() { return *metrics_; }
   // For `build`: the snapshot store every source publishes into (created on
   // first use; destroyed after every part started later).
@@ -141,6 +143,8 @@ class ServingRunner {
   xds::AdsService* ads() const { return ads_; }
 
  private:
+  // Run's steps, leaving the stopping to Run.
+  int StartAndServe(const std::function<absl::StatusOr<ServingParts>(ServingRunner&)>& build);
   // Starts the admin server (when --admin-address is set) with the runner's
   // routes and `parts`' routes.
   absl::Status StartAdmin(const ServingParts& parts);
