@@ -39,8 +39,6 @@ std::string Identity() {
 void AddKubeSourceMetrics(Metrics& metrics, const KubeSource& source,
                           const LeaderElector* elector) {
   prometheus::Counter& builds = metrics.Counter("facet_snapshot_builds_total", "Snapshot builds.");
-  prometheus::Gauge& build_seconds =
-      metrics.Gauge("facet_snapshot_build_seconds", "Duration of the last snapshot build.");
   prometheus::Gauge& rejected =
       metrics.Gauge("facet_objects_rejected", "Objects whose latest generation is rejected.");
   prometheus::Counter& status_writes =
@@ -58,7 +56,6 @@ void AddKubeSourceMetrics(Metrics& metrics, const KubeSource& source,
   metrics.OnScrape([&, elector] {
     const KubeSource::Stats s = source.stats();
     AdvanceTo(builds, static_cast<double>(s.builds));
-    build_seconds.Set(absl::ToDoubleSeconds(s.last_build_duration));
     rejected.Set(static_cast<double>(s.rejected_objects));
     AdvanceTo(status_writes, static_cast<double>(s.status_writes));
     AdvanceTo(status_errors, static_cast<double>(s.status_errors));
@@ -146,6 +143,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
       source_options.namespaces = absl::StrSplit(flags.Get("namespaces"), ',', absl::SkipEmpty());
     }
     source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+    source_options.on_published = ObserveSnapshotBuilds(run.metrics());
     KubeSource& source = run.Own(std::make_unique<KubeSource>(
         kube_client, store, &ads,
         elector == nullptr ? std::function<bool()>()

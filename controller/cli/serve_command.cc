@@ -174,6 +174,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     ManifestDirSource::Options source_options;
     source_options.directory = flags.Get("manifests");
     source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+    source_options.on_published = ObserveSnapshotBuilds(run.metrics());
     ManifestDirSource& source =
         run.Own(std::make_unique<ManifestDirSource>(source_options, store));
     source.Start();  // The first snapshot is published before any client can connect.

@@ -79,6 +79,16 @@ bool WriteReadyFile(const std::string& path, const std::string& xds_address,
   return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
+std::function<void(const PublishTiming&)> ObserveSnapshotBuilds(Metrics& metrics) {
+  prometheus::Histogram& histogram = metrics.Histogram(
+      "facet_snapshot_build_seconds",
+      "Time from a source change (the first of a batch) to the published snapshot.",
+      LatencyBuckets());
+  return [&histogram](const PublishTiming& timing) {
+    histogram.Observe(absl::ToDoubleSeconds(timing.since_change));
+  };
+}
+
 ServingRunner::ServingRunner(std::string command, std::ostream& out, std::ostream& err)
     : command_(std::move(command)), out_(out), err_(err), signals_(ShutdownSignals()) {
   metrics_ = &parts_.Own(std::make_unique<Metrics>());

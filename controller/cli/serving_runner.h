@@ -25,6 +25,7 @@
 #include "controller/server/admin/admin_server.h"
 #include "controller/server/metrics/metrics.h"
 #include "controller/server/tls/tls_files.h"
+#include "controller/sources/publisher/publisher.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/ads/snapshot_store.h"
@@ -49,6 +50,11 @@ std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService&
 // when it cannot.
 bool WriteReadyFile(const std::string& path, const std::string& xds_address,
                     const std::string& admin_address, const std::string& webhook_address = "");
+
+// Registers the histogram facet_snapshot_build_seconds in `metrics` and
+// returns what a source calls after each publication
+// (Publisher::Options::on_published) to observe its time since the change.
+std::function<void(const PublishTiming&)> ObserveSnapshotBuilds(Metrics& metrics);
 
 // Where a command's ports are, once they are open.
 struct ServingAddresses {

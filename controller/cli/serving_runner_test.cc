@@ -217,5 +217,18 @@ TEST(ServingRunnerTest, ServesUntilSignalledThenStopsTheLastStartedFirst) {
                                       "\",\"webhook_address\":\"127.0.0.1:9443\"}\n"));
 }
 
+TEST(ObserveSnapshotBuildsTest, ObservesTheTimeSinceTheChangeInTheHistogram) {
+  Metrics metrics;
+  std::function<void(const PublishTiming&)> observe = ObserveSnapshotBuilds(metrics);
+  observe({/*since_change=*/absl::Milliseconds(40), /*build=*/absl::Milliseconds(10)});
+  observe({/*since_change=*/absl::Seconds(2), /*build=*/absl::Seconds(1)});
+  const std::string text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("# TYPE facet_snapshot_build_seconds histogram\n"));
+  EXPECT_THAT(text, HasSubstr("facet_snapshot_build_seconds_bucket{le=\"0.025\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("facet_snapshot_build_seconds_bucket{le=\"0.05\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("facet_snapshot_build_seconds_bucket{le=\"2.5\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("facet_snapshot_build_seconds_sum 2.04\n"));
+}
+
 }  // namespace
 }  // namespace facet::controller
