@@ -34,36 +34,38 @@ std::string Identity() {
   return absl::StrCat(host, "_", absl::Uniform<uint32_t>(gen, 0, 1u << 31));
 }
 
-// Adds the Kubernetes source's and the elector's metrics, read from their
-// stats at each scrape. `elector` is null without leader election.
+// What /metrics reads of the controller at each scrape.
+struct ControllerStats {
+  KubeSource::Stats source;
+  bool leading = false;
+};
+
+// Adds the Kubernetes source's and the elector's metrics, read at each
+// scrape. `elector` is null without leader election.
 void AddKubeSourceMetrics(Metrics& metrics, const KubeSource& source,
                           const LeaderElector* elector) {
-  prometheus::Counter& builds = metrics.Counter("facet_snapshot_builds_total", "Snapshot builds.");
-  prometheus::Gauge& rejected =
-      metrics.Gauge("facet_objects_rejected", "Objects whose latest generation is rejected.");
-  prometheus::Counter& status_writes =
-      metrics.Counter("facet_status_writes_total", "Status subresource writes.");
-  prometheus::Counter& status_errors =
-      metrics.Counter("facet_status_write_errors_total", "Failed status writes.");
-  prometheus::Gauge& leader =
-      metrics.Gauge("facet_leader", "1 while this replica leads (writes status).");
-  prometheus::Counter& lists =
-      metrics.Counter("facet_kube_lists_total", "Complete lists of watched collections.");
-  prometheus::Counter& watches =
-      metrics.Counter("facet_kube_watches_total", "Watches started (each restart counts).");
-  prometheus::Counter& watch_errors = metrics.Counter(
-      "facet_kube_watch_errors_total", "List+watch rounds that ended in an error and relisted.");
-  metrics.OnScrape([&, elector] {
-    const KubeSource::Stats s = source.stats();
-    AdvanceTo(builds, static_cast<double>(s.builds));
-    rejected.Set(static_cast<double>(s.rejected_objects));
-    AdvanceTo(status_writes, static_cast<double>(s.status_writes));
-    AdvanceTo(status_errors, static_cast<double>(s.status_errors));
-    leader.Set(elector == nullptr || elector->is_leader() ? 1 : 0);
-    AdvanceTo(lists, static_cast<double>(s.reflectors.lists));
-    AdvanceTo(watches, static_cast<double>(s.reflectors.watches));
-    AdvanceTo(watch_errors, static_cast<double>(s.reflectors.watch_errors));
-  });
+  using S = ControllerStats;
+  StatsMetrics<S>(metrics)
+      .Counter("facet_snapshot_builds_total", "Snapshot builds.",
+               [](const S& s) { return s.source.builds; })
+      .Gauge("facet_objects_rejected", "Objects whose latest generation is rejected.",
+             [](const S& s) { return s.source.rejected_objects; })
+      .Counter("facet_status_writes_total", "Status subresource writes.",
+               [](const S& s) { return s.source.status_writes; })
+      .Counter("facet_status_write_errors_total", "Failed status writes.",
+               [](const S& s) { return s.source.status_errors; })
+      .Gauge("facet_leader", "1 while this replica leads (writes status).",
+             [](const S& s) { return s.leading ? 1 : 0; })
+      .Counter("facet_kube_lists_total", "Complete lists of watched collections.",
+               [](const S& s) { return s.source.reflectors.lists; })
+      .Counter("facet_kube_watches_total", "Watches started (each restart counts).",
+               [](const S& s) { return s.source.reflectors.watches; })
+      .Counter("facet_kube_watch_errors_total",
+               "List+watch rounds that ended in an error and relisted.",
+               [](const S& s) { return s.source.reflectors.watch_errors; })
+      .Install([&source, elector] {
+        return ControllerStats{source.stats(), elector == nullptr || elector->is_leader()};
+      });
 }
 
 }  // namespace

@@ -1,9 +1,7 @@
 #include "controller/cli/relay_command.h"
 
-#include <functional>
 #include <memory>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -25,46 +23,35 @@ namespace {
 
 // Adds the relay's metrics, read from its stats at each scrape.
 void AddRelayMetrics(Metrics& metrics, const xds::Relay& relay) {
-  using Stat = std::function<double(const xds::RelayStats&)>;
-  std::vector<std::pair<prometheus::Gauge*, Stat>> gauges = {
-      {&metrics.Gauge("facet_relay_upstream_streams",
-                      "Upstream server lists with a connected ADS stream."),
-       [](const xds::RelayStats& s) { return s.upstream_streams; }},
-      {&metrics.Gauge("facet_relay_upstream_subscriptions",
-                      "Upstream locator subscriptions (one per resource and projected parameter "
-                      "set), lingering ones included."),
-       [](const xds::RelayStats& s) { return s.cache.upstream_subscriptions; }},
-      {&metrics.Gauge("facet_relay_cache_variants", "Resource variants held in the cache."),
-       [](const xds::RelayStats& s) { return s.cache.cached_variants; }},
-      {&metrics.Gauge("facet_relay_cache_resources", "Resources (type and name) the cache tracks."),
-       [](const xds::RelayStats& s) { return s.cache.resources; }},
-  };
-  std::vector<std::pair<prometheus::Counter*, Stat>> counters = {
-      {&metrics.Counter("facet_relay_cache_hits_total",
-                        "Downstream parameter sets answered from the cache when first subscribed."),
-       [](const xds::RelayStats& s) { return s.cache.hits; }},
-      {&metrics.Counter("facet_relay_cache_misses_total",
-                        "Downstream parameter sets that waited for upstream when first subscribed."),
-       [](const xds::RelayStats& s) { return s.cache.misses; }},
-      {&metrics.Counter("facet_relay_upstream_updates_total",
-                        "Upstream responses applied to the cache."),
-       [](const xds::RelayStats& s) { return s.cache.updates_applied; }},
-      {&metrics.Counter(
-           "facet_relay_upstream_updates_rejected_total",
-           "Upstream responses rejected (NACKed upstream), by the cache or as malformed."),
-       [](const xds::RelayStats& s) { return s.upstream_nacks_sent; }},
-      {&metrics.Counter("facet_relay_upstream_reconnects_total",
-                        "Upstream streams started after the first."),
-       [](const xds::RelayStats& s) { return s.upstream_reconnects; }},
-      {&metrics.Counter("facet_relay_upstream_failovers_total",
-                        "Moves to the next server of an upstream list."),
-       [](const xds::RelayStats& s) { return s.upstream_failovers; }},
-  };
-  metrics.OnScrape([&relay, gauges = std::move(gauges), counters = std::move(counters)] {
-    const xds::RelayStats stats = relay.stats();
-    for (const auto& [gauge, stat] : gauges) gauge->Set(stat(stats));
-    for (const auto& [counter, stat] : counters) AdvanceTo(*counter, stat(stats));
-  });
+  using S = xds::RelayStats;
+  StatsMetrics<S>(metrics)
+      .Gauge("facet_relay_upstream_streams", "Upstream server lists with a connected ADS stream.",
+             [](const S& s) { return s.upstream_streams; })
+      .Gauge("facet_relay_upstream_subscriptions",
+             "Upstream locator subscriptions (one per resource and projected parameter set), "
+             "lingering ones included.",
+             [](const S& s) { return s.cache.upstream_subscriptions; })
+      .Gauge("facet_relay_cache_variants", "Resource variants held in the cache.",
+             [](const S& s) { return s.cache.cached_variants; })
+      .Gauge("facet_relay_cache_resources", "Resources (type and name) the cache tracks.",
+             [](const S& s) { return s.cache.resources; })
+      .Counter("facet_relay_cache_hits_total",
+               "Downstream parameter sets answered from the cache when first subscribed.",
+               [](const S& s) { return s.cache.hits; })
+      .Counter("facet_relay_cache_misses_total",
+               "Downstream parameter sets that waited for upstream when first subscribed.",
+               [](const S& s) { return s.cache.misses; })
+      .Counter("facet_relay_upstream_updates_total", "Upstream responses applied to the cache.",
+               [](const S& s) { return s.cache.updates_applied; })
+      .Counter("facet_relay_upstream_updates_rejected_total",
+               "Upstream responses rejected (NACKed upstream), by the cache or as malformed.",
+               [](const S& s) { return s.upstream_nacks_sent; })
+      .Counter("facet_relay_upstream_reconnects_total", "Upstream streams started after the first.",
+               [](const S& s) { return s.upstream_reconnects; })
+      .Counter("facet_relay_upstream_failovers_total",
+               "Moves to the next server of an upstream list.",
+               [](const S& s) { return s.upstream_failovers; })
+      .Install([&relay] { return relay.stats(); });
 }
 
 // The relay's /status: upstream lists and what the cache holds.

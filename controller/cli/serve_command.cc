@@ -129,24 +129,19 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
 
 // Adds the manifest source's metrics, read from its stats at each scrape.
 void AddManifestSourceMetrics(Metrics& metrics, const ManifestDirSource& source) {
-  prometheus::Counter& builds = metrics.Counter("facet_snapshot_builds_total", "Snapshot builds.");
-  prometheus::Gauge& rejected =
-      metrics.Gauge("facet_objects_rejected", "Objects whose latest revision is rejected.");
-  prometheus::Gauge& inotify = metrics.Gauge(
-      "facet_manifest_inotify",
-      "1 while inotify watches the manifest directory, 0 while it is polled.");
-  prometheus::Counter& held_removals =
-      metrics.Counter("facet_manifest_held_removals_total",
-                      "File re-reads whose removals were held back until the file was quiet.");
-  metrics.OnScrape([&source, &builds, &rejected, &inotify, &held_removals] {
-    int rejected_objects = 0;
-    for (const auto& status : source.statuses()) rejected_objects += status->accepted ? 0 : 1;
-    const ManifestDirSource::Stats stats = source.stats();
-    AdvanceTo(builds, static_cast<double>(stats.builds));
-    rejected.Set(rejected_objects);
-    inotify.Set(stats.inotify ? 1 : 0);
-    AdvanceTo(held_removals, static_cast<double>(stats.held_removals));
-  });
+  using S = ManifestDirSource::Stats;
+  StatsMetrics<S>(metrics)
+      .Counter("facet_snapshot_builds_total", "Snapshot builds.",
+               [](const S& s) { return s.builds; })
+      .Gauge("facet_objects_rejected", "Objects whose latest revision is rejected.",
+             [](const S& s) { return s.rejected_objects; })
+      .Gauge("facet_manifest_inotify",
+             "1 while inotify watches the manifest directory, 0 while it is polled.",
+             [](const S& s) { return s.inotify ? 1 : 0; })
+      .Counter("facet_manifest_held_removals_total",
+               "File re-reads whose removals were held back until the file was quiet.",
+               [](const S& s) { return s.held_removals; })
+      .Install([&source] { return source.stats(); });
 }
 
 }  // namespace

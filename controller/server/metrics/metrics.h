@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -63,6 +64,44 @@ class Metrics {
 // Advances `counter` to `total`, a count kept elsewhere: a counter never
 // goes down, so a smaller total leaves it as it is.
 void AdvanceTo(prometheus::Counter& counter, double total);
+
+// Counters and gauges whose values are read from a component's stats (a
+// struct of counts it keeps) once per scrape. Declare each metric with how to
+// read it from the stats, then Install.
+template <typename Stats>
+class StatsMetrics {
+ public:
+  using Read = std::function<double(const Stats&)>;
+
+  explicit StatsMetrics(Metrics& metrics) : metrics_(metrics) {}
+
+  // A counter advanced to read(stats) at each scrape (see AdvanceTo).
+  StatsMetrics& Counter(const std::string& name, const std::string& help, Read read) {
+    counters_.push_back({&metrics_.Counter(name, help), std::move(read)});
+    return *this;
+  }
+  // A gauge set to read(stats) at each scrape.
+  StatsMetrics& Gauge(const std::string& name, const std::string& help, Read read) {
+    gauges_.push_back({&metrics_.Gauge(name, help), std::move(read)});
+    return *this;
+  }
+  // Registers the scrape update: calls `stats` once and sets every metric
+  // declared from what it returns. What `stats` reads must outlive every
+  // later scrape.
+  void Install(std::function<Stats()> stats) {
+    metrics_.OnScrape([stats = std::move(stats), counters = std::move(counters_),
+                       gauges = std::move(gauges_)] {
+      const Stats now = stats();
+      for (const auto& [counter, read] : counters) AdvanceTo(*counter, read(now));
+      for (const auto& [gauge, read] : gauges) gauge->Set(read(now));
+    });
+  }
+
+ private:
+  Metrics& metrics_;
+  std::vector<std::pair<prometheus::Counter*, Read>> counters_;
+  std::vector<std::pair<prometheus::Gauge*, Read>> gauges_;
+};
 
 // The gauges of one family with one label, set from a map of label value to
 // number at each scrape: a gauge per value present, none for a value gone.

@@ -51,6 +51,31 @@ TEST(MetricsTest, ScrapeUpdatesCopyStatsInAndCountersNeverGoBack) {
   EXPECT_THAT(metrics.Text(), HasSubstr("facet_builds_total 9\n"));
 }
 
+TEST(StatsMetricsTest, ReadsTheStatsOncePerScrapeIntoEachMetric) {
+  struct Stats {
+    int64_t builds = 0;
+    bool watching = false;
+  };
+  Metrics metrics;
+  Stats kept{4, true};
+  int reads = 0;
+  StatsMetrics<Stats>(metrics)
+      .Counter("facet_builds_total", "Builds.", [](const Stats& s) { return s.builds; })
+      .Gauge("facet_watching", "1 while watching.", [](const Stats& s) { return s.watching; })
+      .Install([&] {
+        ++reads;
+        return kept;
+      });
+  std::string text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("# TYPE facet_builds_total counter\nfacet_builds_total 4\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE facet_watching gauge\nfacet_watching 1\n"));
+  kept = {6, false};
+  text = metrics.Text();
+  EXPECT_THAT(text, HasSubstr("facet_builds_total 6\n"));
+  EXPECT_THAT(text, HasSubstr("facet_watching 0\n"));
+  EXPECT_EQ(reads, 2);
+}
+
 // An authority is a name a manifest's or a client's writer chooses: quotes,
 // backslashes and line breaks in it must not forge samples or break the
 // exposition (the hand-written text before prometheus-cpp wrote them raw).
