@@ -93,7 +93,7 @@ TEST(RelayCommandTest, PublishesOnlyWhileTheServiceItFeedsIsAlive) {
   std::atomic<bool> held{false};
   absl::Notification holding;
   absl::Mutex mu;
-  int publications ABSL_GUARDED_BY(mu) = 0;
+  int publications = 0;  // Guarded by mu.
   absl::Notification serving;
   std::string xds_address;
   int exit_code = -1;
@@ -148,7 +148,7 @@ TEST(RelayCommandTest, PublishesOnlyWhileTheServiceItFeedsIsAlive) {
   // Shut down while the relay keeps publishing.
   {
     absl::MutexLock lock(&mu);
-    auto busy = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return publications >= 20; };
+    auto busy = [&] { return publications >= 20; };
     ASSERT_TRUE(mu.AwaitWithTimeout(absl::Condition(&busy), kWait));
   }
 

@@ -100,8 +100,10 @@ TEST(ServingRunnerTest, StopsWhatWasBuiltWhenTheAdminPortCannotOpen) {
 
 TEST(ServingRunnerTest, ABuildErrorEndsWithItsExitCodeAfterStoppingWhatItStarted) {
   BlockShutdownSignals();
-  for (const auto& [status, want] : {std::make_pair(absl::InvalidArgumentError("bad lease"), 2),
-                                     std::make_pair(absl::UnavailableError("no port"), 1)}) {
+  for (const auto& error : {std::make_pair(absl::InvalidArgumentError("bad lease"), 2),
+                            std::make_pair(absl::UnavailableError("no port"), 1)}) {
+    const absl::Status& status = error.first;
+    const int want = error.second;
     Runner runner({"--xds-address=127.0.0.1:0", "--admin-address="});
     Log log;
     const int exit_code = runner->Run([&](ServingRunner& run) -> absl::StatusOr<ServingParts> {
