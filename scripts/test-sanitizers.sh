@@ -34,10 +34,9 @@ fuzzers=(constraints_fuzzer names_fuzzer proto_json_fuzzer manifest_fuzzer
 # status_churn_test is left out: it takes about 45 s unsanitized, far longer
 # under TSan, and exercises the same code as controller_e2e_test.
 tsan_tests=(tsan_canary_test ads_test ads_wire_test server_bounds_test e2e_test tls_e2e_test
-  upstream_client_test relay_test relay_command_test serving_runner_test relay_e2e_test kube_source_test
-  manifest_dir_source_test
-  reflector_test leader_elector_test status_writer_test admin_server_test http_server_test
-  webhook_test cpprest_kube_client_test controller_e2e_test)
+  upstream_client_test relay_test relay_command_test serving_runner_test relay_e2e_test
+  kube_source_test manifest_dir_source_test reflector_test leader_elector_test status_writer_test
+  admin_server_test http_server_test webhook_test cpprest_kube_client_test controller_e2e_test)
 
 # ccache shares objects between checkouts and build directories: paths below
 # the common parent of the tree and the build directories are hashed relative
