@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "test/ads_client/ads_test_client.h"
 #include "test/fakes/fake_ads_service.h"
-#include "xds_server/ads/snapshot_store.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::controller {
 namespace {

@@ -28,7 +28,7 @@
 #include "controller/sources/publisher/publisher.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
-#include "xds_server/ads/snapshot_store.h"
+#include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::controller {
 
