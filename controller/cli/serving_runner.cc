@@ -144,8 +144,9 @@ xds::AdsService& ServingRunner::StartAds(xds::DemandObserver* demand_observer) {
   xds::AdsService::Options options = xds_options_.ads;
   options.mapping = mapping_;
   options.demand_observer = demand_observer;
+  // Pushed before the service, so it outlives it.
+  options.observer = &parts_.Own(std::make_unique<PrometheusAdsObserver>(*metrics_));
   ads_ = &parts_.Own(std::make_unique<xds::AdsService>(store(), std::move(options)));
-  AddAdsMetrics(*metrics_, *ads_);
   return *ads_;
 }
 

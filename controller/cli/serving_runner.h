@@ -134,7 +134,7 @@ class ServingRunner {
   xds::SnapshotStore& store();
   // For `build`: creates the ADS service on store() with the flags' options
   // and `demand_observer` (not owned; pushed earlier, so it outlives the
-  // service), and adds its metrics. Call once.
+  // service), reporting to metrics() (PrometheusAdsObserver). Call once.
   xds::AdsService& StartAds(xds::DemandObserver* demand_observer = nullptr);
   // For `build`: the stack of started parts (see StopStack).
   template <typename T>

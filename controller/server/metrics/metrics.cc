@@ -45,23 +45,4 @@ void AdvanceTo(prometheus::Counter& counter, double total) {
   if (total > current) counter.Increment(total - current);
 }
 
-LabelledGauges::LabelledGauges(prometheus::Family<prometheus::Gauge>& family, std::string label)
-    : family_(family), label_(std::move(label)) {}
-
-void LabelledGauges::Set(const std::map<std::string, int>& values) {
-  for (auto it = gauges_.begin(); it != gauges_.end();) {
-    if (values.count(it->first) == 0) {
-      family_.Remove(it->second);
-      it = gauges_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (const auto& [value, number] : values) {
-    auto [it, inserted] = gauges_.try_emplace(value, nullptr);
-    if (inserted) it->second = &family_.Add({{label_, value}});
-    it->second->Set(number);
-  }
-}
-
 }  // namespace facet::controller

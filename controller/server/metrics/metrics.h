@@ -4,7 +4,6 @@
 #define FACET_CONTROLLER_SERVER_METRICS_METRICS_H_
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -13,7 +12,6 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "prometheus/counter.h"
-#include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -101,21 +99,6 @@ class StatsMetrics {
   Metrics& metrics_;
   std::vector<std::pair<prometheus::Counter*, Read>> counters_;
   std::vector<std::pair<prometheus::Gauge*, Read>> gauges_;
-};
-
-// The gauges of one family with one label, set from a map of label value to
-// number at each scrape: a gauge per value present, none for a value gone.
-// Used from one scrape at a time.
-class LabelledGauges {
- public:
-  LabelledGauges(prometheus::Family<prometheus::Gauge>& family, std::string label);
-
-  void Set(const std::map<std::string, int>& values);
-
- private:
-  prometheus::Family<prometheus::Gauge>& family_;
-  const std::string label_;
-  std::map<std::string, prometheus::Gauge*> gauges_;
 };
 
 }  // namespace facet::controller

@@ -1,6 +1,5 @@
 #include "controller/server/metrics/metrics.h"
 
-#include <map>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -74,30 +73,6 @@ TEST(StatsMetricsTest, ReadsTheStatsOncePerScrapeIntoEachMetric) {
   EXPECT_THAT(text, HasSubstr("facet_builds_total 6\n"));
   EXPECT_THAT(text, HasSubstr("facet_watching 0\n"));
   EXPECT_EQ(reads, 2);
-}
-
-// An authority is a name a manifest's or a client's writer chooses: quotes,
-// backslashes and line breaks in it must not forge samples or break the
-// exposition (the hand-written text before prometheus-cpp wrote them raw).
-TEST(LabelledGaugesTest, EscapesHostileLabelValuesAndDropsValuesGone) {
-  Metrics metrics;
-  auto& family = prometheus::BuildGauge()
-                     .Name("facet_xds_streams_by_authority")
-                     .Help("Open ADS streams holding resources of an authority.")
-                     .Register(metrics.registry());
-  LabelledGauges by_authority(family, "authority");
-  const std::string hostile = "evil\"} 1\nfacet_forged 1\n\\";
-  by_authority.Set({{"", 2}, {hostile, 1}});
-  std::string text = metrics.Text();
-  EXPECT_THAT(text, HasSubstr("facet_xds_streams_by_authority{authority=\"\"} 2\n"));
-  EXPECT_THAT(text, HasSubstr("facet_xds_streams_by_authority{authority="
-                              "\"evil\\\"} 1\\nfacet_forged 1\\n\\\\\"} 1\n"));
-  EXPECT_THAT(text, Not(HasSubstr("\nfacet_forged")));
-
-  by_authority.Set({{"", 3}});
-  text = metrics.Text();
-  EXPECT_THAT(text, HasSubstr("facet_xds_streams_by_authority{authority=\"\"} 3\n"));
-  EXPECT_THAT(text, Not(HasSubstr("evil")));
 }
 
 }  // namespace
