@@ -152,12 +152,12 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
                            : [elector] { return elector->is_leader(); },
         source_options));
     source_slot->store(&source, std::memory_order_release);
-    // The elector's callback may run until the elector stops, which is
-    // before the source goes (it was pushed earlier).
     source.Start();
     run.Push([&source] { source.Stop(); });
     AddKubeSourceMetrics(run.metrics(), source, elector);
     if (elector != nullptr) {
+      // Its thread, which calls into the source, runs until this stop,
+      // pushed after the source and so run before the source goes.
       elector->Start();
       run.Push([elector] { elector->Stop(); });
     }
