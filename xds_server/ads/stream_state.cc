@@ -41,6 +41,7 @@ std::string DigestVersion(uint64_t digest) {
 
 namespace {
 
+using stream_state_internal::DigestVersion;
 using stream_state_internal::FormKey;
 using stream_state_internal::IsFullStateType;
 using stream_state_internal::SubscriptionBytes;
@@ -551,6 +552,17 @@ std::set<std::string> StreamState::TakeDue(TypeState& state, bool removal_phase)
 }
 
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
+
+void StreamState::NumberResponse(TypeState& state, const std::set<std::string>& names,
+                                 bool full_state, PushRecord* record) {
+  record->type_url = state.type_url;
+  record->version_info = DigestVersion(state.held_digest);
+  record->nonce = NextNonce();
+  state.response_due = false;
+  state.last_nonce = record->nonce;
+  state.last_items = record->items;
+  NoteSent(state, nonce_counter_, names, full_state);
+}
 
 std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Holdings() const {
   std::vector<std::tuple<std::string, std::string, std::string>> out;

@@ -378,6 +378,12 @@ class StreamState {
   // the `suspects` (or, when none, every resource it carried) are NACKED.
   static void NoteNack(TypeState& state, const std::vector<std::string>& suspects,
                        const std::string& error);
+  // Gives the response of `state` that carries `record->items` and settles
+  // `names` (every name, when `full_state`) its nonce and version (of what
+  // the stream holds of the type), in `record`, and remembers what it sent
+  // for the client's ACK or NACK.
+  void NumberResponse(TypeState& state, const std::set<std::string>& names, bool full_state,
+                      PushRecord* record);
   // Records, for DescribeClient, that the response `state` just sent carried
   // `names`.
   static void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,

@@ -15,7 +15,6 @@ using ::envoy::service::discovery::v3::ResourceName;
 using stream_state_internal::CanonicalName;
 using stream_state_internal::CheckName;
 using stream_state_internal::CheckTypeUrl;
-using stream_state_internal::DigestVersion;
 using stream_state_internal::FormKey;
 using stream_state_internal::IsFullStateType;
 using stream_state_internal::kWildcard;
@@ -266,17 +265,12 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     }
     for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
+    NumberResponse(*state, names, /*full_state=*/false, record);
     response->type_url = state->type_url;
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.
-    response->system_version_info = DigestVersion(state->held_digest);
-    response->nonce = NextNonce();
-    record->type_url = state->type_url;
-    record->version_info = response->system_version_info;
-    record->nonce = response->nonce;
-    state->last_nonce = response->nonce;
-    state->last_items = record->items;
-    NoteSent(*state, nonce_counter_, names, /*full_state=*/false);
+    response->system_version_info = record->version_info;
+    response->nonce = record->nonce;
     return true;
   }
 }

@@ -266,12 +266,6 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
-    response->type_url = state->type_url;
-    response->version_info = DigestVersion(state->held_digest);
-    response->nonce = NextNonce();
-    record->type_url = state->type_url;
-    record->version_info = response->version_info;
-    record->nonce = response->nonce;
     record->items.clear();
     record->items.reserve(carried.size());
     const bool wrap_plain = wraps_plain_resources();
@@ -285,10 +279,10 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
       response->resources.push_back(
           {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
     }
-    state->response_due = false;
-    state->last_nonce = response->nonce;
-    state->last_items = record->items;
-    NoteSent(*state, nonce_counter_, names, full_state);
+    NumberResponse(*state, names, full_state, record);
+    response->type_url = state->type_url;
+    response->version_info = record->version_info;
+    response->nonce = record->nonce;
     return true;
   }
 }

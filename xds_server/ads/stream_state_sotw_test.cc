@@ -1,12 +1,8 @@
 // StreamState with SotW requests and responses.
-#include <algorithm>
 #include <memory>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/ads/stream_state.h"
@@ -22,7 +18,6 @@ using ::envoy::service::discovery::v3::DiscoveryRequest;
 using ::envoy::service::discovery::v3::DiscoveryResponse;
 using ::envoy::service::discovery::v3::Resource;
 using ::facet::testing::IsOk;
-using ::facet::testing::StatusIs;
 using stream_state_testing::AddLocator;
 using stream_state_testing::Base;
 using stream_state_testing::Cluster;
