@@ -1,5 +1,5 @@
 // What the SotW and delta halves of StreamState share besides the class
-// itself: request checks, subscription keys and the held-variant digest.
+// itself: request checks, subscription keys and the version of what is held.
 // Only for stream_state*.cc.
 #ifndef FACET_XDS_SERVER_ADS_STREAM_STATE_INTERNAL_H_
 #define FACET_XDS_SERVER_ADS_STREAM_STATE_INTERNAL_H_
@@ -52,7 +52,8 @@ inline std::string FormKey(bool locator, const std::string& rest) {
 }
 
 // Returns a type's version_info (and delta system_version_info) for the sum
-// of its held variants' digests.
+// (mod 2^64) of its held variants' digests, Digest64OfParts({name, key}):
+// order-independent and the same on every replica and build.
 std::string DigestVersion(uint64_t digest);
 
 }  // namespace facet::xds::stream_state_internal
