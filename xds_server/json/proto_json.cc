@@ -156,7 +156,13 @@ class Checker {
         if (!entry.first.IsScalar()) {
           return Error(path, absl::StrCat("map keys must be strings, found ", DescribeNode(entry.first)));
         }
-        std::string entry_path = absl::StrCat(path, ".", entry.first.Scalar());
+        const std::string& key = entry.first.Scalar();
+        // As for string values: protobuf's JSON parser refuses such a key too.
+        if (const size_t at = xds::InvalidUtf8Offset(key); at < key.size()) {
+          return Error(path, absl::StrCat("has a map key that is not valid UTF-8 (at byte ", at,
+                                          ")"));
+        }
+        std::string entry_path = absl::StrCat(path, ".", key);
         if (absl::Status s = CheckSingular(entry.second, value_field, entry_path, depth); !s.ok()) {
           return s;
         }

@@ -62,6 +62,15 @@ TEST_F(ProtoJsonTest, RejectsUnknownFieldWithPath) {
                        HasSubstr("resource.virtual_hosts[0].routes[0].route.bogus: unknown field")));
 }
 
+TEST_F(ProtoJsonTest, RejectsAMapKeyThatIsNotUtf8WithPath) {
+  RouteConfiguration route;
+  EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, typed_per_filter_config: {\"a\xff\": {}}}]",
+                         &route),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("resource.virtual_hosts[0].typed_per_filter_config: has a map "
+                                 "key that is not valid UTF-8 (at byte 1)")));
+}
+
 TEST_F(ProtoJsonTest, RejectsScalarWhereListExpected) {
   RouteConfiguration route;
   EXPECT_THAT(ParseRoute("virtual_hosts: [{name: vh, domains: greeter}]", &route),
