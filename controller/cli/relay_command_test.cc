@@ -112,6 +112,7 @@ TEST(RelayCommandTest, PublishesOnlyWhileTheServiceItFeedsIsAlive) {
               absl::SleepFor(absl::Milliseconds(300));  // Widens the window; not a wait.
             }
             (void)ads->stats();
+            (void)ads->CurrentSnapshot();
             absl::MutexLock lock(&mu);
             ++publications;
           })));
