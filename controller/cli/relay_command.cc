@@ -98,7 +98,12 @@ absl::StatusOr<ServingParts> StartRelay(ServingRunner& run, const xds::Relay::Op
   // destroyed last; it publishes only between Start() and Stop(): from after
   // the service watches the store until before the service stops watching
   // (and after the service's streams, which tell it their demand, ended).
-  xds::Relay& relay = run.Own(std::make_unique<xds::Relay>(store, options));
+  xds::Relay::Options relay_options = options;
+  relay_options.on_published = [observe = ObserveSnapshotBuilds(run.metrics())](
+                                    absl::Duration since_change) {
+    observe(PublishTiming{.since_change = since_change, .build = since_change});
+  };
+  xds::Relay& relay = run.Own(std::make_unique<xds::Relay>(store, std::move(relay_options)));
   xds::AdsService& ads = run.StartAds(&relay);
   relay.Start();
   run.Push([&relay] { relay.Stop(); });

@@ -228,9 +228,11 @@ TEST_F(RelayE2eTest, UpstreamManifestChangeReachesRunningClientWithoutFailures) 
             << " after the edit\n";
   // The edit's way as the histograms saw it: Facet built and published it
   // (the first snapshot was the other build) and pushed it to the relay's
-  // stream, and the relay pushed it on to the client's.
+  // stream, and the relay published it from that response and pushed it on
+  // to the client's.
   EXPECT_GE(MetricOr("facet", "facet_snapshot_build_seconds_count"), 2);
   EXPECT_GE(MetricOr("facet", "facet_push_seconds_count"), 1);
+  EXPECT_GE(MetricOr(kRelay, "facet_snapshot_build_seconds_count"), 1);
   EXPECT_GE(MetricOr(kRelay, "facet_push_seconds_count"), 1);
 
   ExpectSwitchedOnce(FinishContinuousRun(**client), "prod", "blue");

@@ -109,11 +109,12 @@ void Relay::Stop() {
   listeners_.clear();
 }
 
-void Relay::Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot) {
+void Relay::Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot,
+                   absl::Time changed_at) {
   // Publishing wakes every stream that watches a changed name: done on the
   // relay's own thread, never on the gRPC callback thread that delivered the
   // upstream response (the streams' writes complete on those threads).
-  if (snapshot != nullptr) to_publish_.push_back(std::move(snapshot));
+  if (snapshot != nullptr) to_publish_.push_back({std::move(snapshot), changed_at});
   for (const Fetch& fetch : fetches) {
     if (fetch.upstream < 0 || fetch.upstream >= static_cast<int>(upstreams_.size())) continue;
     UpstreamClient& client = *upstreams_[fetch.upstream];
@@ -129,8 +130,9 @@ void Relay::OnDemand(const std::vector<DemandChange>& changes) {
   absl::MutexLock lock(&mu_);
   if (stopping_) return;
   std::shared_ptr<const Snapshot> snapshot;
-  std::vector<Fetch> fetches = cache_.OnDemand(changes, absl::Now(), &snapshot);
-  Effect(std::move(fetches), std::move(snapshot));
+  const absl::Time now = absl::Now();
+  std::vector<Fetch> fetches = cache_.OnDemand(changes, now, &snapshot);
+  Effect(std::move(fetches), std::move(snapshot), now);
 }
 
 absl::Status Relay::OnUpdate(int upstream, const UpstreamUpdate& update) {
@@ -138,13 +140,14 @@ absl::Status Relay::OnUpdate(int upstream, const UpstreamUpdate& update) {
   if (stopping_) return absl::OkStatus();  // Its stream is closing; nothing is applied.
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<Fetch> fetches;
-  absl::Status status = cache_.Apply(upstream, update, absl::Now(), &fetches, &snapshot);
+  const absl::Time now = absl::Now();
+  absl::Status status = cache_.Apply(upstream, update, now, &fetches, &snapshot);
   if (!status.ok()) {
     spdlog::warn("relay: rejected a response from upstream {}: {}", upstream,
                  SafeForLog(status.message(), kMaxLoggedStatusBytes));
     return status;
   }
-  Effect(std::move(fetches), std::move(snapshot));
+  Effect(std::move(fetches), std::move(snapshot), now);
   return absl::OkStatus();
 }
 
@@ -154,14 +157,15 @@ void Relay::WorkUntilStopped() {
     const absl::Time now = absl::Now();
     std::shared_ptr<const Snapshot> snapshot;
     std::vector<Fetch> fetches = cache_.Expire(now, &snapshot);
-    Effect(std::move(fetches), std::move(snapshot));
+    Effect(std::move(fetches), std::move(snapshot), now);
     // Snapshots in the order the cache made them, outside the lock (only
     // this thread publishes), until Stop().
     while (!to_publish_.empty() && !stopping_) {
-      std::shared_ptr<const Snapshot> next = std::move(to_publish_.front());
+      ToPublish next = std::move(to_publish_.front());
       to_publish_.pop_front();
       mu_.Unlock();
-      store_.Publish(std::move(next));
+      store_.Publish(std::move(next.snapshot));
+      if (options_.on_published) options_.on_published(absl::Now() - next.changed_at);
       mu_.Lock();
     }
     // Wake for the next snapshot, the next expiry (at most a second away, so

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -44,6 +45,11 @@ class Relay final : public DemandObserver {
     RelayConfig config;
     UpstreamClient::Options upstream;  // The node is taken from config.node.
     absl::Duration linger = absl::Seconds(10);
+    // Called on the relay's worker after it published a snapshot, with the
+    // time from the upstream response or downstream demand that made it (the
+    // first, when several are published at once) to its publication. May be
+    // empty.
+    std::function<void(absl::Duration since_change)> on_published;
   };
 
   // Will publish into `store`, which must outlive the relay. Nothing is
@@ -72,8 +78,8 @@ class Relay final : public DemandObserver {
   absl::Status OnUpdate(int upstream, const UpstreamUpdate& update);
   // Carries out a cache operation's effects: queues its snapshot for the
   // worker to publish and sends its upstream requests.
-  void Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Effect(std::vector<Fetch> fetches, std::shared_ptr<const Snapshot> snapshot,
+              absl::Time changed_at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The worker: publishes queued snapshots in order and expires lingering
   // subscriptions, until stopping_.
   void WorkUntilStopped();
@@ -86,7 +92,11 @@ class Relay final : public DemandObserver {
   RelayCache cache_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<UpstreamClient>> upstreams_;
-  std::deque<std::shared_ptr<const Snapshot>> to_publish_ ABSL_GUARDED_BY(mu_);
+  struct ToPublish {
+    std::shared_ptr<const Snapshot> snapshot;
+    absl::Time changed_at;  // When the event that made it arrived.
+  };
+  std::deque<ToPublish> to_publish_ ABSL_GUARDED_BY(mu_);
   // Stop() has begun: the worker ends, demand and upstream responses are
   // ignored, and upstreams_ is being emptied (by Stop() alone, outside mu_).
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

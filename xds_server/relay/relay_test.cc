@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "envoy/config/route/v3/route.pb.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -58,6 +60,10 @@ class RelayTest : public ::testing::Test {
     options.config.node.set_id("relay-1");
     options.upstream.initial_backoff = absl::Milliseconds(20);
     options.upstream.max_backoff = absl::Milliseconds(200);
+    options.on_published = [this](absl::Duration since_change) {
+      absl::MutexLock lock(&published_mu_);
+      published_.push_back(since_change);
+    };
     relay_ = std::make_unique<Relay>(store_, options);
 
     AdsService::Options ads_options;
@@ -171,7 +177,31 @@ class RelayTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::vector<std::unique_ptr<AdsTestClient>> clients_;
+  absl::Mutex published_mu_;
+  // What on_published reported, in order.
+  std::vector<absl::Duration> published_ ABSL_GUARDED_BY(published_mu_);
 };
+
+// The publication of every snapshot after Start() is reported with the time
+// from the event that made it (facet_snapshot_build_seconds in `facet relay`):
+// the demand that added route "r" and the upstream response that filled it.
+TEST_F(RelayTest, ReportsEachPublicationWithTheTimeSinceItsEvent) {
+  const absl::Time start = absl::Now();
+  std::unique_ptr<DeltaStream> stream = Subscribe("client-1");
+  ASSERT_NE(stream, nullptr);
+  ASSERT_TRUE(SubscribeTo("r").has_value());
+  ASSERT_TRUE(SendRoute("n-1", "r", "1", "host-1"));
+  EXPECT_EQ(NextHost(*stream), "host-1");
+  const absl::Duration elapsed = absl::Now() - start;
+  absl::MutexLock lock(&published_mu_);
+  // The response's snapshot was published (the client got it); the
+  // demand's may have been merged into the same publication.
+  ASSERT_GE(published_.size(), 1u);
+  for (absl::Duration since_change : published_) {
+    EXPECT_GE(since_change, absl::ZeroDuration());
+    EXPECT_LE(since_change, elapsed);
+  }
+}
 
 // A hostile upstream: after a good route, a response that does not parse
 // and resources past the bound a manifest's resource has. The relay NACKs
