@@ -293,16 +293,17 @@ std::vector<std::string> StreamState::HeldAuthorities() const {
 }
 
 void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
-                                   const std::string& error, RequestOutcome* outcome) {
+                                   const std::optional<std::string>& error,
+                                   RequestOutcome* outcome) {
   outcome->type_url = state.type_url;
   outcome->nonce = nonce;
   if (nonce.empty()) {
     outcome->kind = RequestOutcome::Kind::kInitial;
   } else if (nonce != state.last_nonce) {
     outcome->kind = RequestOutcome::Kind::kStale;
-  } else if (!error.empty()) {
+  } else if (error.has_value()) {
     outcome->kind = RequestOutcome::Kind::kNack;
-    outcome->error_detail = error;
+    outcome->error_detail = *error;
     outcome->nacked = state.last_items;
     // Full-state SotW: when the NACKed response changed exactly one resource
     // since the last ACK, that resource is the one rejected, and the client

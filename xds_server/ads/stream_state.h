@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -342,8 +343,15 @@ class StreamState {
     if (request.has_node() && !has_node_) SetNode(request.node());
     TypeState* state = StateFor(request.type_url(), outcome, status);
     if (state == nullptr) return nullptr;
-    ProcessAckOrNack(*state, request.response_nonce(),
-                     request.has_error_detail() ? request.error_detail().message() : "", outcome);
+    // A request with error_detail is a NACK, whatever its message says (an
+    // empty message included); one without it an ACK.
+    const std::optional<std::string> error =
+        request.has_error_detail()
+            ? std::optional<std::string>(request.error_detail().message().empty()
+                                             ? "(NACK without a message)"
+                                             : request.error_detail().message())
+            : std::nullopt;
+    ProcessAckOrNack(*state, request.response_nonce(), error, outcome);
     return state;
   }
   void SetNode(const envoy::config::core::v3::Node& node);
@@ -372,8 +380,9 @@ class StreamState {
   HeldMap Effective(const TypeState& state, NameState& ns, const std::string& name) const;
   Pending Classify(TypeState& state, const std::string& name);
   void Refresh(TypeState& state);
-  void ProcessAckOrNack(TypeState& state, const std::string& nonce, const std::string& error,
-                        RequestOutcome* outcome);
+  // `error`: the NACK's text; nullopt for an ACK.
+  void ProcessAckOrNack(TypeState& state, const std::string& nonce,
+                        const std::optional<std::string>& error, RequestOutcome* outcome);
   // Records, for DescribeClient, a NACK of the last response of `state`:
   // the `suspects` (or, when none, every resource it carried) are NACKED.
   static void NoteNack(TypeState& state, const std::vector<std::string>& suspects,

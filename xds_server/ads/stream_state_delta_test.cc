@@ -37,11 +37,12 @@ class DeltaTest : public ::testing::Test {
   DeltaTest() : state_(Protocol::kDelta, std::make_shared<ParameterMapping>()) {
     state_.SetSnapshot(Serve(Base()));
   }
-  void Request(DeltaDiscoveryRequest request) {
+  RequestOutcome Request(DeltaDiscoveryRequest request) {
     if (first_) *request.mutable_node() = NodeWith("prod");
     first_ = false;
     RequestOutcome outcome;
-    ASSERT_THAT(state_.OnRequest(request, &outcome), IsOk());
+    EXPECT_THAT(state_.OnRequest(request, &outcome), IsOk());
+    return outcome;
   }
   std::vector<DeltaDiscoveryResponse> Drain() {
     std::vector<DeltaDiscoveryResponse> out;
@@ -132,6 +133,36 @@ TEST_F(DeltaTest, UnknownNamesAreReportedRemoved) {
   auto responses = Drain();
   ASSERT_EQ(responses.size(), 1u);
   EXPECT_THAT(responses[0].removed_resources(), ElementsAre("missing"));
+}
+
+// A request carrying error_detail is a NACK even when its message is empty
+// (the field's presence is what the protocol defines); without it, an ACK.
+TEST_F(DeltaTest, ErrorDetailWithoutAMessageIsANack) {
+  DeltaDiscoveryRequest subscribe;
+  subscribe.set_type_url(kRds);
+  subscribe.add_resource_names_subscribe("r");
+  Request(subscribe);
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  DeltaDiscoveryRequest nack;
+  nack.set_type_url(kRds);
+  nack.set_response_nonce(responses[0].nonce());
+  nack.mutable_error_detail()->set_code(3);
+  RequestOutcome outcome = Request(nack);
+  EXPECT_EQ(outcome.kind, RequestOutcome::Kind::kNack);
+  EXPECT_EQ(outcome.error_detail, "(NACK without a message)");
+
+  state_.SetSnapshot(Serve(Base()));
+  DeltaDiscoveryRequest again;
+  again.set_type_url(kRds);
+  again.add_resource_names_subscribe("r2");
+  Request(again);
+  responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  DeltaDiscoveryRequest ack;
+  ack.set_type_url(kRds);
+  ack.set_response_nonce(responses[0].nonce());
+  EXPECT_EQ(Request(ack).kind, RequestOutcome::Kind::kAck);
 }
 
 TEST_F(DeltaTest, InitialResourceVersionsAreNotResent) {

@@ -45,10 +45,6 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   TypeState* found = BeginRequest(request, outcome, &status);
   if (found == nullptr) return status;
   TypeState& state = *found;
-  if (request.has_error_detail() && outcome->kind == RequestOutcome::Kind::kNack &&
-      outcome->error_detail.empty()) {
-    outcome->error_detail = "(NACK without a message)";
-  }
 
   // Fast path: the same names as last time (every ACK repeats them) change
   // nothing.

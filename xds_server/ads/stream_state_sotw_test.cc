@@ -205,6 +205,21 @@ TEST_F(SotwTest, NackIsRecordedAndNotResentUntilTheSnapshotChanges) {
   EXPECT_EQ(Drain().size(), 1u);
 }
 
+// A request carrying error_detail is a NACK even when its message is empty
+// (the field's presence is what the protocol defines).
+TEST_F(SotwTest, ErrorDetailWithoutAMessageIsANack) {
+  Request(Sotw(kRds, {"r"}));
+  auto first = Drain();
+  ASSERT_EQ(first.size(), 1u);
+  DiscoveryRequest nack = Sotw(kRds, {"r"}, first[0].nonce());
+  nack.mutable_error_detail()->set_code(3);
+  RequestOutcome outcome = Request(nack);
+  EXPECT_EQ(outcome.kind, RequestOutcome::Kind::kNack);
+  EXPECT_EQ(outcome.error_detail, "(NACK without a message)");
+  ASSERT_EQ(outcome.nacked.size(), 1u);
+  EXPECT_EQ(outcome.nacked[0].name, "r");
+}
+
 TEST_F(SotwTest, StaleNonceIsNotAnAck) {
   Request(Sotw(kRds, {"r"}));
   Drain();
