@@ -16,6 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "controller/kubernetes/client/kube_errors.h"
 #include "controller/kubernetes/client/watch_stream.h"
 #include "controller/kubernetes/client/yaml_fields.h"
@@ -195,6 +197,9 @@ struct CpprestKubeClient::State {
   const Options options;
   TokenSource tokens;
   http_client::http_client client;  // For non-watch requests; thread-safe.
+  // WatchStreams alive: each lives until its last continuation has run.
+  mutable absl::Mutex streams_mu;
+  int live_streams ABSL_GUARDED_BY(streams_mu) = 0;
 };
 
 namespace {
@@ -214,7 +219,14 @@ class WatchStream : public std::enable_shared_from_this<WatchStream> {
               MakeHttpConfig(client_state_->config, absl::Seconds(timeout_seconds) +
                                                         client_state_->options.watch_idle_margin)),
         sink_(std::move(on_event), std::move(on_end)),
-        buffer_(kReadBufferBytes) {}
+        buffer_(kReadBufferBytes) {
+    absl::MutexLock lock(&client_state_->streams_mu);
+    ++client_state_->live_streams;
+  }
+  ~WatchStream() {
+    absl::MutexLock lock(&client_state_->streams_mu);
+    --client_state_->live_streams;
+  }
 
   // Sends the request; the outcome arrives in OnResponse. Never throws.
   void Start(int attempt) {
@@ -397,7 +409,25 @@ absl::StatusOr<std::unique_ptr<CpprestKubeClient>> CpprestKubeClient::Create(
 
 CpprestKubeClient::CpprestKubeClient(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-CpprestKubeClient::~CpprestKubeClient() = default;
+// (spdlog cannot be included beside cpprestsdk's headers: a wait that runs
+// out is not logged.)
+CpprestKubeClient::~CpprestKubeClient() { AwaitWatchStreamsEnded(absl::Seconds(10)); }
+
+int CpprestKubeClient::watch_streams() const {
+  absl::MutexLock lock(&state_->streams_mu);
+  return state_->live_streams;
+}
+
+bool CpprestKubeClient::AwaitWatchStreamsEnded(absl::Duration timeout) const {
+  absl::MutexLock lock(&state_->streams_mu);
+  return state_->streams_mu.AwaitWithTimeout(
+      absl::Condition(
+          +[](State* state) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state->streams_mu) {
+            return state->live_streams == 0;
+          },
+          state_.get()),
+      timeout);
+}
 
 absl::StatusOr<ListResult> CpprestKubeClient::List(const std::string& collection_path,
                                                    const ListOptions& options) {

@@ -46,8 +46,17 @@ class CpprestKubeClient final : public KubeClient {
     return Create(config, Options());
   }
 
-  // Watches still open are cancelled by their handles, not by this.
+  // Watches still open are cancelled by their handles, not by this. Waits
+  // (up to 10 s) for the read chains of cancelled watches to end:
+  // each holds its stream until cpprestsdk completes its last read, and a
+  // process exiting earlier leaves them behind.
   ~CpprestKubeClient() override;
+
+  // Watch streams whose read chain has not ended yet (cancelled ones
+  // included).
+  int watch_streams() const;
+  // Waits until watch_streams() is 0; false when `timeout` passed first.
+  bool AwaitWatchStreamsEnded(absl::Duration timeout) const;
 
   absl::StatusOr<ListResult> List(const std::string& collection_path,
                                   const ListOptions& options) override;

@@ -621,6 +621,10 @@ TEST(CpprestKubeClientTest, DestroyingTheHandleCancelsAQuietWatch) {
   ASSERT_THAT(handle, IsOk());
   ASSERT_TRUE(log.WaitForEvents(1));
   handle->reset();  // Returns without waiting for the server.
+  // The cancelled stream's read chain ends while the server still holds the
+  // connection open: nothing is left reading when the process exits.
+  EXPECT_TRUE(client->AwaitWatchStreamsEnded(absl::Seconds(10)));
+  EXPECT_EQ(client->watch_streams(), 0);
   release.Notify();
   EXPECT_EQ(log.events().size(), 1u);
   EXPECT_FALSE(log.end().has_value());
