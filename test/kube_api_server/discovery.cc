@@ -12,44 +12,34 @@
 namespace facet::testing {
 namespace {
 
-Json GroupVersionJson(const ResourceType& type) {
-  Json version = Json::object();
-  version["groupVersion"] = type.ApiVersion();
-  version["version"] = type.version;
-  return version;
+Json GroupVersionJson(const std::string& group, const std::string& version) {
+  Json entry = Json::object();
+  entry["groupVersion"] = absl::StrCat(group, "/", version);
+  entry["version"] = version;
+  return entry;
 }
 
-Json GroupJson(const std::string& group) {
+// The served versions of `group`, the preferred one first.
+Json GroupJson(const ResourceTypeSet& types, const std::string& group) {
   Json api_group = Json::object();
   api_group["name"] = group;
-  for (const ResourceType& type : ServedResourceTypes()) {
-    if (type.group != group) continue;
-    api_group["versions"] = Json::array({GroupVersionJson(type)});
-    api_group["preferredVersion"] = GroupVersionJson(type);
-    break;
+  Json versions = Json::array();
+  for (const std::string& version : types.Versions(group)) {
+    versions.push_back(GroupVersionJson(group, version));
   }
+  if (!versions.empty()) api_group["preferredVersion"] = versions[0];
+  api_group["versions"] = std::move(versions);
   return api_group;
 }
 
-std::vector<std::string> Groups() {
-  std::vector<std::string> groups;
-  for (const ResourceType& type : ServedResourceTypes()) {
-    if (!type.group.empty() &&
-        std::find(groups.begin(), groups.end(), type.group) == groups.end()) {
-      groups.push_back(type.group);
-    }
-  }
-  std::sort(groups.begin(), groups.end());
-  return groups;
-}
-
-Json ResourceListFor(const std::string& group_version) {
+Json ResourceListFor(const ResourceTypeSet& types, const std::string& group_version) {
   Json list = Json::object();
   list["kind"] = "APIResourceList";
   list["apiVersion"] = "v1";
   list["groupVersion"] = group_version;
   Json resources = Json::array();
-  for (const ResourceType& type : ServedResourceTypes()) {
+  for (const ResourceType* served : types.types()) {
+    const ResourceType& type = *served;
     if (type.ApiVersion() != group_version) continue;
     Json resource = Json::object();
     resource["name"] = type.plural;
@@ -76,51 +66,57 @@ Json ResourceListFor(const std::string& group_version) {
   return list;
 }
 
-// apidiscovery.k8s.io/v2 APIGroupDiscovery for `group` ("" = core).
-Json AggregatedGroupJson(const std::string& group) {
+// apidiscovery.k8s.io/v2 APIGroupDiscovery for `group` ("" = core): its
+// versions, the preferred one first.
+Json AggregatedGroupJson(const ResourceTypeSet& types, const std::string& group) {
   Json item = Json::object();
   item["metadata"] = Json::object();
   if (!group.empty()) item["metadata"]["name"] = group;
   item["metadata"]["creationTimestamp"] = Json();
-  Json version = Json::object();
-  Json resources = Json::array();
-  for (const ResourceType& type : ServedResourceTypes()) {
-    if (type.group != group) continue;
-    version["version"] = type.version;
-    Json resource = Json::object();
-    resource["resource"] = type.plural;
-    Json kind = Json::object();
-    kind["group"] = type.group;
-    kind["version"] = type.version;
-    kind["kind"] = type.kind;
-    resource["responseKind"] = kind;
-    resource["scope"] = type.namespaced ? "Namespaced" : "Cluster";
-    resource["singularResource"] = type.singular;
-    resource["verbs"] = Json(type.verbs);
-    if (!type.short_names.empty()) resource["shortNames"] = Json(type.short_names);
-    if (!type.categories.empty()) resource["categories"] = Json(type.categories);
-    if (type.status_subresource) {
-      Json status = Json::object();
-      status["subresource"] = "status";
-      status["responseKind"] = kind;
-      status["verbs"] = Json::array({"get", "patch", "update"});
-      resource["subresources"] = Json::array({status});
+  Json versions = Json::array();
+  for (const std::string& version_name : types.Versions(group)) {
+    Json version = Json::object();
+    version["version"] = version_name;
+    Json resources = Json::array();
+    for (const ResourceType* served : types.types()) {
+      const ResourceType& type = *served;
+      if (type.group != group || type.version != version_name) continue;
+      Json resource = Json::object();
+      resource["resource"] = type.plural;
+      Json kind = Json::object();
+      kind["group"] = type.group;
+      kind["version"] = type.version;
+      kind["kind"] = type.kind;
+      resource["responseKind"] = kind;
+      resource["scope"] = type.namespaced ? "Namespaced" : "Cluster";
+      resource["singularResource"] = type.singular;
+      resource["verbs"] = Json(type.verbs);
+      if (!type.short_names.empty()) resource["shortNames"] = Json(type.short_names);
+      if (!type.categories.empty()) resource["categories"] = Json(type.categories);
+      if (type.status_subresource) {
+        Json status = Json::object();
+        status["subresource"] = "status";
+        status["responseKind"] = kind;
+        status["verbs"] = Json::array({"get", "patch", "update"});
+        resource["subresources"] = Json::array({status});
+      }
+      resources.push_back(resource);
     }
-    resources.push_back(resource);
+    version["resources"] = std::move(resources);
+    version["freshness"] = "Current";
+    versions.push_back(std::move(version));
   }
-  version["resources"] = std::move(resources);
-  version["freshness"] = "Current";
-  item["versions"] = Json::array({version});
+  item["versions"] = std::move(versions);
   return item;
 }
 
-Json AggregatedListJson(const std::vector<std::string>& groups) {
+Json AggregatedListJson(const ResourceTypeSet& types, const std::vector<std::string>& groups) {
   Json list = Json::object();
   list["kind"] = "APIGroupDiscoveryList";
   list["apiVersion"] = "apidiscovery.k8s.io/v2";
   list["metadata"] = Json::object();
   Json items = Json::array();
-  for (const std::string& group : groups) items.push_back(AggregatedGroupJson(group));
+  for (const std::string& group : groups) items.push_back(AggregatedGroupJson(types, group));
   list["items"] = std::move(items);
   return list;
 }
@@ -134,10 +130,11 @@ std::string OpenApiPath(const ResourceType& type) {
 
 constexpr char kOpenApiHash[] = "FACETTEST0000000000000000000000000000000000000000000000000000001";
 
-Json OpenApiRoot() {
+Json OpenApiRoot(const ResourceTypeSet& types) {
   Json root = Json::object();
   root["paths"] = Json::object();
-  for (const ResourceType& type : ServedResourceTypes()) {
+  for (const ResourceType* served : types.types()) {
+    const ResourceType& type = *served;
     Json entry = Json::object();
     entry["serverRelativeURL"] =
         absl::StrCat("/openapi/v3/", OpenApiPath(type), "?hash=", kOpenApiHash);
@@ -156,14 +153,15 @@ std::string SchemaName(const ResourceType& type) {
 // A GroupVersion document: for each type a PATCH operation that declares the
 // fieldValidation query parameter (so kubectl leaves validation to the server)
 // and a permissive schema.
-Json OpenApiGroupVersion(const std::string& path) {
+Json OpenApiGroupVersion(const ResourceTypeSet& types, const std::string& path) {
   Json doc = Json::object();
   doc["openapi"] = "3.0.0";
   doc["info"]["title"] = "Kubernetes";
   doc["info"]["version"] = "v1.32.0";
   doc["paths"] = Json::object();
   doc["components"]["schemas"] = Json::object();
-  for (const ResourceType& type : ServedResourceTypes()) {
+  for (const ResourceType* served : types.types()) {
+    const ResourceType& type = *served;
     if (OpenApiPath(type) != path) continue;
     Json gvk = Json::object();
     gvk["group"] = type.group;
@@ -234,40 +232,42 @@ Json ApiVersionsJson(int port) {
   return versions;
 }
 
-Json ApiGroupListJson() {
+Json ApiGroupListJson(const ResourceTypeSet& types) {
   Json list = Json::object();
   list["kind"] = "APIGroupList";
   list["apiVersion"] = "v1";
   Json groups = Json::array();
-  for (const std::string& group : Groups()) groups.push_back(GroupJson(group));
+  for (const std::string& group : types.Groups()) groups.push_back(GroupJson(types, group));
   list["groups"] = std::move(groups);
   return list;
 }
 
-std::optional<Json> ApiGroupJson(const std::string& group) {
-  std::vector<std::string> groups = Groups();
+std::optional<Json> ApiGroupJson(const ResourceTypeSet& types, const std::string& group) {
+  std::vector<std::string> groups = types.Groups();
   if (std::find(groups.begin(), groups.end(), group) == groups.end()) return std::nullopt;
-  Json api_group = GroupJson(group);
+  Json api_group = GroupJson(types, group);
   api_group["kind"] = "APIGroup";
   api_group["apiVersion"] = "v1";
   return api_group;
 }
 
-std::optional<Json> ResourceListJson(const std::string& group_version) {
-  for (const ResourceType& type : ServedResourceTypes()) {
-    if (type.ApiVersion() == group_version) return ResourceListFor(group_version);
+std::optional<Json> ResourceListJson(const ResourceTypeSet& types,
+                                     const std::string& group_version) {
+  for (const ResourceType* type : types.types()) {
+    if (type->ApiVersion() == group_version) return ResourceListFor(types, group_version);
   }
   return std::nullopt;
 }
 
-Json AggregatedDiscoveryJson(bool core) {
-  return AggregatedListJson(core ? std::vector<std::string>{""} : Groups());
+Json AggregatedDiscoveryJson(const ResourceTypeSet& types, bool core) {
+  return AggregatedListJson(types, core ? std::vector<std::string>{""} : types.Groups());
 }
 
-Json OpenApiRootJson() { return OpenApiRoot(); }
+Json OpenApiRootJson(const ResourceTypeSet& types) { return OpenApiRoot(types); }
 
-std::optional<Json> OpenApiGroupVersionJson(const std::string& path) {
-  Json doc = OpenApiGroupVersion(path);
+std::optional<Json> OpenApiGroupVersionJson(const ResourceTypeSet& types,
+                                            const std::string& path) {
+  Json doc = OpenApiGroupVersion(types, path);
   if (doc["paths"].empty()) return std::nullopt;
   return doc;
 }

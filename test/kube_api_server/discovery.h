@@ -8,6 +8,7 @@
 #include <string>
 
 #include "test/kube_api_server/json.h"
+#include "test/kube_api_server/resource_types.h"
 
 namespace facet::testing {
 
@@ -18,20 +19,26 @@ extern const char kAggregatedDiscoveryContentType[];
 Json VersionJson();
 // /api: APIVersions (v1) with this server's address.
 Json ApiVersionsJson(int port);
-// /apis: APIGroupList of every served group.
-Json ApiGroupListJson();
+// Each document below describes the types in `types` only: a group or
+// version none of them belongs to is not served (404), as on a cluster
+// without the CRDs.
+// /apis: APIGroupList of every served group, each with its versions, the
+// preferred one first.
+Json ApiGroupListJson(const ResourceTypeSet& types);
 // /apis/<group>: APIGroup, or nullopt for an unknown group.
-std::optional<Json> ApiGroupJson(const std::string& group);
+std::optional<Json> ApiGroupJson(const ResourceTypeSet& types, const std::string& group);
 // /api/v1 or /apis/<group>/<version>: APIResourceList with the main resources
 // and their status subresources, or nullopt when not served.
-std::optional<Json> ResourceListJson(const std::string& group_version);
+std::optional<Json> ResourceListJson(const ResourceTypeSet& types,
+                                     const std::string& group_version);
 // /api (`core`) or /apis as an apidiscovery.k8s.io/v2 APIGroupDiscoveryList.
-Json AggregatedDiscoveryJson(bool core);
+Json AggregatedDiscoveryJson(const ResourceTypeSet& types, bool core);
 // /openapi/v3: the index of group-version documents.
-Json OpenApiRootJson();
+Json OpenApiRootJson(const ResourceTypeSet& types);
 // /openapi/v3/<path> ("apis/facet.dev/v1alpha1"): a document whose PATCH
 // operations declare fieldValidation, or nullopt when not served.
-std::optional<Json> OpenApiGroupVersionJson(const std::string& path);
+std::optional<Json> OpenApiGroupVersionJson(const ResourceTypeSet& types,
+                                            const std::string& path);
 
 // /openapi/v2 as kube-apiserver serves it to kubectl before 1.27 (which reads
 // it, as protobuf, before every `apply` and refuses to run when it is

@@ -17,8 +17,10 @@
 #include "absl/time/clock.h"
 #include "test/kube_api_server/admission_webhooks.h"
 #include "test/kube_api_server/discovery.h"
+#include "test/kube_api_server/names.h"
 #include "test/kube_api_server/protobuf_body.h"
 #include "test/kube_api_server/selectors.h"
+#include "test/kube_api_server/strategic_merge.h"
 #include "test/kube_api_server/table.h"
 
 namespace facet::testing {
@@ -34,15 +36,6 @@ constexpr char kExpiredContinueMessage[] =
     "first chunk was returned and now may show up in the list.";
 constexpr char kPatchNotApplied[] =
     "the server rejected our request due to an error in our request";
-constexpr char kSubdomainMessage[] =
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
-    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-constexpr char kLabelMessage[] =
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
-    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-
 // ---- Status errors, with the apiserver's reasons and messages ----
 
 Json Details(const ResourceType& type, const std::string& name, bool kind_is_kind = false) {
@@ -165,29 +158,16 @@ std::string Timestamp(absl::Time time) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
 }
 
-bool IsDnsLabel(absl::string_view name) {
-  if (name.empty() || name.size() > 63) return false;
-  for (char c : name) {
-    if (!(absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-')) return false;
-  }
-  return name.front() != '-' && name.back() != '-';
-}
-
-bool IsDnsSubdomain(absl::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
-  for (absl::string_view label : absl::StrSplit(name, '.')) {
-    if (!IsDnsLabel(label)) return false;
-  }
-  return true;
-}
-
-// The object without metadata and status: what a spec change compares.
-Json SpecPart(const Json& object) {
+// What a custom resource's generation counts changes of: everything but
+// metadata, and but status when status is a subresource.
+Json SpecPart(const ResourceType& type, const Json& object) {
   Json copy = object;
   copy.erase("metadata");
-  copy.erase("status");
+  if (type.status_subresource) copy.erase("status");
   return copy;
 }
+
+bool IsService(const ResourceType& type) { return type.group.empty() && type.kind == "Service"; }
 
 std::string MediaType(const std::string& content_type) {
   std::string media = content_type.substr(0, content_type.find(';'));
@@ -308,7 +288,8 @@ std::string ResourceTarget::Prefix() const {
 // ---- Construction and test controls ----
 
 KubeApi::KubeApi(Config config)
-    : bookmark_interval_(config.bookmark_interval),
+    : types_(std::move(config.types)),
+      bookmark_interval_(config.bookmark_interval),
       service_map_file_(std::move(config.service_map_file)),
       store_(config.watch_history),
       token_(std::move(config.token)),
@@ -322,6 +303,11 @@ KubeApi::KubeApi(Config config)
     object["kind"] = "Namespace";
     object["metadata"]["name"] = ns;
     CreateLocked(target, std::move(object), /*dry_run=*/false);
+  }
+  // kube-apiserver keeps Service default/kubernetes (its own address).
+  if (NamespaceExistsLocked("default")) {
+    Target target{FindResourceType("", "v1", "services"), "default", "", "", false};
+    CreateLocked(target, KubernetesService(), /*dry_run=*/false);
   }
 }
 
@@ -561,13 +547,13 @@ bool KubeApi::ServeDiscovery(const HttpRequest& request, HttpResponder& responde
   if (path == "/version") {
     document = VersionJson();
   } else if ((path == "/api" || path == "/apis") && aggregated) {
-    SendJson(responder, 200, AggregatedDiscoveryJson(/*core=*/path == "/api"),
+    SendJson(responder, 200, AggregatedDiscoveryJson(types_, /*core=*/path == "/api"),
              kAggregatedDiscoveryContentType);
     return true;
   } else if (path == "/api") {
     document = ApiVersionsJson(port_.load());
   } else if (path == "/apis") {
-    document = ApiGroupListJson();
+    document = ApiGroupListJson(types_);
   } else if (path == "/openapi/v2") {
     const bool protobuf =
         absl::StrContains(request.Header("accept"), kOpenApiV2ProtobufContentType);
@@ -578,15 +564,17 @@ bool KubeApi::ServeDiscovery(const HttpRequest& request, HttpResponder& responde
                    OpenApiV2Document(protobuf));
     return true;
   } else if (path == "/openapi/v3") {
-    document = OpenApiRootJson();
+    document = OpenApiRootJson(types_);
   } else if (absl::StartsWith(path, "/openapi/v3/")) {
-    document = OpenApiGroupVersionJson(path.substr(strlen("/openapi/v3/")));
+    document = OpenApiGroupVersionJson(types_, path.substr(strlen("/openapi/v3/")));
   } else if (path == "/api/v1") {
-    document = ResourceListJson("v1");
+    document = ResourceListJson(types_, "v1");
   } else if (absl::StartsWith(path, "/apis/")) {
     std::vector<std::string> parts = absl::StrSplit(path.substr(strlen("/apis/")), '/');
-    if (parts.size() == 1) document = ApiGroupJson(parts[0]);
-    if (parts.size() == 2) document = ResourceListJson(absl::StrCat(parts[0], "/", parts[1]));
+    if (parts.size() == 1) document = ApiGroupJson(types_, parts[0]);
+    if (parts.size() == 2) {
+      document = ResourceListJson(types_, absl::StrCat(parts[0], "/", parts[1]));
+    }
   }
   if (!document.has_value()) return false;
   SendJson(responder, 200, *document);
@@ -623,7 +611,7 @@ std::optional<KubeApi::Target> KubeApi::ParseResourcePath(const std::string& pat
     target.ns = segments[1];
     segments.erase(segments.begin(), segments.begin() + 2);
   }
-  target.type = FindResourceType(group, version, segments[0]);
+  target.type = types_.Find(group, version, segments[0]);
   if (target.type == nullptr || segments.size() > 3) return std::nullopt;
   if (namespaced_form != target.type->namespaced &&
       !(target.type->namespaced && segments.size() == 1)) {
@@ -889,6 +877,12 @@ ApiResponse KubeApi::CreateLocked(const Target& target, Json object, bool dry_ru
     object["status"] = Json::object();
     object["status"]["phase"] = "Active";
   }
+  if (IsService(type)) {
+    if (std::optional<FieldError> error =
+            PrepareServiceForCreate(object, ServiceAllocationsLocked())) {
+      return ErrorResponse(Invalid(type, name, error->field, error->detail));
+    }
+  }
   if (dry_run) return {201, object};
   const Json& stored = store_.Put(object_target.Key(), std::move(object));
   changed_.SignalAll();
@@ -958,7 +952,13 @@ ApiResponse KubeApi::UpdateLocked(const Target& target, const Json& current, Jso
         result.erase("status");
       }
     }
-    if (type.custom && SpecPart(result) != SpecPart(current)) {
+    if (IsService(type)) {
+      if (std::optional<FieldError> error =
+              PrepareServiceForUpdate(current, result, ServiceAllocationsLocked())) {
+        return ErrorResponse(Invalid(type, target.name, error->field, error->detail));
+      }
+    }
+    if (type.custom && SpecPart(type, result) != SpecPart(type, current)) {
       const Json* generation = Find(old_metadata, "generation");
       metadata["generation"] =
           (generation != nullptr && generation->is_number_integer() ? generation->get<int64_t>()
@@ -979,6 +979,14 @@ ApiResponse KubeApi::UpdateLocked(const Target& target, const Json& current, Jso
   const Json& stored = store_.Put(target.Key(), std::move(result));
   changed_.SignalAll();
   return {200, stored};
+}
+
+ServiceAllocations KubeApi::ServiceAllocationsLocked() const {
+  ServiceAllocations allocations;
+  Target all{FindResourceType("", "v1", "services"), "", "", "", false};
+  auto services = store_.ListAt(all.Prefix(), 0);
+  for (const auto& [key, service] : *services) allocations.Add(service);
+  return allocations;
 }
 
 // ---- Validating admission webhooks ----
@@ -1148,6 +1156,10 @@ ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
         return ErrorResponse({422, "Invalid", kPatchNotApplied, Json::object()});
       }
       patched = *std::move(result);
+    } else if (strategic) {
+      auto result = ApplyStrategicMergePatch(current, *patch, type.merge_keys);
+      if (!result.ok()) return ErrorResponse(BadRequest(std::string(result.status().message())));
+      patched = *std::move(result);
     } else {
       if (!patch->is_object()) {
         return ErrorResponse(BadRequest("the patch must be a JSON object"));
@@ -1165,7 +1177,7 @@ ApiResponse KubeApi::Patch(const HttpRequest& request, const Target& target) {
 }
 
 void KubeApi::DeleteNamespaceContentsLocked(const std::string& ns) {
-  for (const ResourceType& type : ServedResourceTypes()) {
+  for (const ResourceType& type : AllResourceTypes()) {
     if (!type.namespaced) continue;
     Target target{&type, ns, "", "", false};
     auto objects = store_.ListAt(target.Prefix(), 0);
@@ -1181,7 +1193,7 @@ void KubeApi::CollectDependentsLocked(const std::string& uid, const std::string&
   while (!owners.empty()) {
     const auto [owner_uid, owner_ns] = owners.back();
     owners.pop_back();
-    for (const ResourceType& type : ServedResourceTypes()) {
+    for (const ResourceType& type : AllResourceTypes()) {
       if (!type.namespaced) continue;
       Target scope{&type, owner_ns, "", "", false};
       auto objects = store_.ListAt(scope.Prefix(), 0);

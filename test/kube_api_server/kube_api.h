@@ -22,6 +22,7 @@
 #include "test/kube_api_server/kube_test_server.h"
 #include "test/kube_api_server/object_store.h"
 #include "test/kube_api_server/resource_types.h"
+#include "test/kube_api_server/services.h"
 
 namespace facet::testing {
 
@@ -63,6 +64,8 @@ class KubeApi {
     // Read at every webhook call when set: lines "NAMESPACE/NAME:PORT HOST:PORT"
     // mapping Service references to addresses (see KubeTestServer::Options).
     std::string service_map_file;
+    // The types served (the others answer 404, their groups are not listed).
+    ResourceTypeSet types;
   };
 
   explicit KubeApi(Config config);
@@ -152,6 +155,10 @@ class KubeApi {
   void SendJson(HttpResponder& responder, int code, const Json& body,
                 const std::string& content_type = "application/json") const;
 
+  // Allocations of the stored Services (for services.h).
+  ServiceAllocations ServiceAllocationsLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ResourceTypeSet types_;
   const absl::Duration bookmark_interval_;
   const std::string service_map_file_;
   std::atomic<int> port_{0};

@@ -11,10 +11,12 @@
 namespace facet::testing {
 
 absl::StatusOr<std::unique_ptr<KubeTestServer>> KubeTestServer::Start(Options options) {
+  auto types = ResourceTypeSet::Make(options.omitted_resources);
+  if (!types.ok()) return types.status();
   std::unique_ptr<KubeTestServer> server(new KubeTestServer());
   server->api_ = std::make_unique<KubeApi>(KubeApi::Config{
       options.bearer_token, options.watch_history, options.bookmark_interval, options.namespaces,
-      options.service_map_file});
+      options.service_map_file, *std::move(types)});
   KubeApi* api = server->api_.get();
   std::optional<TlsCredentials> tls;
   if (options.tls) {

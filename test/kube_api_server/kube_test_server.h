@@ -1,7 +1,8 @@
 // An in-process stand-in for kube-apiserver, for Facet's controller tests and
-// for driving the real kubectl: the facet.dev/v1alpha1 XdsResource and
-// XdsAuthority custom resources, coordination.k8s.io/v1 Lease and core/v1
-// Namespace (and the other types in resource_types.h), with the apiserver's
+// for driving the real kubectl: the facet.dev/v1alpha1 custom resources, the
+// Gateway API's GRPCRoute and ReferenceGrant, coordination.k8s.io/v1 Lease and
+// core/v1 Namespace and Service (and the other types in resource_types.h),
+// with the apiserver's
 // resourceVersion, list, watch, write, patch, validating admission webhook
 // and error semantics (see docs/testing-kubernetes.md for what is and is not
 // reproduced), plus fault injection.
@@ -58,6 +59,13 @@ class KubeTestServer {
     // test may write it once the webhook listens). Unmapped: the apiserver's
     // "service not found" failure.
     std::string service_map_file;
+    // Custom resources this server does not serve, as on a cluster where
+    // their CRDs are not installed: "<plural>.<group>"
+    // (xdsvariantpolicies.facet.dev) or a whole group
+    // (gateway.networking.k8s.io). Their paths answer 404 and discovery
+    // leaves them out (a group with none left is not listed). Start() fails
+    // with InvalidArgument for a name that is no custom resource or group.
+    std::vector<std::string> omitted_resources;
   };
 
   static absl::StatusOr<std::unique_ptr<KubeTestServer>> Start(Options options);

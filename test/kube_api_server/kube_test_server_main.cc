@@ -1,16 +1,19 @@
 // Runs KubeTestServer until SIGINT or SIGTERM, for kubectl-driven tests:
 //   kube_test_server [--port N] [--port-file FILE] [--token T] [--kubeconfig FILE] [--tls]
-//                    [--service-map FILE]
+//                    [--service-map FILE] [--omit-resources NAME,...]
 // Prints nothing; --port-file receives the bound port once the server listens
 // (written atomically), --kubeconfig a kubeconfig for it. --service-map maps
 // the Services of webhook clientConfigs to addresses (lines
 // "NAMESPACE/NAME:PORT HOST:PORT", read at every webhook call).
+// --omit-resources leaves custom resources out, as on a cluster without their
+// CRDs: "<plural>.<group>" or a whole group (gateway.networking.k8s.io).
 #include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "test/kube_api_server/kube_test_server.h"
 
 namespace {
@@ -61,10 +64,13 @@ int main(int argc, char** argv) {
       kubeconfig_file = value;
     } else if (flag == "--service-map") {
       options.service_map_file = value;
+    } else if (flag == "--omit-resources") {
+      options.omitted_resources = absl::StrSplit(value, ',', absl::SkipEmpty());
     } else {
       std::fprintf(stderr,
                    "usage: kube_test_server [--port N] [--port-file FILE] [--token T] "
-                   "[--kubeconfig FILE] [--tls] [--service-map FILE]\n");
+                   "[--kubeconfig FILE] [--tls] [--service-map FILE] "
+                   "[--omit-resources NAME,...]\n");
       return 2;
     }
   }

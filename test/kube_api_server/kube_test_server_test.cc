@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/kube_api_server/http_server.h"
+#include "test/kube_api_server/kube_test_server_fixture.h"
 #include "test/kube_api_server/json.h"
 #include "test/kube_api_server/test_http_client.h"
 #include "test/kube_api_server/tls.h"
@@ -35,130 +36,6 @@ constexpr char kXr[] = "/apis/facet.dev/v1alpha1/namespaces/demo/xdsresources";
 constexpr char kAllXr[] = "/apis/facet.dev/v1alpha1/xdsresources";
 constexpr char kXa[] = "/apis/facet.dev/v1alpha1/xdsauthorities";
 constexpr char kLeases[] = "/apis/coordination.k8s.io/v1/namespaces/demo/leases";
-constexpr char kMerge[] = "application/merge-patch+json";
-constexpr absl::Duration kTimeout = absl::Seconds(10);
-
-struct Reply {
-  int code = 0;
-  HttpHead head;
-  std::string raw;
-  Json body;
-
-  std::string Header(const std::string& name) const {
-    auto it = head.headers.find(name);
-    return it == head.headers.end() ? "" : it->second;
-  }
-  std::string rv() const { return GetString(body, {"metadata", "resourceVersion"}); }
-  int64_t generation() const {
-    const Json* g = FindPath(body, {"metadata", "generation"});
-    return g != nullptr && g->is_number_integer() ? g->get<int64_t>() : 0;
-  }
-};
-
-std::string XrBody(const std::string& name, const std::string& type = "listener",
-                   const std::string& extra_metadata = "") {
-  return absl::StrCat(
-      R"({"apiVersion":"facet.dev/v1alpha1","kind":"XdsResource","metadata":{"name":")", name, "\"",
-      extra_metadata, R"(},"spec":{"type":")", type,
-      R"(","name":"greeter","variants":[{"resource":{}}]},"status":{"servedName":"x"}})");
-}
-
-Json ParseOrDie(const std::string& text) {
-  auto json = ParseJson(text);
-  EXPECT_THAT(json, IsOk()) << text;
-  return json.ok() ? *json : Json();
-}
-
-class KubeTestServerTest : public ::testing::Test {
- protected:
-  void SetUp() override { Start(KubeTestServer::Options()); }
-
-  void Start(KubeTestServer::Options options) {
-    server_.reset();
-    auto server = KubeTestServer::Start(std::move(options));
-    ASSERT_THAT(server, IsOk());
-    server_ = *std::move(server);
-    ASSERT_THAT(server_->CreateNamespace("demo"), IsOk());
-    ASSERT_THAT(server_->CreateNamespace("other"), IsOk());
-  }
-
-  Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
-             const std::string& content_type = "application/json",
-             std::vector<std::pair<std::string, std::string>> headers = {},
-             std::optional<std::string> token = std::nullopt) {
-    Reply reply;
-    auto connection = HttpConnection::Connect(server_->port());
-    EXPECT_THAT(connection, IsOk());
-    if (!connection.ok()) return reply;
-    std::string bearer = token.value_or(server_->token());
-    if (!bearer.empty()) headers.emplace_back("Authorization", absl::StrCat("Bearer ", bearer));
-    if (!body.empty()) headers.emplace_back("Content-Type", content_type);
-    EXPECT_THAT((*connection)->Send(method, path, headers, body), IsOk());
-    auto head = (*connection)->ReadHead(kTimeout);
-    EXPECT_THAT(head, IsOk());
-    if (!head.ok()) return reply;
-    reply.head = *head;
-    reply.code = head->code;
-    auto raw = (*connection)->ReadBody(*head, kTimeout);
-    EXPECT_THAT(raw, IsOk());
-    reply.raw = raw.value_or("");
-    if (absl::StrContains(reply.Header("content-type"), "json")) reply.body = ParseOrDie(reply.raw);
-    return reply;
-  }
-
-  Reply CreateXr(const std::string& name, const std::string& ns = "demo") {
-    Reply reply =
-        Call("POST", absl::StrCat("/apis/facet.dev/v1alpha1/namespaces/", ns, "/xdsresources"),
-             XrBody(name));
-    EXPECT_EQ(reply.code, 201) << reply.raw;
-    return reply;
-  }
-
-  // Opens a watch and checks the response head (200, chunked).
-  std::unique_ptr<WatchReader> Watch(const std::string& path) {
-    auto connection = HttpConnection::Connect(server_->port());
-    EXPECT_THAT(connection, IsOk());
-    if (!connection.ok()) return nullptr;
-    EXPECT_THAT(
-        (*connection)
-            ->Send("GET", path, {{"Authorization", absl::StrCat("Bearer ", server_->token())}}, ""),
-        IsOk());
-    auto head = (*connection)->ReadHead(kTimeout);
-    EXPECT_THAT(head, IsOk());
-    if (!head.ok()) return nullptr;
-    EXPECT_EQ(head->code, 200);
-    EXPECT_TRUE(head->chunked());
-    return std::make_unique<WatchReader>(*std::move(connection));
-  }
-
-  // Reads the next event as {type, object}.
-  static Json NextEvent(WatchReader& reader, absl::Duration timeout = kTimeout) {
-    auto line = reader.NextLine(timeout);
-    EXPECT_THAT(line, IsOk());
-    if (!line.ok()) return Json();
-    return ParseOrDie(*line);
-  }
-
-  static std::string Type(const Json& event) { return GetString(event, {"type"}); }
-  static std::string Name(const Json& event) {
-    return GetString(event, {"object", "metadata", "name"});
-  }
-
-  std::unique_ptr<KubeTestServer> server_;
-};
-
-void ExpectStatus(const Reply& reply, int code, const std::string& reason) {
-  EXPECT_EQ(reply.code, code) << reply.raw;
-  EXPECT_EQ(GetString(reply.body, {"kind"}), "Status") << reply.raw;
-  EXPECT_EQ(GetString(reply.body, {"apiVersion"}), "v1");
-  EXPECT_EQ(GetString(reply.body, {"status"}), "Failure");
-  EXPECT_EQ(GetString(reply.body, {"reason"}), reason) << reply.raw;
-  const Json* body_code = Find(reply.body, "code");
-  ASSERT_NE(body_code, nullptr);
-  EXPECT_EQ(body_code->get<int64_t>(), code);
-  EXPECT_NE(Find(reply.body, "metadata"), nullptr);
-  EXPECT_FALSE(GetString(reply.body, {"message"}).empty());
-}
 
 // ---- Discovery ----
 
@@ -182,7 +59,7 @@ TEST_F(KubeTestServerTest, ServesApiVersionsAndGroupList) {
     EXPECT_FALSE(GetString(group, {"preferredVersion", "groupVersion"}).empty());
   }
   EXPECT_THAT(groups, ElementsAre("admissionregistration.k8s.io", "apps", "coordination.k8s.io",
-                                  "discovery.k8s.io", "facet.dev"));
+                                  "discovery.k8s.io", "facet.dev", "gateway.networking.k8s.io"));
   Reply group = Call("GET", "/apis/facet.dev");
   EXPECT_EQ(GetString(group.body, {"kind"}), "APIGroup");
   EXPECT_EQ(GetString(group.body, {"preferredVersion", "groupVersion"}), "facet.dev/v1alpha1");
@@ -197,7 +74,7 @@ TEST_F(KubeTestServerTest, ResourceListsNameKindsVerbsShortNamesAndStatus) {
   for (const Json& resource : *Find(list.body, "resources")) {
     resources[GetString(resource, {"name"})] = resource;
   }
-  ASSERT_EQ(resources.size(), 4u);
+  ASSERT_EQ(resources.size(), 6u);
   EXPECT_EQ(GetString(resources["xdsresources"], {"kind"}), "XdsResource");
   EXPECT_TRUE(Find(resources["xdsresources"], "namespaced")->get<bool>());
   EXPECT_EQ(Dump(*Find(resources["xdsresources"], "shortNames")), R"(["xr","xdsr"])");
@@ -206,6 +83,8 @@ TEST_F(KubeTestServerTest, ResourceListsNameKindsVerbsShortNamesAndStatus) {
   EXPECT_FALSE(Find(resources["xdsauthorities"], "namespaced")->get<bool>());
   EXPECT_EQ(Dump(*Find(resources["xdsresources/status"], "verbs")), R"(["get","patch","update"])");
   EXPECT_EQ(resources.count("xdsauthorities/status"), 1u);
+  EXPECT_EQ(Dump(*Find(resources["xdsvariantpolicies"], "shortNames")), R"(["xvp"])");
+  EXPECT_EQ(resources.count("xdsvariantpolicies/status"), 1u);
 
   Reply leases = Call("GET", "/apis/coordination.k8s.io/v1");
   EXPECT_THAT(leases.raw, HasSubstr(R"("kind":"Lease")"));

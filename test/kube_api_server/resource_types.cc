@@ -1,6 +1,13 @@
 #include "test/kube_api_server/resource_types.h"
 
+#include <algorithm>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 
 namespace facet::testing {
 namespace {
@@ -9,6 +16,60 @@ const std::vector<std::string>& AllVerbs() {
   static const auto* verbs = new std::vector<std::string>{
       "delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"};
   return *verbs;
+}
+
+// The Service columns `kubectl get services` prints that no JSONPath gives
+// (k8s.io/kubernetes/pkg/printers/internalversion: printService).
+Json ServiceExternalIp(const Json& service) {
+  const std::string type = GetString(service, {"spec", "type"});
+  std::vector<std::string> ips;
+  if (const Json* external = FindPath(service, {"spec", "externalIPs"});
+      external != nullptr && external->is_array()) {
+    for (const Json& ip : *external) {
+      if (ip.is_string()) ips.push_back(ip.get<std::string>());
+    }
+  }
+  if (type == "ExternalName") return Json(GetString(service, {"spec", "externalName"}));
+  if (type == "LoadBalancer") {
+    if (const Json* ingress = FindPath(service, {"status", "loadBalancer", "ingress"});
+        ingress != nullptr && ingress->is_array()) {
+      for (const Json& entry : *ingress) {
+        std::string address = GetString(entry, {"ip"});
+        if (address.empty()) address = GetString(entry, {"hostname"});
+        if (!address.empty()) ips.push_back(address);
+      }
+    }
+    if (ips.empty()) return Json("<pending>");
+  }
+  return Json(ips.empty() ? "<none>" : absl::StrJoin(ips, ","));
+}
+
+Json ServicePorts(const Json& service) {
+  std::vector<std::string> ports;
+  if (const Json* list = FindPath(service, {"spec", "ports"}); list != nullptr && list->is_array()) {
+    for (const Json& port : *list) {
+      const Json* number = Find(port, "port");
+      const Json* node_port = Find(port, "nodePort");
+      std::string text = number != nullptr ? Dump(*number) : "";
+      if (node_port != nullptr && node_port->is_number_integer() && node_port->get<int64_t>() > 0) {
+        absl::StrAppend(&text, ":", node_port->get<int64_t>());
+      }
+      absl::StrAppend(&text, "/", GetString(port, {"protocol"}));
+      ports.push_back(std::move(text));
+    }
+  }
+  return Json(ports.empty() ? "<none>" : absl::StrJoin(ports, ","));
+}
+
+Json ServiceSelector(const Json& service) {
+  std::vector<std::string> pairs;
+  if (const Json* selector = FindPath(service, {"spec", "selector"});
+      selector != nullptr && selector->is_object()) {
+    for (const auto& [key, value] : selector->items()) {
+      pairs.push_back(absl::StrCat(key, "=", value.is_string() ? value.get<std::string>() : ""));
+    }
+  }
+  return Json(pairs.empty() ? "<none>" : absl::StrJoin(pairs, ","));
 }
 
 std::vector<ResourceType> MakeTypes() {
@@ -63,6 +124,61 @@ std::vector<ResourceType> MakeTypes() {
       {"Age", "date", ".metadata.creationTimestamp", "", 0},
   };
   types.push_back(xa);
+
+  ResourceType xvp;
+  xvp.group = "facet.dev";
+  xvp.version = "v1alpha1";
+  xvp.plural = "xdsvariantpolicies";
+  xvp.singular = "xdsvariantpolicy";
+  xvp.kind = "XdsVariantPolicy";
+  xvp.namespaced = true;
+  xvp.status_subresource = true;
+  xvp.custom = true;
+  xvp.short_names = {"xvp"};
+  xvp.categories = {"facet"};
+  xvp.verbs = AllVerbs();
+  xvp.columns = {
+      {"Target", "string", ".spec.targetRefs[0].name", "The name of the first targeted GRPCRoute.",
+       0},
+      {"Section", "string", ".spec.targetRefs[0].sectionName",
+       "The rule of the first target (its rules[].name); empty for the whole route.", 0},
+      {"Accepted", "string", ".status.ancestors[0].conditions[?(@.type==\"Accepted\")].status",
+       "Whether Facet applies the policy, for the first ancestor (True, False or Unknown).", 0},
+      {"Age", "date", ".metadata.creationTimestamp", "", 0},
+  };
+  types.push_back(xvp);
+
+  // The Gateway API kinds Facet reads, as the v1.4 standard CRDs define them.
+  ResourceType grpc_route;
+  grpc_route.group = "gateway.networking.k8s.io";
+  grpc_route.version = "v1";
+  grpc_route.plural = "grpcroutes";
+  grpc_route.singular = "grpcroute";
+  grpc_route.kind = "GRPCRoute";
+  grpc_route.namespaced = true;
+  grpc_route.status_subresource = true;
+  grpc_route.custom = true;
+  grpc_route.categories = {"gateway-api"};
+  grpc_route.verbs = AllVerbs();
+  grpc_route.columns = {
+      {"Hostnames", "string", ".spec.hostnames", "", 0},
+      {"Age", "date", ".metadata.creationTimestamp", "", 0},
+  };
+  types.push_back(grpc_route);
+
+  ResourceType grant;
+  grant.group = "gateway.networking.k8s.io";
+  grant.version = "v1beta1";
+  grant.plural = "referencegrants";
+  grant.singular = "referencegrant";
+  grant.kind = "ReferenceGrant";
+  grant.namespaced = true;
+  grant.custom = true;  // No status subresource: status is part of the object.
+  grant.short_names = {"refgrant"};
+  grant.categories = {"gateway-api"};
+  grant.verbs = AllVerbs();
+  grant.columns = {{"Age", "date", ".metadata.creationTimestamp", "", 0}};
+  types.push_back(grant);
 
   ResourceType lease;
   lease.group = "coordination.k8s.io";
@@ -123,6 +239,7 @@ std::vector<ResourceType> MakeTypes() {
   webhooks.namespaced = false;
   webhooks.verbs = AllVerbs();
   webhooks.categories = {"api-extensions"};
+  webhooks.merge_keys = {{"webhooks", "name"}};
   webhooks.columns = {
       {"Webhooks", "integer", ".webhooks", "", 0},
       {"Age", "date", ".metadata.creationTimestamp", "", 0},
@@ -140,11 +257,35 @@ std::vector<ResourceType> MakeTypes() {
   ns.short_names = {"ns"};
   ns.allow_unconditional_update = true;
   ns.verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
+  ns.merge_keys = {{"status.conditions", "type"}};
   ns.columns = {
       {"Status", "string", ".status.phase", "The phase of the namespace.", 0},
       {"Age", "date", ".metadata.creationTimestamp", "", 0},
   };
   types.push_back(ns);
+
+  // Built in: defaults, cluster IPs and node ports come from services.h.
+  ResourceType service;
+  service.group = "";
+  service.version = "v1";
+  service.plural = "services";
+  service.singular = "service";
+  service.kind = "Service";
+  service.namespaced = true;
+  service.status_subresource = true;
+  service.short_names = {"svc"};
+  service.categories = {"all"};
+  service.verbs = AllVerbs();
+  service.columns = {
+      {"Type", "string", ".spec.type", "The type of the service.", 0},
+      {"Cluster-IP", "string", ".spec.clusterIP", "The cluster IP of the service.", 0},
+      {"External-IP", "string", "", "The external IPs of the service.", 0, &ServiceExternalIp},
+      {"Port(s)", "string", "", "The ports of the service.", 0, &ServicePorts},
+      {"Age", "date", ".metadata.creationTimestamp", "", 0},
+      {"Selector", "string", "", "The selector of the service.", 1, &ServiceSelector},
+  };
+  service.merge_keys = {{"spec.ports", "port"}};
+  types.push_back(service);
   return types;
 }
 
@@ -167,17 +308,106 @@ std::string ResourceType::QualifiedKind() const {
   return group.empty() ? kind : absl::StrCat(kind, ".", group);
 }
 
-const std::vector<ResourceType>& ServedResourceTypes() {
+const std::vector<ResourceType>& AllResourceTypes() {
   static const auto* types = new std::vector<ResourceType>(MakeTypes());
   return *types;
 }
 
 const ResourceType* FindResourceType(const std::string& group, const std::string& version,
                                      const std::string& plural) {
-  for (const ResourceType& type : ServedResourceTypes()) {
+  for (const ResourceType& type : AllResourceTypes()) {
     if (type.group == group && type.version == version && type.plural == plural) return &type;
   }
   return nullptr;
+}
+
+absl::StatusOr<ResourceTypeSet> ResourceTypeSet::Make(const std::vector<std::string>& omitted) {
+  std::vector<bool> used(omitted.size(), false);
+  ResourceTypeSet set;
+  for (const ResourceType& type : AllResourceTypes()) {
+    bool leave_out = false;
+    for (size_t i = 0; i < omitted.size(); ++i) {
+      if (type.custom && (omitted[i] == type.QualifiedResource() || omitted[i] == type.group)) {
+        leave_out = true;
+        used[i] = true;
+      }
+    }
+    if (!leave_out) set.types_.push_back(&type);
+  }
+  for (size_t i = 0; i < omitted.size(); ++i) {
+    if (!used[i]) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot leave out \"", omitted[i],
+                       "\": not a custom resource (<plural>.<group>) or a group of them"));
+    }
+  }
+  return set;
+}
+
+const ResourceType* ResourceTypeSet::Find(const std::string& group, const std::string& version,
+                                          const std::string& plural) const {
+  for (const ResourceType* type : types_) {
+    if (type->group == group && type->version == version && type->plural == plural) return type;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ResourceTypeSet::Groups() const {
+  std::vector<std::string> groups;
+  for (const ResourceType* type : types_) {
+    if (!type->group.empty() &&
+        std::find(groups.begin(), groups.end(), type->group) == groups.end()) {
+      groups.push_back(type->group);
+    }
+  }
+  std::sort(groups.begin(), groups.end());
+  return groups;
+}
+
+namespace {
+
+// Sorts as k8s.io/apimachinery's version.CompareKubeAwareVersionStrings:
+// GA, then beta, then alpha, each by major then minor number descending;
+// other strings last, alphabetically.
+std::tuple<int, int64_t, int64_t, std::string> VersionRank(absl::string_view version) {
+  absl::string_view rest = version;
+  int64_t major = 0;
+  int64_t minor = 0;
+  if (absl::ConsumePrefix(&rest, "v") && !rest.empty() && absl::ascii_isdigit(rest[0])) {
+    size_t digits = 0;
+    while (digits < rest.size() && absl::ascii_isdigit(rest[digits])) ++digits;
+    if (absl::SimpleAtoi(rest.substr(0, digits), &major)) {
+      rest.remove_prefix(digits);
+      int stage = -1;
+      if (rest.empty()) {
+        stage = 0;
+      } else if (absl::ConsumePrefix(&rest, "beta")) {
+        stage = 1;
+      } else if (absl::ConsumePrefix(&rest, "alpha")) {
+        stage = 2;
+      }
+      if (stage == 0 || (stage > 0 && absl::SimpleAtoi(rest, &minor))) {
+        return {stage, -major, -minor, ""};
+      }
+    }
+  }
+  return {3, 0, 0, std::string(version)};
+}
+
+}  // namespace
+
+std::vector<std::string> ResourceTypeSet::Versions(const std::string& group) const {
+  std::vector<std::string> versions;
+  for (const ResourceType* type : types_) {
+    if (type->group == group &&
+        std::find(versions.begin(), versions.end(), type->version) == versions.end()) {
+      versions.push_back(type->version);
+    }
+  }
+  std::sort(versions.begin(), versions.end(), [](const std::string& a, const std::string& b) {
+    return VersionRank(a) < VersionRank(b);
+  });
+  return versions;
 }
 
 }  // namespace facet::testing

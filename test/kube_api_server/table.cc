@@ -1,5 +1,6 @@
 #include "test/kube_api_server/table.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace facet::testing {
@@ -38,43 +39,52 @@ Json Cell(const PrinterColumn& column, const Json* value, absl::Time now) {
 
 }  // namespace
 
-const Json* EvaluateJsonPath(const Json& object, absl::string_view path) {
-  const Json* node = &object;
-  size_t pos = 0;
-  while (pos < path.size() && node != nullptr) {
-    if (path[pos] == '.') {
-      size_t end = path.find_first_of(".[", pos + 1);
-      if (end == absl::string_view::npos) end = path.size();
-      node = Find(*node, path.substr(pos + 1, end - pos - 1));
-      pos = end;
-    } else if (path[pos] == '[') {
-      size_t end = path.find(']', pos);
-      if (end == absl::string_view::npos) return nullptr;
-      absl::string_view filter = path.substr(pos + 1, end - pos - 1);
-      pos = end + 1;
-      // Only ?(@.key=="value") filters are supported.
-      size_t eq = filter.find("==");
-      if (filter.substr(0, 4) != "?(@." || eq == absl::string_view::npos || !node->is_array()) {
-        return nullptr;
-      }
-      absl::string_view key = filter.substr(4, eq - 4);
-      absl::string_view literal = filter.substr(eq + 2);
-      if (literal.size() < 3) return nullptr;
-      literal = literal.substr(1, literal.size() - 3);  // Strip the quotes and ')'.
-      const Json* found = nullptr;
-      for (const Json& item : *node) {
-        const Json* field = Find(item, key);
-        if (field != nullptr && field->is_string() && field->get<std::string>() == literal) {
-          found = &item;
-          break;
-        }
-      }
-      node = found;
-    } else {
-      return nullptr;
+namespace {
+
+// Evaluates `path` from `node`; returns the first match in document order.
+const Json* FirstMatch(const Json& node, absl::string_view path) {
+  if (path.empty()) return &node;
+  if (path[0] == '.') {
+    size_t end = path.find_first_of(".[", 1);
+    if (end == absl::string_view::npos) end = path.size();
+    const Json* child = Find(node, path.substr(1, end - 1));
+    return child == nullptr ? nullptr : FirstMatch(*child, path.substr(end));
+  }
+  if (path[0] != '[') return nullptr;
+  size_t end = path.find(']');
+  if (end == absl::string_view::npos || !node.is_array()) return nullptr;
+  const absl::string_view selector = path.substr(1, end - 1);
+  const absl::string_view rest = path.substr(end + 1);
+  if (selector == "*") {
+    for (const Json& item : node) {
+      if (const Json* found = FirstMatch(item, rest)) return found;
+    }
+    return nullptr;
+  }
+  size_t index = 0;
+  if (absl::SimpleAtoi(selector, &index)) {
+    return index < node.size() ? FirstMatch(node[index], rest) : nullptr;
+  }
+  // ?(@.key=="value")
+  size_t eq = selector.find("==");
+  if (selector.substr(0, 4) != "?(@." || eq == absl::string_view::npos) return nullptr;
+  absl::string_view key = selector.substr(4, eq - 4);
+  absl::string_view literal = selector.substr(eq + 2);
+  if (literal.size() < 3) return nullptr;
+  literal = literal.substr(1, literal.size() - 3);  // Strip the quotes and ')'.
+  for (const Json& item : node) {
+    const Json* field = Find(item, key);
+    if (field != nullptr && field->is_string() && field->get<std::string>() == literal) {
+      if (const Json* found = FirstMatch(item, rest)) return found;
     }
   }
-  return node;
+  return nullptr;
+}
+
+}  // namespace
+
+const Json* EvaluateJsonPath(const Json& object, absl::string_view path) {
+  return FirstMatch(object, path);
 }
 
 std::string HumanDuration(absl::Duration d) {
@@ -145,7 +155,11 @@ Json MakeTable(const ResourceType& type, const std::vector<const Json*>& objects
     Json cells = Json::array();
     cells.push_back(Json(GetString(*object, {"metadata", "name"})));
     for (const PrinterColumn& column : type.columns) {
-      cells.push_back(Cell(column, EvaluateJsonPath(*object, column.json_path), now));
+      if (column.compute != nullptr) {
+        cells.push_back(column.compute(*object));
+      } else {
+        cells.push_back(Cell(column, EvaluateJsonPath(*object, column.json_path), now));
+      }
     }
     row["cells"] = std::move(cells);
     if (include_object == "Object") {

@@ -20,8 +20,10 @@ Json MakeTable(const ResourceType& type, const std::vector<const Json*>& objects
                const std::string& resource_version, const std::string& continue_token,
                absl::string_view include_object, absl::Time now);
 
-// Evaluates the simple JSONPath subset printer columns use: `.a.b`, and
-// `.list[?(@.key=="value")].field`. Returns nullptr when nothing matches.
+// Evaluates the JSONPath subset printer columns use: `.a.b`, `.list[0]`,
+// `.list[*].field` and `.list[?(@.key=="value")].field`. Returns the first
+// match in document order (the one kube-apiserver's table convertor prints),
+// or nullptr when nothing matches.
 const Json* EvaluateJsonPath(const Json& object, absl::string_view path);
 
 // Formats a duration like k8s.io/apimachinery's duration.HumanDuration ("5s", "3m2s", "4d").
