@@ -265,8 +265,7 @@ Json AggregatedDiscoveryJson(const ResourceTypeSet& types, bool core) {
 
 Json OpenApiRootJson(const ResourceTypeSet& types) { return OpenApiRoot(types); }
 
-std::optional<Json> OpenApiGroupVersionJson(const ResourceTypeSet& types,
-                                            const std::string& path) {
+std::optional<Json> OpenApiGroupVersionJson(const ResourceTypeSet& types, const std::string& path) {
   Json doc = OpenApiGroupVersion(types, path);
   if (doc["paths"].empty()) return std::nullopt;
   return doc;

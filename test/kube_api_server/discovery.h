@@ -37,8 +37,7 @@ Json AggregatedDiscoveryJson(const ResourceTypeSet& types, bool core);
 Json OpenApiRootJson(const ResourceTypeSet& types);
 // /openapi/v3/<path> ("apis/facet.dev/v1alpha1"): a document whose PATCH
 // operations declare fieldValidation, or nullopt when not served.
-std::optional<Json> OpenApiGroupVersionJson(const ResourceTypeSet& types,
-                                            const std::string& path);
+std::optional<Json> OpenApiGroupVersionJson(const ResourceTypeSet& types, const std::string& path);
 
 // /openapi/v2 as kube-apiserver serves it to kubectl before 1.27 (which reads
 // it, as protobuf, before every `apply` and refuses to run when it is

@@ -22,7 +22,8 @@ using ::testing::Not;
 constexpr char kGateway[] = "/apis/gateway.networking.k8s.io";
 constexpr char kRoutes[] = "/apis/gateway.networking.k8s.io/v1/namespaces/demo/grpcroutes";
 constexpr char kAllRoutes[] = "/apis/gateway.networking.k8s.io/v1/grpcroutes";
-constexpr char kGrants[] = "/apis/gateway.networking.k8s.io/v1beta1/namespaces/demo/referencegrants";
+constexpr char kGrants[] =
+    "/apis/gateway.networking.k8s.io/v1beta1/namespaces/demo/referencegrants";
 constexpr char kPolicies[] = "/apis/facet.dev/v1alpha1/namespaces/demo/xdsvariantpolicies";
 constexpr char kServices[] = "/api/v1/namespaces/demo/services";
 constexpr char kTableAccept[] = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
@@ -106,14 +107,14 @@ TEST_F(GatewayKindsTest, GrpcRouteWatchesAndListsFollowNamespaces) {
 
   auto watch = Watch(absl::StrCat(kRoutes, "?watch=1&resourceVersion=", demo.rv()));
   ASSERT_NE(watch, nullptr);
-  ASSERT_EQ(Call("PATCH", absl::StrCat(kRoutes, "/a"), R"({"spec":{"hostnames":["x.example"]}})",
-                 kMerge)
-                .code,
-            200);
-  ASSERT_EQ(Call("POST", "/apis/gateway.networking.k8s.io/v1/namespaces/other/grpcroutes",
-                 RouteBody("c"))
-                .code,
-            201);
+  ASSERT_EQ(
+      Call("PATCH", absl::StrCat(kRoutes, "/a"), R"({"spec":{"hostnames":["x.example"]}})", kMerge)
+          .code,
+      200);
+  ASSERT_EQ(
+      Call("POST", "/apis/gateway.networking.k8s.io/v1/namespaces/other/grpcroutes", RouteBody("c"))
+          .code,
+      201);
   ASSERT_EQ(Call("DELETE", absl::StrCat(kRoutes, "/a")).code, 200);
   Json modified = NextEvent(*watch);
   EXPECT_EQ(Type(modified), "MODIFIED");
@@ -143,8 +144,8 @@ TEST_F(GatewayKindsTest, ReferenceGrantIsServedAtV1beta1WithoutStatusSubresource
   ExpectStatus(Call("GET", "/apis/gateway.networking.k8s.io/v1/namespaces/demo/referencegrants"),
                404, "NotFound");
   // Without a status subresource, status is content like spec.
-  Reply with_status = Call("PATCH", absl::StrCat(kGrants, "/from-clients"),
-                           R"({"status":{"note":"x"}})", kMerge);
+  Reply with_status =
+      Call("PATCH", absl::StrCat(kGrants, "/from-clients"), R"({"status":{"note":"x"}})", kMerge);
   EXPECT_EQ(with_status.generation(), 2);
 }
 
@@ -184,8 +185,9 @@ TEST_F(GatewayKindsTest, GatewayGroupPrefersV1AndListsV1beta1) {
   EXPECT_THAT(v1beta1.raw, Not(HasSubstr("referencegrants/status")));
 
   Reply aggregated = Call("GET", "/apis", "", "",
-                          {{"Accept", "application/json;g=apidiscovery.k8s.io;v=v2;"
-                                      "as=APIGroupDiscoveryList"}});
+                          {{"Accept",
+                            "application/json;g=apidiscovery.k8s.io;v=v2;"
+                            "as=APIGroupDiscoveryList"}});
   for (const Json& item : *Find(aggregated.body, "items")) {
     if (GetString(item, {"metadata", "name"}) != "gateway.networking.k8s.io") continue;
     std::vector<std::string> versions;
@@ -235,10 +237,11 @@ TEST(KubeTestServerOptionsTest, OnlyCustomResourcesCanBeOmitted) {
 // ---- Services ----
 
 TEST_F(GatewayKindsTest, ServiceGetsDefaultsAClusterIpAndNoGeneration) {
-  Reply created = Call("POST", kServices,
-                       R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"greeter"},)"
-                       R"("spec":{"selector":{"app":"greeter"},"ports":[{"name":"grpc","port":50051,)"
-                       R"("targetPort":"grpc"}]}})");
+  Reply created =
+      Call("POST", kServices,
+           R"({"apiVersion":"v1","kind":"Service","metadata":{"name":"greeter"},)"
+           R"("spec":{"selector":{"app":"greeter"},"ports":[{"name":"grpc","port":50051,)"
+           R"("targetPort":"grpc"}]}})");
   ASSERT_EQ(created.code, 201) << created.raw;
   EXPECT_EQ(GetString(created.body, {"spec", "type"}), "ClusterIP");
   EXPECT_EQ(GetString(created.body, {"spec", "ports", "0", "protocol"}), "");
@@ -279,8 +282,8 @@ TEST_F(GatewayKindsTest, ServiceStrategicMergePatchMergesPortsByNumberAndKeepsTh
             R"({"name":"c","port":7072,"protocol":"TCP","targetPort":7072}])");
   EXPECT_EQ(GetString(patched.body, {"spec", "clusterIP"}),
             GetString(created.body, {"spec", "clusterIP"}));
-  Reply changed = Call("PATCH", absl::StrCat(kServices, "/echo"),
-                       R"({"spec":{"clusterIP":"None"}})", kMerge);
+  Reply changed =
+      Call("PATCH", absl::StrCat(kServices, "/echo"), R"({"spec":{"clusterIP":"None"}})", kMerge);
   ExpectStatus(changed, 422, "Invalid");
   EXPECT_THAT(GetString(changed.body, {"message"}), HasSubstr("may not change once set"));
 }
@@ -292,9 +295,8 @@ TEST_F(GatewayKindsTest, ServiceTableShowsTypeClusterIpAndPorts) {
                 .code,
             201);
   Reply table = Call("GET", kServices, "", "", {{"Accept", kTableAccept}});
-  EXPECT_THAT(ColumnNames(table),
-              ElementsAre("Name", "Type", "Cluster-IP", "External-IP", "Port(s)", "Age",
-                          "Selector"));
+  EXPECT_THAT(ColumnNames(table), ElementsAre("Name", "Type", "Cluster-IP", "External-IP",
+                                              "Port(s)", "Age", "Selector"));
   EXPECT_THAT(Cells(table),
               HasSubstr(R"(["greeter","ClusterIP","10.96.0.50","<none>","50051/TCP",)"));
 }

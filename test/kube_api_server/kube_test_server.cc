@@ -14,9 +14,9 @@ absl::StatusOr<std::unique_ptr<KubeTestServer>> KubeTestServer::Start(Options op
   auto types = ResourceTypeSet::Make(options.omitted_resources);
   if (!types.ok()) return types.status();
   std::unique_ptr<KubeTestServer> server(new KubeTestServer());
-  server->api_ = std::make_unique<KubeApi>(KubeApi::Config{
-      options.bearer_token, options.watch_history, options.bookmark_interval, options.namespaces,
-      options.service_map_file, *std::move(types)});
+  server->api_ = std::make_unique<KubeApi>(
+      KubeApi::Config{options.bearer_token, options.watch_history, options.bookmark_interval,
+                      options.namespaces, options.service_map_file, *std::move(types)});
   KubeApi* api = server->api_.get();
   std::optional<TlsCredentials> tls;
   if (options.tls) {

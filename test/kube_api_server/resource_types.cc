@@ -46,7 +46,8 @@ Json ServiceExternalIp(const Json& service) {
 
 Json ServicePorts(const Json& service) {
   std::vector<std::string> ports;
-  if (const Json* list = FindPath(service, {"spec", "ports"}); list != nullptr && list->is_array()) {
+  if (const Json* list = FindPath(service, {"spec", "ports"});
+      list != nullptr && list->is_array()) {
     for (const Json& port : *list) {
       const Json* number = Find(port, "port");
       const Json* node_port = Find(port, "nodePort");
@@ -72,21 +73,30 @@ Json ServiceSelector(const Json& service) {
   return Json(pairs.empty() ? "<none>" : absl::StrJoin(pairs, ","));
 }
 
+// A type with every verb; its singular name is its kind in lower case.
+ResourceType NewType(const char* group, const char* version, const char* kind, const char* plural,
+                     bool namespaced, bool custom, bool status_subresource) {
+  ResourceType type;
+  type.group = group;
+  type.version = version;
+  type.kind = kind;
+  type.plural = plural;
+  type.singular = absl::AsciiStrToLower(kind);
+  type.namespaced = namespaced;
+  type.custom = custom;
+  type.status_subresource = status_subresource;
+  type.verbs = AllVerbs();
+  return type;
+}
+
 std::vector<ResourceType> MakeTypes() {
   std::vector<ResourceType> types;
 
-  ResourceType xr;
-  xr.group = "facet.dev";
-  xr.version = "v1alpha1";
-  xr.plural = "xdsresources";
-  xr.singular = "xdsresource";
-  xr.kind = "XdsResource";
-  xr.namespaced = true;
-  xr.status_subresource = true;
-  xr.custom = true;
+  ResourceType xr =
+      NewType("facet.dev", "v1alpha1", "XdsResource", "xdsresources", /*namespaced=*/true,
+              /*custom=*/true, /*status_subresource=*/true);
   xr.short_names = {"xr", "xdsr"};
   xr.categories = {"facet"};
-  xr.verbs = AllVerbs();
   xr.columns = {
       {"Type", "string", ".spec.type", "The xDS resource type, as written in spec.type.", 0},
       {"xDS Name", "string", ".status.servedName",
@@ -102,18 +112,11 @@ std::vector<ResourceType> MakeTypes() {
   };
   types.push_back(xr);
 
-  ResourceType xa;
-  xa.group = "facet.dev";
-  xa.version = "v1alpha1";
-  xa.plural = "xdsauthorities";
-  xa.singular = "xdsauthority";
-  xa.kind = "XdsAuthority";
-  xa.namespaced = false;
-  xa.status_subresource = true;
-  xa.custom = true;
+  ResourceType xa =
+      NewType("facet.dev", "v1alpha1", "XdsAuthority", "xdsauthorities", /*namespaced=*/false,
+              /*custom=*/true, /*status_subresource=*/true);
   xa.short_names = {"xa"};
   xa.categories = {"facet"};
-  xa.verbs = AllVerbs();
   xa.columns = {
       {"Authority", "string", ".spec.authority",
        "The authority in xdstp:// names (empty means metadata.name).", 0},
@@ -125,18 +128,11 @@ std::vector<ResourceType> MakeTypes() {
   };
   types.push_back(xa);
 
-  ResourceType xvp;
-  xvp.group = "facet.dev";
-  xvp.version = "v1alpha1";
-  xvp.plural = "xdsvariantpolicies";
-  xvp.singular = "xdsvariantpolicy";
-  xvp.kind = "XdsVariantPolicy";
-  xvp.namespaced = true;
-  xvp.status_subresource = true;
-  xvp.custom = true;
+  ResourceType xvp = NewType("facet.dev", "v1alpha1", "XdsVariantPolicy", "xdsvariantpolicies",
+                             /*namespaced=*/true,
+                             /*custom=*/true, /*status_subresource=*/true);
   xvp.short_names = {"xvp"};
   xvp.categories = {"facet"};
-  xvp.verbs = AllVerbs();
   xvp.columns = {
       {"Target", "string", ".spec.targetRefs[0].name", "The name of the first targeted GRPCRoute.",
        0},
@@ -149,45 +145,27 @@ std::vector<ResourceType> MakeTypes() {
   types.push_back(xvp);
 
   // The Gateway API kinds Facet reads, as the v1.4 standard CRDs define them.
-  ResourceType grpc_route;
-  grpc_route.group = "gateway.networking.k8s.io";
-  grpc_route.version = "v1";
-  grpc_route.plural = "grpcroutes";
-  grpc_route.singular = "grpcroute";
-  grpc_route.kind = "GRPCRoute";
-  grpc_route.namespaced = true;
-  grpc_route.status_subresource = true;
-  grpc_route.custom = true;
+  ResourceType grpc_route =
+      NewType("gateway.networking.k8s.io", "v1", "GRPCRoute", "grpcroutes", /*namespaced=*/true,
+              /*custom=*/true, /*status_subresource=*/true);
   grpc_route.categories = {"gateway-api"};
-  grpc_route.verbs = AllVerbs();
   grpc_route.columns = {
       {"Hostnames", "string", ".spec.hostnames", "", 0},
       {"Age", "date", ".metadata.creationTimestamp", "", 0},
   };
   types.push_back(grpc_route);
 
-  ResourceType grant;
-  grant.group = "gateway.networking.k8s.io";
-  grant.version = "v1beta1";
-  grant.plural = "referencegrants";
-  grant.singular = "referencegrant";
-  grant.kind = "ReferenceGrant";
-  grant.namespaced = true;
-  grant.custom = true;  // No status subresource: status is part of the object.
+  // No status subresource: status is part of the object.
+  ResourceType grant = NewType("gateway.networking.k8s.io", "v1beta1", "ReferenceGrant",
+                               "referencegrants", /*namespaced=*/true,
+                               /*custom=*/true, /*status_subresource=*/false);
   grant.short_names = {"refgrant"};
   grant.categories = {"gateway-api"};
-  grant.verbs = AllVerbs();
   grant.columns = {{"Age", "date", ".metadata.creationTimestamp", "", 0}};
   types.push_back(grant);
 
-  ResourceType lease;
-  lease.group = "coordination.k8s.io";
-  lease.version = "v1";
-  lease.plural = "leases";
-  lease.singular = "lease";
-  lease.kind = "Lease";
-  lease.namespaced = true;
-  lease.verbs = AllVerbs();
+  ResourceType lease = NewType("coordination.k8s.io", "v1", "Lease", "leases", /*namespaced=*/true,
+                               /*custom=*/false, /*status_subresource=*/false);
   lease.allow_create_on_update = true;
   lease.columns = {
       {"Holder", "string", ".spec.holderIdentity", "", 0},
@@ -197,14 +175,9 @@ std::vector<ResourceType> MakeTypes() {
 
   // What StatefulSets and DaemonSets keep their history in; Facet keeps the
   // last accepted spec of each XdsResource in them.
-  ResourceType revision;
-  revision.group = "apps";
-  revision.version = "v1";
-  revision.plural = "controllerrevisions";
-  revision.singular = "controllerrevision";
-  revision.kind = "ControllerRevision";
-  revision.namespaced = true;
-  revision.verbs = AllVerbs();
+  ResourceType revision =
+      NewType("apps", "v1", "ControllerRevision", "controllerrevisions", /*namespaced=*/true,
+              /*custom=*/false, /*status_subresource=*/false);
   revision.columns = {
       {"Controller", "string", ".metadata.ownerReferences[0].name", "", 0},
       {"Revision", "integer", ".revision", "", 0},
@@ -212,14 +185,9 @@ std::vector<ResourceType> MakeTypes() {
   };
   types.push_back(revision);
 
-  ResourceType slice;
-  slice.group = "discovery.k8s.io";
-  slice.version = "v1";
-  slice.plural = "endpointslices";
-  slice.singular = "endpointslice";
-  slice.kind = "EndpointSlice";
-  slice.namespaced = true;
-  slice.verbs = AllVerbs();
+  ResourceType slice =
+      NewType("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", /*namespaced=*/true,
+              /*custom=*/false, /*status_subresource=*/false);
   slice.columns = {
       {"AddressType", "string", ".addressType", "", 0},
       {"Ports", "string", ".ports[*].port", "", 0},
@@ -230,14 +198,10 @@ std::vector<ResourceType> MakeTypes() {
 
   // What the API server reads to call validating admission webhooks
   // (admission_webhooks.h).
-  ResourceType webhooks;
-  webhooks.group = "admissionregistration.k8s.io";
-  webhooks.version = "v1";
-  webhooks.plural = "validatingwebhookconfigurations";
-  webhooks.singular = "validatingwebhookconfiguration";
-  webhooks.kind = "ValidatingWebhookConfiguration";
-  webhooks.namespaced = false;
-  webhooks.verbs = AllVerbs();
+  ResourceType webhooks =
+      NewType("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+              "validatingwebhookconfigurations", /*namespaced=*/false,
+              /*custom=*/false, /*status_subresource=*/false);
   webhooks.categories = {"api-extensions"};
   webhooks.merge_keys = {{"webhooks", "name"}};
   webhooks.columns = {
@@ -246,14 +210,8 @@ std::vector<ResourceType> MakeTypes() {
   };
   types.push_back(webhooks);
 
-  ResourceType ns;
-  ns.group = "";
-  ns.version = "v1";
-  ns.plural = "namespaces";
-  ns.singular = "namespace";
-  ns.kind = "Namespace";
-  ns.namespaced = false;
-  ns.status_subresource = true;
+  ResourceType ns = NewType("", "v1", "Namespace", "namespaces", /*namespaced=*/false,
+                            /*custom=*/false, /*status_subresource=*/true);
   ns.short_names = {"ns"};
   ns.allow_unconditional_update = true;
   ns.verbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
@@ -265,17 +223,10 @@ std::vector<ResourceType> MakeTypes() {
   types.push_back(ns);
 
   // Built in: defaults, cluster IPs and node ports come from services.h.
-  ResourceType service;
-  service.group = "";
-  service.version = "v1";
-  service.plural = "services";
-  service.singular = "service";
-  service.kind = "Service";
-  service.namespaced = true;
-  service.status_subresource = true;
+  ResourceType service = NewType("", "v1", "Service", "services", /*namespaced=*/true,
+                                 /*custom=*/false, /*status_subresource=*/true);
   service.short_names = {"svc"};
   service.categories = {"all"};
-  service.verbs = AllVerbs();
   service.columns = {
       {"Type", "string", ".spec.type", "The type of the service.", 0},
       {"Cluster-IP", "string", ".spec.clusterIP", "The cluster IP of the service.", 0},

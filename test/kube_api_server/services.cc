@@ -162,22 +162,22 @@ std::optional<FieldError> AllocateClusterIp(Json& spec, const ServiceAllocations
   }
   if (!requested.empty()) {
     std::optional<uint32_t> ip = ParseIpv4(requested);
-    const std::string prefix =
-        absl::StrCat("Invalid value: ", ClusterIpsValue(requested), ": failed to allocate IP ",
-                     requested, ": ");
+    const std::string prefix = absl::StrCat("Invalid value: ", ClusterIpsValue(requested),
+                                            ": failed to allocate IP ", requested, ": ");
     if (!ip.has_value()) {
       return FieldError{"spec.clusterIPs[0]",
                         absl::StrCat("Invalid value: ", ClusterIpsValue(requested),
                                      ": must be a valid IP address")};
     }
     if (*ip <= kCidrBase || *ip >= kCidrBase + kCidrSize - 1) {
-      return FieldError{"spec.clusterIPs",
-                        absl::StrCat(prefix, "the provided IP (", requested,
-                                     ") is not in the valid range. The range of valid IPs is ",
-                                     kServiceCidr)};
+      return FieldError{
+          "spec.clusterIPs",
+          absl::StrCat(prefix, "the provided IP (", requested,
+                       ") is not in the valid range. The range of valid IPs is ", kServiceCidr)};
     }
     if (in_use.cluster_ips.count(*ip) > 0) {
-      return FieldError{"spec.clusterIPs", absl::StrCat(prefix, "provided IP is already allocated")};
+      return FieldError{"spec.clusterIPs",
+                        absl::StrCat(prefix, "provided IP is already allocated")};
     }
     SetClusterIp(spec, FormatIpv4(*ip));
     return std::nullopt;
@@ -198,7 +198,8 @@ std::optional<FieldError> AllocateNodePorts(Json& spec, const ServiceAllocations
   std::set<int64_t> taken = in_use.node_ports;
   for (const Json& port : *ports) {
     const Json* node_port = Find(port, "nodePort");
-    if (node_port != nullptr && node_port->is_number_integer()) taken.insert(node_port->get<int64_t>());
+    if (node_port != nullptr && node_port->is_number_integer())
+      taken.insert(node_port->get<int64_t>());
   }
   int64_t next = kNodePortFirst;
   for (Json& port : *ports) {
@@ -255,9 +256,9 @@ std::optional<FieldError> PrepareServiceForUpdate(const Json& current, Json& ser
     if (requested.empty()) {
       SetClusterIp(spec, old_ip);
     } else if (requested != old_ip) {
-      return FieldError{"spec.clusterIPs[0]",
-                        absl::StrCat("Invalid value: ", ClusterIpsValue(requested),
-                                     ": may not change once set")};
+      return FieldError{
+          "spec.clusterIPs[0]",
+          absl::StrCat("Invalid value: ", ClusterIpsValue(requested), ": may not change once set")};
     } else {
       SetClusterIp(spec, old_ip);
     }
@@ -280,7 +281,8 @@ std::optional<FieldError> PrepareServiceForUpdate(const Json& current, Json& ser
         }
       }
       for (Json& port : spec["ports"]) {
-        auto it = old_node_ports.find({port.value("port", int64_t{0}), GetString(port, {"protocol"})});
+        auto it =
+            old_node_ports.find({port.value("port", int64_t{0}), GetString(port, {"protocol"})});
         if (Find(port, "nodePort") == nullptr && it != old_node_ports.end()) {
           port["nodePort"] = it->second;
         }

@@ -50,8 +50,8 @@ TEST(ServicesTest, ClusterIpsAreAllocatedOnceAndRequestedOnesChecked) {
   EXPECT_EQ(GetString(Created(R"({"spec":{"clusterIP":"10.96.0.20","ports":[{"port":1}]}})"),
                       {"spec", "clusterIP"}),
             "10.96.0.20");
-  FieldError taken = CreateError(R"({"spec":{"clusterIP":"10.96.1.1","ports":[{"port":1}]}})",
-                                 in_use);
+  FieldError taken =
+      CreateError(R"({"spec":{"clusterIP":"10.96.1.1","ports":[{"port":1}]}})", in_use);
   EXPECT_EQ(taken.field, "spec.clusterIPs");
   EXPECT_THAT(taken.detail, HasSubstr("provided IP is already allocated"));
   EXPECT_THAT(CreateError(R"({"spec":{"clusterIP":"192.168.0.1","ports":[{"port":1}]}})").detail,
@@ -81,9 +81,9 @@ TEST(ServicesTest, PortsAreValidatedAsTheApiServerDoes) {
   FieldError unnamed = CreateError(R"({"spec":{"ports":[{"name":"a","port":1},{"port":2}]}})");
   EXPECT_EQ(unnamed.field, "spec.ports[1].name");
   EXPECT_EQ(unnamed.detail, "Required value");
-  EXPECT_EQ(CreateError(R"({"spec":{"ports":[{"name":"a","port":1},{"name":"a","port":2}]}})")
-                .detail,
-            "Duplicate value: \"a\"");
+  EXPECT_EQ(
+      CreateError(R"({"spec":{"ports":[{"name":"a","port":1},{"name":"a","port":2}]}})").detail,
+      "Duplicate value: \"a\"");
   EXPECT_EQ(CreateError(R"({"spec":{"ports":[{"port":0}]}})").detail,
             "Invalid value: 0: must be between 1 and 65535, inclusive");
   EXPECT_EQ(CreateError(R"({"spec":{"ports":[{"port":1,"protocol":"HTTP"}]}})").detail,

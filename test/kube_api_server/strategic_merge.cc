@@ -80,9 +80,8 @@ class Merger {
         }
       } else if (value.is_array()) {
         const Json* current = Find(result, key);
-        auto merged = MergeList(current != nullptr && current->is_array() ? *current
-                                                                          : Json::array(),
-                                value, child);
+        auto merged = MergeList(
+            current != nullptr && current->is_array() ? *current : Json::array(), value, child);
         if (!merged.ok()) return merged.status();
         result[key] = *std::move(merged);
       } else {
@@ -91,9 +90,8 @@ class Merger {
     }
     for (const auto& [field, order] : orders) {
       if (result.contains(field) && result[field].is_array()) {
-        result[field] = Reorder(result[field], order, KeyOf(path.empty() ? field
-                                                                        : absl::StrCat(path, ".",
-                                                                                       field)));
+        result[field] = Reorder(result[field], order,
+                                KeyOf(path.empty() ? field : absl::StrCat(path, ".", field)));
       }
     }
     return std::optional<Json>(std::move(result));

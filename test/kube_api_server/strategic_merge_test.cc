@@ -32,13 +32,12 @@ TEST(StrategicMergeTest, MapsMergeAndNullRemovesAKey) {
 
 // What kubectl apply sends after a targetPort edit of one port.
 TEST(StrategicMergeTest, KeyedListMergesTheElementWithTheSameKey) {
-  EXPECT_EQ(
-      Patched(R"({"spec":{"ports":[{"name":"a","port":80,"protocol":"TCP","targetPort":80},)"
-              R"({"name":"b","port":81,"protocol":"TCP","targetPort":81}]}})",
-              R"({"spec":{"$setElementOrder/ports":[{"port":80},{"port":81}],)"
-              R"("ports":[{"port":81,"targetPort":9090}]}})"),
-      R"({"spec":{"ports":[{"name":"a","port":80,"protocol":"TCP","targetPort":80},)"
-      R"({"name":"b","port":81,"protocol":"TCP","targetPort":9090}]}})");
+  EXPECT_EQ(Patched(R"({"spec":{"ports":[{"name":"a","port":80,"protocol":"TCP","targetPort":80},)"
+                    R"({"name":"b","port":81,"protocol":"TCP","targetPort":81}]}})",
+                    R"({"spec":{"$setElementOrder/ports":[{"port":80},{"port":81}],)"
+                    R"("ports":[{"port":81,"targetPort":9090}]}})"),
+            R"({"spec":{"ports":[{"name":"a","port":80,"protocol":"TCP","targetPort":80},)"
+            R"({"name":"b","port":81,"protocol":"TCP","targetPort":9090}]}})");
 }
 
 TEST(StrategicMergeTest, KeyedListAppendsNewKeysDeletesMarkedOnesAndFollowsTheOrder) {
@@ -64,17 +63,18 @@ TEST(StrategicMergeTest, ReplaceDirectivesReplaceAMapOrAList) {
 }
 
 TEST(StrategicMergeTest, RetainKeysAndDeleteFromPrimitiveList) {
-  EXPECT_EQ(Patched(R"({"spec":{"a":1,"b":2,"c":3}})", R"({"spec":{"$retainKeys":["a","d"],"d":4}})"),
-            R"({"spec":{"a":1,"d":4}})");
+  EXPECT_EQ(
+      Patched(R"({"spec":{"a":1,"b":2,"c":3}})", R"({"spec":{"$retainKeys":["a","d"],"d":4}})"),
+      R"({"spec":{"a":1,"d":4}})");
   EXPECT_EQ(Patched(R"({"metadata":{"finalizers":["x","y"]}})",
                     R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["x"]}})"),
             R"({"metadata":{"finalizers":["y"]}})");
 }
 
 TEST(StrategicMergeTest, FinalizersMergeAsASetAndOwnerReferencesByUid) {
-  EXPECT_EQ(Patched(R"({"metadata":{"finalizers":["x"]}})",
-                    R"({"metadata":{"finalizers":["y","x"]}})"),
-            R"({"metadata":{"finalizers":["x","y"]}})");
+  EXPECT_EQ(
+      Patched(R"({"metadata":{"finalizers":["x"]}})", R"({"metadata":{"finalizers":["y","x"]}})"),
+      R"({"metadata":{"finalizers":["x","y"]}})");
   EXPECT_EQ(Patched(R"({"metadata":{"ownerReferences":[{"uid":"1","name":"a"}]}})",
                     R"({"metadata":{"ownerReferences":[{"uid":"1","name":"b"},{"uid":"2"}]}})"),
             R"({"metadata":{"ownerReferences":[{"name":"b","uid":"1"},{"uid":"2"}]}})");
