@@ -381,6 +381,28 @@ TEST(BuildSnapshotTest, DuplicateNameKeepsTheObjectThatServedItBefore) {
   EXPECT_THAT(Errors(StatusOf(fresh, "greeter-prod")), ElementsAre(HasSubstr("duplicate")));
 }
 
+TEST(BuildSnapshotTest, GeneratedObjectYieldsTheNameItServedBefore) {
+  ResourceObject generated =
+      Object("cluster/greeter-prod", "cluster", "greeter-prod", {{"", EdsCluster()}});
+  generated.ref.kind = kGeneratedKind;
+  generated.generated_from = "Service demo/greeter port 50051";
+  std::vector<ResourceObject> objects = GreeterObjects();
+  objects.erase(objects.begin() + 2);  // demo/greeter-prod, the cluster.
+  objects.push_back(generated);
+  BuildResult first = Build(objects);
+  ASSERT_NE(first.snapshot->Find(ClusterType(), "greeter-prod"), nullptr);
+  ASSERT_EQ(first.snapshot->Find(ClusterType(), "greeter-prod")->owner, generated.ref);
+  // The XdsResource appears: it wins though the generated object served.
+  std::vector<ResourceObject> both = GreeterObjects();
+  both.push_back(generated);
+  BuildResult second = Build(both, first.snapshot.get());
+  EXPECT_EQ(second.snapshot->Find(ClusterType(), "greeter-prod")->owner.name, "greeter-prod");
+  EXPECT_THAT(Errors(StatusOf(second, "cluster/greeter-prod")),
+              ElementsAre(HasSubstr("already declared by XdsResource demo/greeter-prod")));
+  EXPECT_THAT(Warnings(StatusOf(second, "greeter-prod")),
+              ElementsAre(HasSubstr("also generated for Service demo/greeter port 50051")));
+}
+
 TEST(BuildSnapshotTest, EnforcesAuthorityAdmission) {
   const std::string cla_name = "greeter";
   ResourceObject object = Object("e", "endpoint", cla_name, {{"", Endpoints(1)}}, "a.example");

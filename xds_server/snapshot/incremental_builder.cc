@@ -102,6 +102,7 @@ class IncrementalBuilder::State {
       ObjectRef ref;
       int64_t generation = 0;
       std::string location;
+      std::optional<std::string> generated_from;
     } object;
     Digest128 digest;
     internal::OwnValidation own;
@@ -130,7 +131,13 @@ class IncrementalBuilder::State {
   std::map<ObjectRef, std::pair<ResourceObject, std::optional<Digest128>>> pending_resources;
   std::map<ObjectRef, AuthorityObject> pending_authorities;
   std::set<ObjectRef> pending_removals;
-  std::map<ObjectRef, std::pair<int64_t, std::string>> pending_metadata;  // generation, location
+  // What labels an object whose spec is unchanged.
+  struct Metadata {
+    int64_t generation = 0;
+    std::string location;
+    std::optional<std::string> generated_from;
+  };
+  std::map<ObjectRef, Metadata> pending_metadata;
   std::set<ObjectRef> pending_last_good;  // Changed for objects serving nothing.
   LastGoodLookup last_good_lookup;
   // Validated last accepted revisions asked for, by object (null: none).
@@ -196,6 +203,16 @@ class IncrementalBuilder::State {
     return it->second;
   }
 
+  // Records what `entry` was generated for; a change re-decides its claim
+  // (generated objects yield names) and re-statuses the other claimants
+  // (their DuplicateName findings name it).
+  void SetGeneratedFrom(Entry& entry, std::optional<std::string> generated_from,
+                        std::set<NameKey>* claim_names) {
+    if (entry.object.generated_from == generated_from) return;
+    entry.object.generated_from = std::move(generated_from);
+    if (entry.claim) claim_names->insert(*entry.claim);
+  }
+
   void Touch(Entry& entry) {
     if (entry.touched_build == build_number) return;
     entry.touched_build = build_number;
@@ -222,7 +239,8 @@ class IncrementalBuilder::State {
   void ReleaseSpecs(const std::vector<internal::OwnValidation>& validated);
   void Readmit(Entry& entry);
   void ApplyAuthorities();
-  // Returns the objects whose right to their name changed.
+  // Returns the objects whose right to their name changed. Every claimant of
+  // `names` is re-statused.
   std::set<ObjectRef> ResolveClaims(const std::set<NameKey>& names);
   void Upgrade(std::set<ObjectRef> queue);
   void Prune(const std::set<ObjectRef>& start);
@@ -233,6 +251,9 @@ class IncrementalBuilder::State {
   mutable internal::VariantSetCache variant_sets_;
   absl::flat_hash_map<NameKey, std::shared_ptr<const ServedResource>> overlay_;
   std::set<ObjectRef> touched_;
+  // Objects whose status may change though nothing of theirs did: the
+  // claimants of a name whose claimants changed.
+  std::set<ObjectRef> restatus_;
   std::set<NameKey> changed_names_;
   Result* result_ = nullptr;
 };
@@ -392,7 +413,8 @@ void IncrementalBuilder::State::ApplyAuthorities() {
 }
 
 // Decides, for each name whose claimants changed, which claimant may serve
-// it: the one serving it now if it still claims it, otherwise the first by
+// it: objects that are not generated before generated ones; among those,
+// the one serving it now if it still claims it, otherwise the first by
 // reference. The others are duplicates.
 std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<NameKey>& names) {
   std::set<ObjectRef> moved;
@@ -403,10 +425,19 @@ std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<Name
     if (!owner && seed != nullptr) {
       if (const ServedResource* before = seed->Find(*key.first, key.second)) owner = before->owner;
     }
+    // Claimants are few (one, nearly always): a scan in reference order,
+    // replacing the candidate only with a better one.
+    auto rank = [&](const ObjectRef& ref) {
+      return std::make_pair(entries.at(ref).object.generated_from.has_value(),
+                            !(owner && ref == *owner));
+    };
     ObjectRef winner = *it->second.begin();
-    if (owner && it->second.count(*owner) > 0) winner = *owner;
+    for (const ObjectRef& ref : it->second) {
+      if (rank(ref) < rank(winner)) winner = ref;
+    }
     for (const ObjectRef& ref : it->second) {
       Entry& entry = entries.at(ref);
+      restatus_.insert(ref);
       std::optional<ObjectRef> duplicate_of;
       if (!(ref == winner)) duplicate_of = winner;
       if (duplicate_of != entry.duplicate_of) {
@@ -550,11 +581,32 @@ std::shared_ptr<const ObjectStatus> IncrementalBuilder::State::MakeStatus(
                          entry.own.findings.end());
   if (entry.duplicate_of) {
     const ResourceType* type = entry.claim ? entry.claim->first : nullptr;
+    auto winner = entries.find(*entry.duplicate_of);
+    std::string holder;
+    if (winner != entries.end() && winner->second.object.generated_from) {
+      holder = absl::StrCat("is already generated for ", *winner->second.object.generated_from);
+    } else if (entry.object.generated_from) {
+      holder = absl::StrCat("is already declared by ", entry.duplicate_of->kind, " ",
+                            entry.duplicate_of->ToString(), ", which serves it instead");
+    } else {
+      holder = absl::StrCat("is already declared by ", entry.duplicate_of->ToString());
+    }
     status.findings.push_back(
         {Severity::kError, "DuplicateName", "spec.name",
          absl::StrCat("duplicate: ", type != nullptr ? type->alias() : "resource", " ",
-                      Quote(entry.claim ? entry.claim->second : ""), " is already declared by ",
-                      entry.duplicate_of->ToString())});
+                      Quote(entry.claim ? entry.claim->second : ""), " ", holder)});
+  } else if (auto claimants = entry.claim ? claims.find(*entry.claim) : claims.end();
+             claimants != claims.end() && !entry.object.generated_from) {
+    // The generated claimants it keeps the name from.
+    for (const ObjectRef& ref : claimants->second) {
+      const std::optional<std::string>& from = entries.at(ref).object.generated_from;
+      if (!from) continue;
+      status.findings.push_back(
+          {Severity::kWarning, "DuplicateName", "spec.name",
+           absl::StrCat(entry.claim->first->alias(), " ", Quote(entry.claim->second),
+                        " is also generated for ", *from, "; this ", entry.object.ref.kind,
+                        " serves it")});
+    }
   }
   const bool serves_new = entry.served != nullptr && entry.served == entry.own.resource;
   if (entry.new_ok && !serves_new && !entry.duplicate_of) {
@@ -576,6 +628,7 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   ++build_number;
   overlay_.clear();
   touched_.clear();
+  restatus_.clear();
   changed_names_.clear();
   std::set<NameKey> claim_names;
 
@@ -645,6 +698,7 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     entry.object.ref = object.ref;
     entry.object.generation = object.generation;
     entry.object.location = object.location;
+    SetGeneratedFrom(entry, object.generated_from, &claim_names);
     entry.digest = *pending.second;
     if (inserted && seed != nullptr) entry.served = seed->FindByOwner(ref);
     Touch(entry);
@@ -665,8 +719,9 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
   for (const auto& [ref, metadata] : pending_metadata) {
     auto it = entries.find(ref);
     if (it == entries.end()) continue;
-    it->second.object.generation = metadata.first;
-    it->second.object.location = metadata.second;
+    it->second.object.generation = metadata.generation;
+    it->second.object.location = metadata.location;
+    SetGeneratedFrom(it->second, metadata.generated_from, &claim_names);
     Touch(it->second);
   }
   pending_metadata.clear();
@@ -702,7 +757,8 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
       claim_names.clear();
     }
   }
-  for (const ObjectRef& ref : touched_) {
+  restatus_.insert(touched_.begin(), touched_.end());
+  for (const ObjectRef& ref : restatus_) {
     Entry& entry = entries.at(ref);
     std::shared_ptr<const ObjectStatus> status = MakeStatus(entry);
     if (entry.status == nullptr || !(*entry.status == *status)) {
@@ -754,10 +810,12 @@ void IncrementalBuilder::Upsert(ResourceObject object) {
   if (it != state_->entries.end()) digest = SpecDigest(object);
   if (it != state_->entries.end() && state_->pending_resources.count(object.ref) == 0 &&
       it->second.digest == *digest) {
-    // Same content: only the status's generation and location may change.
+    // Same content: only what labels the status may change.
     if (it->second.object.generation != object.generation ||
-        it->second.object.location != object.location) {
-      state_->pending_metadata[object.ref] = {object.generation, object.location};
+        it->second.object.location != object.location ||
+        it->second.object.generated_from != object.generated_from) {
+      state_->pending_metadata[object.ref] = {object.generation, object.location,
+                                              std::move(object.generated_from)};
     }
     return;
   }

@@ -17,6 +17,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::SizeIs;
 
 ResourceObject Object(const std::string& name, const std::string& type, const std::string& xds_name,
                       const std::vector<std::pair<std::string, std::string>>& variants) {
@@ -315,6 +316,116 @@ TEST(IncrementalBuilderTest, DuplicateLoserTakesOverWhenTheWinnerIsDeleted) {
   IncrementalBuilder::Result result = builder.Build();
   EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", "a-eps"})->accepted);
   EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner.name, "a-eps");
+}
+
+// A ClusterLoadAssignment a source generated for `from`.
+ResourceObject GeneratedEndpoints(const std::string& name, const std::string& xds_name, int port,
+                                  const std::string& from) {
+  ResourceObject object = Object(name, "endpoint", xds_name, {{"", Endpoints(port)}});
+  object.ref.kind = kGeneratedKind;
+  object.generated_from = from;
+  return object;
+}
+
+std::vector<std::string> Messages(const ObjectStatus& status, Severity severity) {
+  std::vector<std::string> out;
+  for (const Finding& finding : status.findings) {
+    if (finding.severity == severity) out.push_back(finding.reason + ": " + finding.message);
+  }
+  return out;
+}
+
+constexpr char kGreeterPort[] = "Service demo/greeter port 50051";
+
+TEST(IncrementalBuilderTest, XdsResourceBeatsGeneratedWhateverTheOrder) {
+  // The generated object's reference sorts first (kind "Generated"), so
+  // neither the lowest reference nor, when it came first, the current owner
+  // decides.
+  const ResourceObject written = Object("greeter-eps", "endpoint", "x", {{"", Endpoints(1)}});
+  const ResourceObject generated = GeneratedEndpoints("endpoint/x", "x", 2, kGreeterPort);
+  ASSERT_LT(generated.ref, written.ref);
+  for (bool generated_first : {true, false}) {
+    for (bool one_build : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("generated first: ", generated_first, ", one build: ", one_build));
+      IncrementalBuilder builder{BuildOptions{}};
+      builder.Upsert(generated_first ? generated : written);
+      if (!one_build) builder.Build();
+      builder.Upsert(generated_first ? written : generated);
+      IncrementalBuilder::Result result = builder.Build();
+      EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner, written.ref);
+      EXPECT_TRUE(builder.StatusOf(written.ref)->accepted);
+      auto loser = builder.StatusOf(generated.ref);
+      EXPECT_FALSE(loser->accepted);
+      EXPECT_FALSE(loser->serving_previous);
+      EXPECT_THAT(Messages(*loser, Severity::kError),
+                  ElementsAre("DuplicateName: duplicate: endpoint \"x\" is already declared by "
+                              "XdsResource demo/greeter-eps, which serves it instead"));
+    }
+  }
+}
+
+TEST(IncrementalBuilderTest, WinnerGetsDuplicateWarning) {
+  IncrementalBuilder builder{BuildOptions{}};
+  const ResourceObject written = Object("greeter-eps", "endpoint", "x", {{"", Endpoints(1)}});
+  builder.Upsert(written);
+  builder.Build();
+  builder.Upsert(GeneratedEndpoints("endpoint/x", "x", 2, kGreeterPort));
+  IncrementalBuilder::Result result = builder.Build();
+  // The winner is re-statused though its own claim did not move.
+  ASSERT_EQ(result.changed_statuses.size(), 2u);
+  auto winner = builder.StatusOf(written.ref);
+  EXPECT_TRUE(winner->accepted);
+  EXPECT_THAT(Messages(*winner, Severity::kWarning),
+              ElementsAre("DuplicateName: endpoint \"x\" is also generated for Service "
+                          "demo/greeter port 50051; this XdsResource serves it"));
+  EXPECT_THAT(Messages(*winner, Severity::kError), IsEmpty());
+
+  // A new description alone re-validates nothing and reaches the winner.
+  builder.Upsert(
+      GeneratedEndpoints("endpoint/x", "x", 2, absl::StrCat(kGreeterPort, " (GRPCRoutes demo/a)")));
+  IncrementalBuilder::Result renamed = builder.Build();
+  EXPECT_EQ(renamed.validated_objects, 0);
+  EXPECT_THAT(Messages(*builder.StatusOf(written.ref), Severity::kWarning),
+              ElementsAre(HasSubstr("also generated for Service demo/greeter port 50051 "
+                                    "(GRPCRoutes demo/a); this XdsResource serves it")));
+}
+
+TEST(IncrementalBuilderTest, RemovingTheGeneratedClaimantClearsTheWarning) {
+  IncrementalBuilder builder{BuildOptions{}};
+  const ResourceObject written = Object("greeter-eps", "endpoint", "x", {{"", Endpoints(1)}});
+  const ResourceObject generated = GeneratedEndpoints("endpoint/x", "x", 2, kGreeterPort);
+  builder.Upsert(written);
+  builder.Upsert(generated);
+  builder.Build();
+  ASSERT_THAT(Messages(*builder.StatusOf(written.ref), Severity::kWarning), SizeIs(1));
+  builder.Remove(generated.ref);
+  IncrementalBuilder::Result removed = builder.Build();
+  EXPECT_FALSE(removed.snapshot_changed);
+  ASSERT_EQ(removed.changed_statuses.size(), 1u);
+  EXPECT_EQ(removed.changed_statuses[0]->ref, written.ref);
+  EXPECT_THAT(removed.changed_statuses[0]->findings, IsEmpty());
+
+  // Back, then the XdsResource goes: the generated object takes the name over.
+  builder.Upsert(generated);
+  builder.Build();
+  builder.Remove(written.ref);
+  IncrementalBuilder::Result taken = builder.Build();
+  EXPECT_TRUE(builder.StatusOf(generated.ref)->accepted);
+  EXPECT_THAT(builder.StatusOf(generated.ref)->findings, IsEmpty());
+  EXPECT_EQ(taken.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner, generated.ref);
+}
+
+TEST(IncrementalBuilderTest, GeneratedLoserToGeneratedNamesWhatTheWinnerWasGeneratedFor) {
+  IncrementalBuilder builder{BuildOptions{}};
+  builder.Upsert(GeneratedEndpoints("endpoint/x", "x", 1, kGreeterPort));
+  builder.Upsert(GeneratedEndpoints("endpoint/y", "x", 2, "Service demo/other port 80"));
+  builder.Build();
+  auto winner = builder.StatusOf({kGeneratedKind, "demo", "endpoint/x"});
+  EXPECT_TRUE(winner->accepted);
+  EXPECT_THAT(winner->findings, IsEmpty());
+  EXPECT_THAT(Messages(*builder.StatusOf({kGeneratedKind, "demo", "endpoint/y"}), Severity::kError),
+              ElementsAre("DuplicateName: duplicate: endpoint \"x\" is already generated for "
+                          "Service demo/greeter port 50051"));
 }
 
 TEST(IncrementalBuilderTest, AuthorityChangesReadmitObjects) {

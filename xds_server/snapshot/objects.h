@@ -20,10 +20,13 @@ namespace facet::xds {
 
 inline constexpr char kXdsResourceKind[] = "XdsResource";
 inline constexpr char kXdsAuthorityKind[] = "XdsAuthority";
+// Objects a source translated from other kinds (a Service port, GRPCRoutes)
+// rather than read as written; they carry ResourceObject::generated_from.
+inline constexpr char kGeneratedKind[] = "Generated";
 
 // Identifies the object a declaration came from.
 struct ObjectRef {
-  std::string kind;       // kXdsResourceKind or kXdsAuthorityKind.
+  std::string kind;        // kXdsResourceKind, kXdsAuthorityKind or kGeneratedKind.
   std::string namespace_;  // Empty for cluster-scoped objects.
   std::string name;
 
@@ -93,14 +96,22 @@ struct ResourceSpec {
   std::vector<VariantSpec> variants;
 };
 
-// An XdsResource object. When the source could not parse its spec, `spec` is
-// empty and `findings` says why.
+// An XdsResource object, or an object a source generated in the same form.
+// When the source could not parse its spec, `spec` is empty and `findings`
+// says why.
 struct ResourceObject {
   ObjectRef ref;
   int64_t generation = 0;
   std::string location;  // Where it was read from (file:line or API path), for messages.
   std::optional<ResourceSpec> spec;
   std::vector<Finding> findings;
+  // Set for a generated object: what it was generated for, in words that
+  // complete "generated for ..." (e.g. "Service demo/greeter port 50051
+  // (GRPCRoutes demo/a, demo/b)"). A generated object yields its name to any
+  // object that is not generated; both are told in DuplicateName findings.
+  // Like generation and location, it only labels: changing it alone
+  // re-validates nothing.
+  std::optional<std::string> generated_from;
 };
 
 // One entry of XdsAuthority spec.allowedClients: a client identity taken
