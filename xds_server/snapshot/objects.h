@@ -69,6 +69,10 @@ struct EndpointsFrom {
   std::string service;
   std::string port_name;  // Set when the port is given by name.
   int port_number = 0;    // Set (1-65535) when the port is given by number.
+  // The slice port is the one named `port_name`, "" naming an unnamed one,
+  // never matched by number (kube-proxy's mapping of a Service port, whose
+  // number is not the pod's); `port_number` is unused.
+  bool match_name_only = false;
 };
 
 struct VariantSpec {

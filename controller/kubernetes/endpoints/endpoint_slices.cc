@@ -24,6 +24,17 @@ bool Condition(const YAML::Node& endpoint, absl::string_view name, bool missing)
 // Returns the port of `slice` that `from` names, or 0.
 int ResolvePort(const YAML::Node& slice, const xds::EndpointsFrom& from) {
   const YAML::Node ports = FieldAt(slice, {"ports"});
+  if (from.match_name_only) {
+    if (!ports.IsDefined() || !ports.IsSequence()) return 0;
+    for (const YAML::Node& port : ports) {
+      int number = 0;
+      if (StringAt(port, {"name"}) == from.port_name &&
+          absl::SimpleAtoi(StringAt(port, {"port"}), &number)) {
+        return number;
+      }
+    }
+    return 0;
+  }
   if (!ports.IsDefined() || !ports.IsSequence() || ports.size() == 0) {
     // No ports: the slice covers all ports; only a number can be used.
     return from.port_number;
@@ -51,8 +62,9 @@ SlicedEndpoints ClusterLoadAssignmentFromSlices(const std::vector<YAML::Node>& s
     out.findings.push_back(
         {xds::Severity::kWarning, "EndpointsFromService", std::string(field), message});
   };
-  const std::string port_text =
-      from.port_name.empty() ? absl::StrCat(from.port_number) : from.port_name;
+  const std::string port_text = from.match_name_only && from.port_name.empty() ? "(unnamed)"
+                                : from.port_name.empty() ? absl::StrCat(from.port_number)
+                                                         : from.port_name;
   // zone -> (address, port) -> draining
   std::map<std::string, std::map<std::pair<std::string, int>, bool>> zones;
   for (const YAML::Node& slice : slices) {

@@ -29,7 +29,8 @@ struct SlicedEndpoints {
 // 1), one endpoint per address whose endpoint is ready (a missing `ready`
 // counts as ready); endpoints that are serving but terminating are included
 // as DRAINING, the rest left out. The port is resolved in each slice (by
-// name, or by number; a slice whose ports do not name it is skipped with a
+// name, or by number; with `from.match_name_only` by name alone, "" naming
+// the unnamed port; a slice whose ports do not name it is skipped with a
 // warning); FQDN slices are skipped with a warning. Deterministic: the same
 // endpoints in any slice order give the same document. Pure; thread-safe.
 SlicedEndpoints ClusterLoadAssignmentFromSlices(const std::vector<YAML::Node>& slices,

@@ -67,6 +67,65 @@ TEST(EndpointSlicesTest, PortByNumberAndSliceOrderDoesNotMatter) {
             9090u);
 }
 
+std::vector<std::string> Addresses(const YAML::Node& resource) {
+  std::vector<std::string> out;
+  const auto cla = Decode(resource);
+  for (const auto& locality : cla.endpoints()) {
+    for (const auto& e : locality.lb_endpoints()) {
+      out.push_back(absl::StrCat(e.endpoint().address().socket_address().address(), ":",
+                                 e.endpoint().address().socket_address().port_value()));
+    }
+  }
+  return out;
+}
+
+// A Service port's slice port: same name, any number (the pod's target port).
+const char kNamedPorts[] = R"({metadata: {name: web-n}, addressType: IPv4,
+  ports: [{name: grpc, port: 8080}, {name: metrics, port: 50051}],
+  endpoints: [{addresses: [10.0.0.1]}]})";
+const char kUnnamedPort[] = R"({metadata: {name: web-u}, addressType: IPv4,
+  ports: [{port: 8081, protocol: TCP}], endpoints: [{addresses: [10.0.0.2]}]})";
+const char kEmptyNamePort[] = R"({metadata: {name: web-e}, addressType: IPv4,
+  ports: [{name: "", port: 8082}], endpoints: [{addresses: [10.0.0.3]}]})";
+const char kNoPorts[] = R"({metadata: {name: web-0}, addressType: IPv4,
+  endpoints: [{addresses: [10.0.0.4]}]})";
+
+TEST(EndpointSlicesTest, NameOnlyTakesTheSlicePortOfThatNameNeverTheNumber) {
+  xds::EndpointsFrom grpc{"web", "grpc", 0, /*match_name_only=*/true};
+  SlicedEndpoints named = ClusterLoadAssignmentFromSlices({Slice(kNamedPorts)}, grpc, "f");
+  EXPECT_THAT(named.findings, IsEmpty());
+  EXPECT_THAT(Addresses(named.resource), ElementsAre("10.0.0.1:8080"));
+
+  // An unnamed Service port numbered 50051 is not the slice port "metrics"
+  // that happens to carry that number.
+  xds::EndpointsFrom unnamed{"web", "", 50051, /*match_name_only=*/true};
+  SlicedEndpoints none = ClusterLoadAssignmentFromSlices({Slice(kNamedPorts)}, unnamed, "f");
+  EXPECT_THAT(Addresses(none.resource), IsEmpty());
+  ASSERT_EQ(none.findings.size(), 2u);
+  EXPECT_THAT(none.findings[0].message, HasSubstr("web-n has no port (unnamed); it is skipped"));
+  EXPECT_THAT(none.findings[1].message, HasSubstr("no ready endpoints on port (unnamed)"));
+}
+
+TEST(EndpointSlicesTest, NameOnlyEmptyNameTakesTheUnnamedSlicePort) {
+  xds::EndpointsFrom unnamed{"web", "", 50051, /*match_name_only=*/true};
+  SlicedEndpoints built = ClusterLoadAssignmentFromSlices(
+      {Slice(kUnnamedPort), Slice(kEmptyNamePort), Slice(kNamedPorts)}, unnamed, "f");
+  // The pod ports, not the Service's 50051.
+  EXPECT_THAT(Addresses(built.resource), ElementsAre("10.0.0.2:8081", "10.0.0.3:8082"));
+  ASSERT_EQ(built.findings.size(), 1u);
+  EXPECT_THAT(built.findings[0].message, HasSubstr("web-n has no port (unnamed)"));
+}
+
+TEST(EndpointSlicesTest, NameOnlySkipsSlicesWithoutThePort) {
+  xds::EndpointsFrom grpc{"web", "grpc", 0, /*match_name_only=*/true};
+  SlicedEndpoints built = ClusterLoadAssignmentFromSlices(
+      {Slice(kUnnamedPort), Slice(kNoPorts), Slice(kNamedPorts)}, grpc, "f");
+  EXPECT_THAT(Addresses(built.resource), ElementsAre("10.0.0.1:8080"));
+  ASSERT_EQ(built.findings.size(), 2u);
+  EXPECT_THAT(built.findings[0].message, HasSubstr("web-u has no port grpc"));
+  EXPECT_THAT(built.findings[1].message, HasSubstr("web-0 has no port grpc"));
+}
+
 TEST(EndpointSlicesTest, NoReadyEndpointsIsAWarningAndFqdnSlicesAreSkipped) {
   xds::EndpointsFrom from{"web", "grpc", 0};
   SlicedEndpoints none = ClusterLoadAssignmentFromSlices({}, from, "spec.variants[0].endpointsFrom");
