@@ -137,6 +137,15 @@ expect 0 'virtual host not chosen' 'graph complete' \
 expect 1 '"complete": false' '"status": "no_variant"' \
   -- --output json --target only-prod --param env=staging "${work}/broken"
 
+# --- Offline: a route (or a weighted share) that a fault abort fails for
+# every RPC is where the graph ends, not a broken graph, although the
+# cluster behind it has no endpoints; named routes show their names.
+expect 0 'route "demo/greeter/canary" (virtual_hosts[0].routes[0]): path "/demo.Echo/Echo", header x-env == "prod" -> cluster "greeter.demo.svc.cluster.local:50051"' \
+  'weight 30 fails with UNAVAILABLE (fault abort)' \
+  'route "facet/no-route" (virtual_hosts[0].routes[2]): prefix "" fails with UNIMPLEMENTED (fault abort)' \
+  'graph complete' \
+  -- --target greeter.demo.svc.cluster.local:50051 "${repo}/test/testdata/explain/fault-aborts.yaml"
+
 # --- Usage and unreadable input: 2.
 expect 2 '--target NAME is required' -- "${examples}"
 expect 2 'give either PATH... or --server' -- --target greeter

@@ -18,6 +18,8 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "xds_server/common/struct_json.h"
+#include "xds_server/explain/fault_abort.h"
+#include "xds_server/explain/route_match_text.h"
 #include "xds_server/names/names.h"
 
 namespace facet::xds {
@@ -26,7 +28,10 @@ namespace {
 using ::envoy::config::cluster::v3::Cluster;
 using ::envoy::config::endpoint::v3::ClusterLoadAssignment;
 using ::envoy::config::listener::v3::Listener;
+using ::envoy::config::route::v3::Route;
+using ::envoy::config::route::v3::RouteAction;
 using ::envoy::config::route::v3::RouteConfiguration;
+using ::envoy::config::route::v3::VirtualHost;
 using ::envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager;
 using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
@@ -37,6 +42,8 @@ using json::StringValue;
 constexpr char kListenerTemplatePrefix[] = "/envoy.config.listener.v3.Listener/";
 // Deepest graph followed (aggregate clusters may nest; gRPC stops at 16).
 constexpr int kMaxDepth = 32;
+// Route lines shown per resource.
+constexpr int kMaxRouteLines = 64;
 
 struct StatusName {
   Status status;
@@ -53,6 +60,12 @@ const char* NameOf(Status status) {
     if (entry.status == status) return entry.name;
   }
   return "selected";
+}
+
+std::string Quoted(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+std::string FaultAbortText(int code) {
+  return absl::StrCat("fails with ", GrpcCodeName(code), " (fault abort)");
 }
 
 // How well a virtual host domain pattern matches `host` (gRPC's order):
@@ -111,7 +124,7 @@ class Walker {
               ? absl::StrCat("does not exist: the object declaring it is rejected: ",
                              rejected->second)
               : absl::StrCat("does not exist: no object serves ", node.type, " ",
-                             QuoteName(node.name));
+                             Quoted(node.name));
       return Broken(std::move(node), Status::kMissing, std::move(problem));
     }
     node.object = resource->owner.ToString();
@@ -137,12 +150,14 @@ class Walker {
     std::unique_ptr<google::protobuf::Message> message = type.New();
     (void)message->ParseFromString(variant->serialized);
     // The references the client follows: every one, or those of the chosen
-    // virtual host.
+    // virtual host, except those behind a fault abort (`terminals`).
     std::optional<std::string> only_prefix;
+    std::vector<std::string> terminals;
     if (&type == &ListenerType()) {
-      only_prefix = DescribeListener(static_cast<const Listener&>(*message), &node);
+      only_prefix = DescribeListener(static_cast<const Listener&>(*message), &node, &terminals);
     } else if (&type == &RouteConfigurationType()) {
-      only_prefix = ChooseVirtualHost(static_cast<const RouteConfiguration&>(*message), "", &node);
+      only_prefix = ChooseVirtualHost(static_cast<const RouteConfiguration&>(*message), "", &node,
+                                      &terminals);
     } else if (&type == &ClusterType()) {
       DescribeCluster(static_cast<const Cluster&>(*message), &node);
     } else if (&type == &ClusterLoadAssignmentType()) {
@@ -151,14 +166,17 @@ class Walker {
     if (!node.problem.empty()) Report(node);
     for (const ResourceReference& reference : variant->references) {
       if (only_prefix.has_value() && !absl::StartsWith(reference.field, *only_prefix)) continue;
+      if (std::any_of(terminals.begin(), terminals.end(), [&](const std::string& terminal) {
+            return absl::StartsWith(reference.field, terminal);
+          })) {
+        continue;
+      }
       node.children.push_back(Visit(*reference.target, reference.name, reference.field, depth + 1));
     }
     return node;
   }
 
  private:
-  static std::string QuoteName(const std::string& name) { return absl::StrCat("\"", name, "\""); }
-
   ExplainNode Broken(ExplainNode node, Status status, std::string problem) {
     node.status = status;
     node.problem = std::move(problem);
@@ -167,26 +185,30 @@ class Walker {
   }
 
   void Report(const ExplainNode& node) {
-    problems_->push_back(absl::StrCat(node.type, " ", QuoteName(node.name),
+    problems_->push_back(absl::StrCat(node.type, " ", Quoted(node.name),
                                       node.field.empty() ? "" : absl::StrCat(" (", node.field, ")"),
                                       ": ", node.problem));
   }
 
   // Returns the reference prefix to follow, if only part of the listener is.
-  std::optional<std::string> DescribeListener(const Listener& listener, ExplainNode* node) {
+  std::optional<std::string> DescribeListener(const Listener& listener, ExplainNode* node,
+                                              std::vector<std::string>* terminals) {
     HttpConnectionManager hcm;
     if (!listener.api_listener().api_listener().UnpackTo(&hcm)) {
       node->problem = "not an API listener with an HttpConnectionManager: gRPC clients NACK it";
       return std::nullopt;
     }
+    // The routes below apply the overrides of these filters only.
+    faults_ = FaultFilters(hcm);
     if (hcm.has_rds()) {
       node->details.push_back(
-          absl::StrCat("routes from RouteConfiguration ", QuoteName(hcm.rds().route_config_name())));
+          absl::StrCat("routes from RouteConfiguration ", Quoted(hcm.rds().route_config_name())));
       return std::nullopt;
     }
     if (hcm.has_route_config()) {
       node->details.push_back("routes inline (route_config)");
-      return ChooseVirtualHost(hcm.route_config(), "api_listener.api_listener.route_config.", node);
+      return ChooseVirtualHost(hcm.route_config(), "api_listener.api_listener.route_config.", node,
+                               terminals);
     }
     return std::nullopt;
   }
@@ -194,10 +216,15 @@ class Walker {
   // Picks the virtual host gRPC picks for the target; returns the prefix of
   // its references, or nullopt when every virtual host is shown.
   std::optional<std::string> ChooseVirtualHost(const RouteConfiguration& route,
-                                               const std::string& prefix, ExplainNode* node) {
+                                               const std::string& prefix, ExplainNode* node,
+                                               std::vector<std::string>* terminals) {
     if (host_.empty()) {
       node->details.push_back(
           "virtual host not chosen (the target is an xdstp:// name): every route is shown");
+      for (int v = 0; v < route.virtual_hosts_size(); ++v) {
+        DescribeRoutes(route.virtual_hosts(v), absl::StrCat(prefix, "virtual_hosts[", v, "]"), node,
+                       terminals);
+      }
       return std::nullopt;
     }
     int best = -1;
@@ -218,17 +245,77 @@ class Walker {
       for (const auto& vhost : route.virtual_hosts()) {
         domains.push_back(absl::StrCat("[", absl::StrJoin(vhost.domains(), ", "), "]"));
       }
-      node->problem = absl::StrCat("no virtual host matches ", QuoteName(host_), " (domains: ",
-                                   domains.empty() ? "none" : absl::StrJoin(domains, ", "),
-                                   "): RPCs fail with UNAVAILABLE");
+      node->problem =
+          absl::StrCat("no virtual host matches ", Quoted(host_),
+                       " (domains: ", domains.empty() ? "none" : absl::StrJoin(domains, ", "),
+                       "): RPCs fail with UNAVAILABLE");
       return absl::StrCat(prefix, "virtual_hosts[-1].");  // Follow nothing.
     }
     const auto& vhost = route.virtual_hosts(best);
-    node->details.push_back(absl::StrCat("virtual host ", QuoteName(vhost.name()), " (",
-                                         prefix, "virtual_hosts[", best, "], domains ",
-                                         absl::StrJoin(vhost.domains(), ", "), ") matches ",
-                                         QuoteName(host_)));
+    node->details.push_back(absl::StrCat(
+        "virtual host ", Quoted(vhost.name()), " (", prefix, "virtual_hosts[", best, "], domains ",
+        absl::StrJoin(vhost.domains(), ", "), ") matches ", Quoted(host_)));
+    DescribeRoutes(vhost, absl::StrCat(prefix, "virtual_hosts[", best, "]"), node, terminals);
     return absl::StrCat(prefix, "virtual_hosts[", best, "].");
+  }
+
+  // Adds a line for each route of `vhost` (at `field`) that has a name or
+  // that a fault abort ends: the abort comes before any pick (gRFC A33), so
+  // the cluster behind it is never used. Adds the reference prefixes behind
+  // such aborts to `terminals`.
+  void DescribeRoutes(const VirtualHost& vhost, const std::string& field, ExplainNode* node,
+                      std::vector<std::string>* terminals) {
+    int more = 0;
+    for (int r = 0; r < vhost.routes_size(); ++r) {
+      const Route& route = vhost.routes(r);
+      const std::string route_field = absl::StrCat(field, ".routes[", r, "]");
+      std::string action;
+      bool aborts = false;
+      if (route.has_route()) {
+        const RouteAction& forward = route.route();
+        if (forward.has_weighted_clusters()) {
+          std::vector<std::string> entries;
+          for (int c = 0; c < forward.weighted_clusters().clusters_size(); ++c) {
+            const auto& weighted = forward.weighted_clusters().clusters(c);
+            const std::string weight = absl::StrCat("weight ", weighted.weight().value());
+            const std::optional<int> code = faults_.CertainAbort(
+                {&weighted.typed_per_filter_config(), &route.typed_per_filter_config(),
+                 &vhost.typed_per_filter_config()});
+            if (code) {
+              aborts = true;
+              terminals->push_back(
+                  absl::StrCat(route_field, ".route.weighted_clusters.clusters[", c, "]."));
+              entries.push_back(absl::StrCat(weight, " ", FaultAbortText(*code)));
+            } else {
+              entries.push_back(absl::StrCat(Quoted(weighted.name()), " ", weight));
+            }
+          }
+          action = absl::StrCat("-> weighted clusters: ", absl::StrJoin(entries, ", "));
+        } else if (const std::optional<int> code = faults_.CertainAbort(
+                       {&route.typed_per_filter_config(), &vhost.typed_per_filter_config()})) {
+          aborts = true;
+          terminals->push_back(absl::StrCat(route_field, ".route."));
+          action = FaultAbortText(*code);
+        } else if (forward.has_cluster()) {
+          action = absl::StrCat("-> cluster ", Quoted(forward.cluster()));
+        } else {
+          action = "-> a cluster not named in the route";
+        }
+      } else if (route.has_non_forwarding_action()) {
+        action = "non-forwarding action";
+      } else {
+        action = "unsupported action";
+      }
+      if (route.name().empty() && !aborts) continue;
+      if (node->details.size() >= static_cast<size_t>(kMaxRouteLines)) {
+        ++more;
+        continue;
+      }
+      node->details.push_back(absl::StrCat(
+          "route ", route.name().empty() ? "" : absl::StrCat(Quoted(route.name()), " "), "(",
+          route_field, "): ", RouteMatchText(route.match()), " ", action));
+    }
+    if (more > 0) node->details.push_back(absl::StrCat("... and ", more, " more routes"));
   }
 
   static void DescribeCluster(const Cluster& cluster, ExplainNode* node) {
@@ -273,6 +360,8 @@ class Walker {
   const std::string host_;
   std::vector<std::string>* problems_;
   std::set<std::pair<const ResourceType*, std::string>> expanded_;
+  // The fault filters of the listener whose routes are described.
+  FaultFilters faults_;
 };
 
 Value StringList(const std::vector<std::string>& items) {

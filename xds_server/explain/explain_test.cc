@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
@@ -19,6 +20,7 @@ using ::facet::xds::testing::MakeObject;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 using Status = ExplainNode::Status;
 
@@ -201,6 +203,160 @@ TEST(ExplainTest, NamesWhatAPartialSourceHasNotCached) {
   EXPECT_TRUE(result.partial);
   EXPECT_EQ(result.root.status, Status::kNotCached);
   EXPECT_THAT(result.problems, ElementsAre(HasSubstr("not cached")));
+}
+
+constexpr char kFaultType[] =
+    "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault";
+
+// A listener whose filter chain has the fault filter (or not).
+std::string FaultListener(bool with_fault_filter) {
+  return absl::StrCat(
+      R"({api_listener: {api_listener: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, rds: {route_config_name: greeter, config_source: {ads: {}}}, http_filters: [)",
+      with_fault_filter
+          ? absl::StrCat(R"({name: envoy.filters.http.fault, typed_config: {"@type": )", kFaultType,
+                         "}}, ")
+          : "",
+      R"({name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}})");
+}
+
+// typed_per_filter_config carrying `fault` (an HTTPFault's fields) for the
+// fault filter.
+std::string FaultOverride(const std::string& fault) {
+  return absl::StrCat(R"(typed_per_filter_config: {envoy.filters.http.fault: {"@type": )",
+                      kFaultType, ", ", fault, "}}");
+}
+
+// The listener (with the fault filter, or not) -> `route` -> clusters
+// "prod" (with an endpoint) and "unroutable" (with none); every object
+// accepted.
+std::shared_ptr<const Snapshot> BuildFaultGraph(const std::string& route,
+                                                bool with_fault_filter = true) {
+  std::vector<ResourceObject> objects = {
+      MakeObject("demo", "listener", "listener", "greeter",
+                 {{"", FaultListener(with_fault_filter)}}),
+      MakeObject("demo", "route", "route", "greeter", {{"", route}}),
+      MakeObject("demo", "prod", "cluster", "prod", {{"", Cluster()}}),
+      MakeObject("demo", "unroutable", "cluster", "unroutable", {{"", Cluster()}}),
+      MakeObject("demo", "prod-e", "endpoint", "prod", {{"", Endpoints(1)}}),
+      MakeObject("demo", "unroutable-e", "endpoint", "unroutable", {{"", "{}"}}),
+  };
+  BuildOptions options;
+  options.authority_policy = BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  BuildResult result = BuildSnapshot(objects, {}, nullptr, options);
+  for (const auto& status : result.statuses) {
+    EXPECT_TRUE(status.accepted) << status.ref.ToString() << ": "
+                                 << (status.findings.empty() ? "" : status.findings[0].message);
+  }
+  return result.snapshot;
+}
+
+// Named routes as the Gateway API translation writes them: a plain route,
+// a split with a share that fails UNAVAILABLE, and a catch-all that fails
+// with `catch_all_fault` (route level) on a cluster without endpoints.
+std::shared_ptr<const Snapshot> BuildWithFaults(const std::string& catch_all_fault,
+                                                bool with_fault_filter = true) {
+  const std::string route = absl::StrCat(
+      R"({virtual_hosts: [{name: greeter, domains: ["*"], routes: [)",
+      R"({name: demo/greeter/canary, match: {path: /demo.Echo/Echo, headers: [{name: x-env, exact_match: prod}]}, route: {cluster: prod}},)",
+      R"({name: demo/greeter/split, match: {prefix: /demo.Echo/}, route: {weighted_clusters: {total_weight: 100, clusters: [{name: prod, weight: 70}, {name: unroutable, weight: 30, )",
+      FaultOverride("abort: {grpc_status: 14, percentage: {numerator: 100, denominator: HUNDRED}}"),
+      R"(}]}}},)", R"({name: facet/no-route, match: {prefix: ""}, route: {cluster: unroutable}, )",
+      FaultOverride(catch_all_fault), "}]}]}");
+  return BuildFaultGraph(route, with_fault_filter);
+}
+
+constexpr char kAbortAll12[] =
+    "abort: {grpc_status: 12, percentage: {numerator: 100, denominator: HUNDRED}}";
+
+TEST(ExplainTest, FaultAbortsAreTerminalsAndRoutesShowTheirNames) {
+  auto snapshot = BuildWithFaults(kAbortAll12);
+  ExplainResult result = ExplainFor(*snapshot, {});
+  EXPECT_TRUE(result.complete()) << ExplainToText(result);
+  const ExplainNode& route = result.root.children[0];
+  EXPECT_THAT(
+      route.details,
+      ElementsAre(HasSubstr("virtual host \"greeter\""),
+                  "route \"demo/greeter/canary\" (virtual_hosts[0].routes[0]): path "
+                  "\"/demo.Echo/Echo\", header x-env == \"prod\" -> cluster \"prod\"",
+                  "route \"demo/greeter/split\" (virtual_hosts[0].routes[1]): prefix "
+                  "\"/demo.Echo/\" -> weighted clusters: \"prod\" weight 70, weight 30 fails with "
+                  "UNAVAILABLE (fault abort)",
+                  "route \"facet/no-route\" (virtual_hosts[0].routes[2]): prefix \"\" fails with "
+                  "UNIMPLEMENTED (fault abort)"));
+  // The cluster without endpoints behind the aborts is not followed.
+  ASSERT_THAT(route.children, SizeIs(2));
+  EXPECT_EQ(route.children[0].name, "prod");
+  EXPECT_EQ(route.children[1].name, "prod");
+  EXPECT_EQ(route.children[1].status, Status::kShownAbove);
+  const std::string text = ExplainToText(result);
+  EXPECT_THAT(text, HasSubstr("    - route \"facet/no-route\" (virtual_hosts[0].routes[2]): prefix "
+                              "\"\" fails with UNIMPLEMENTED (fault abort)\n"));
+  EXPECT_THAT(text, Not(HasSubstr("unroutable")));
+  EXPECT_THAT(text, HasSubstr("graph complete"));
+}
+
+TEST(ExplainTest, OnlyAnAbortOfEveryRpcIsATerminal) {
+  struct Case {
+    std::string fault;
+    std::string outcome;  // "" when the cluster is followed.
+  };
+  const std::vector<Case> cases = {
+      {kAbortAll12, "UNIMPLEMENTED"},
+      {"abort: {http_status: 404, percentage: {numerator: 1000000, denominator: MILLION}}",
+       "UNIMPLEMENTED"},
+      {"abort: {grpc_status: 14, percentage: {numerator: 100}}", "UNAVAILABLE"},
+      {"abort: {grpc_status: 14, percentage: {numerator: 50}}", ""},
+      {"abort: {grpc_status: 14, percentage: {numerator: 9999, denominator: TEN_THOUSAND}}", ""},
+      {"abort: {grpc_status: 14}", ""},
+      {"abort: {header_abort: {}, percentage: {numerator: 100}}", ""},
+      {absl::StrCat(kAbortAll12, ", max_active_faults: 5"), ""},
+      {absl::StrCat(kAbortAll12, ", headers: [{name: x-fail, present_match: true}]"), ""},
+      {"delay: {fixed_delay: 1s, percentage: {numerator: 100}}", ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.fault);
+    ExplainResult result = ExplainFor(*BuildWithFaults(c.fault), {});
+    const std::string text = ExplainToText(result);
+    if (c.outcome.empty()) {
+      EXPECT_FALSE(result.complete());
+      EXPECT_THAT(result.problems,
+                  ElementsAre(HasSubstr("endpoint \"unroutable\" (name (EDS service name")));
+      EXPECT_THAT(text, Not(HasSubstr("prefix \"\" fails with")));
+      EXPECT_THAT(text, HasSubstr("prefix \"\" -> cluster \"unroutable\""));
+    } else {
+      EXPECT_TRUE(result.complete()) << text;
+      EXPECT_THAT(text, HasSubstr(absl::StrCat("prefix \"\" fails with ", c.outcome)));
+    }
+  }
+}
+
+TEST(ExplainTest, AbortOverridesNeedTheFaultFilterInTheListener) {
+  ExplainResult result = ExplainFor(*BuildWithFaults(kAbortAll12, /*with_fault_filter=*/false), {});
+  EXPECT_FALSE(result.complete());
+  EXPECT_THAT(ExplainToText(result),
+              HasSubstr("-> weighted clusters: \"prod\" weight 70, \"unroutable\" weight 30"));
+}
+
+TEST(ExplainTest, MostSpecificFaultConfigWinsAndFilterConfigIsUnwrapped) {
+  // The catch-all's abort sits in a FilterConfig; a weighted cluster's
+  // delay-only override cancels the route's abort for that share only.
+  const std::string route = absl::StrCat(
+      R"({virtual_hosts: [{name: greeter, domains: ["*"], routes: [)",
+      R"({name: split, match: {prefix: /demo.Echo/}, )", FaultOverride(kAbortAll12),
+      R"(, route: {weighted_clusters: {clusters: [{name: unroutable, weight: 50}, {name: prod, weight: 50, )",
+      FaultOverride("delay: {fixed_delay: 1s, percentage: {numerator: 100}}"), "}]}}},",
+      R"({match: {prefix: ""}, route: {cluster: unroutable}, typed_per_filter_config: {envoy.filters.http.fault: )",
+      R"({"@type": type.googleapis.com/envoy.config.route.v3.FilterConfig, config: {"@type": )",
+      kFaultType, ", ", kAbortAll12, "}}}}]}]}");
+  ExplainResult result = ExplainFor(*BuildFaultGraph(route), {});
+  EXPECT_TRUE(result.complete()) << ExplainToText(result);
+  EXPECT_THAT(result.root.children[0].details,
+              ElementsAre(HasSubstr("virtual host"),
+                          "route \"split\" (virtual_hosts[0].routes[0]): prefix \"/demo.Echo/\" -> "
+                          "weighted clusters: weight 50 fails with UNIMPLEMENTED (fault abort), "
+                          "\"prod\" weight 50",
+                          "route (virtual_hosts[0].routes[1]): prefix \"\" fails with "
+                          "UNIMPLEMENTED (fault abort)"));
 }
 
 TEST(ExplainTest, JsonRoundTrips) {

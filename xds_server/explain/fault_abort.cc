@@ -1,0 +1,109 @@
+#include "xds_server/explain/fault_abort.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "envoy/config/route/v3/route_components.pb.h"
+#include "envoy/extensions/filters/http/fault/v3/fault.pb.h"
+#include "envoy/type/v3/percent.pb.h"
+
+namespace facet::xds {
+namespace {
+
+using ::envoy::config::route::v3::FilterConfig;
+using ::envoy::extensions::filters::http::fault::v3::FaultAbort;
+using ::envoy::extensions::filters::http::fault::v3::HTTPFault;
+using ::envoy::type::v3::FractionalPercent;
+using ::google::protobuf::Any;
+
+// gRPC's mapping of an HTTP status to a gRPC code
+// (doc/http-grpc-status-mapping.md), which the fault filter applies to
+// abort.http_status.
+int GrpcCodeOfHttpStatus(uint32_t status) {
+  switch (status) {
+    case 400:
+      return static_cast<int>(absl::StatusCode::kInternal);
+    case 401:
+      return static_cast<int>(absl::StatusCode::kUnauthenticated);
+    case 403:
+      return static_cast<int>(absl::StatusCode::kPermissionDenied);
+    case 404:
+      return static_cast<int>(absl::StatusCode::kUnimplemented);
+    case 429:
+    case 502:
+    case 503:
+    case 504:
+      return static_cast<int>(absl::StatusCode::kUnavailable);
+    default:
+      return static_cast<int>(absl::StatusCode::kUnknown);
+  }
+}
+
+bool IsWhole(const FractionalPercent& percentage) {
+  uint64_t denominator = 100;
+  if (percentage.denominator() == FractionalPercent::TEN_THOUSAND) denominator = 10000;
+  if (percentage.denominator() == FractionalPercent::MILLION) denominator = 1000000;
+  // gRPC caps a numerator above the denominator at 100 %.
+  return percentage.numerator() >= denominator;
+}
+
+// The code `config` (an HTTPFault, or a FilterConfig wrapping one) aborts
+// every RPC with, or nullopt.
+std::optional<int> AbortCode(const Any& config) {
+  const Any* inner = &config;
+  FilterConfig wrapper;
+  if (config.Is<FilterConfig>()) {
+    if (!config.UnpackTo(&wrapper) || wrapper.disabled()) return std::nullopt;
+    inner = &wrapper.config();
+  }
+  HTTPFault fault;
+  if (!inner->Is<HTTPFault>() || !inner->UnpackTo(&fault)) return std::nullopt;
+  if (!fault.has_abort() || fault.headers_size() > 0 || fault.has_max_active_faults()) {
+    return std::nullopt;
+  }
+  const FaultAbort& abort = fault.abort();
+  if (!abort.has_percentage() || !IsWhole(abort.percentage())) return std::nullopt;
+  switch (abort.error_type_case()) {
+    case FaultAbort::kGrpcStatus:
+      return static_cast<int>(abort.grpc_status());
+    case FaultAbort::kHttpStatus:
+      return GrpcCodeOfHttpStatus(abort.http_status());
+    default:  // header_abort: the request decides.
+      return std::nullopt;
+  }
+}
+
+}  // namespace
+
+FaultFilters::FaultFilters(
+    const envoy::extensions::filters::network::http_connection_manager::v3::HttpConnectionManager&
+        hcm) {
+  for (const auto& filter : hcm.http_filters()) {
+    if (filter.typed_config().Is<HTTPFault>()) {
+      filters_.emplace_back(filter.name(), filter.typed_config());
+    }
+  }
+}
+
+std::optional<int> FaultFilters::CertainAbort(
+    absl::Span<const FilterConfigMap* const> overrides) const {
+  for (const auto& [name, own] : filters_) {
+    const Any* config = &own;
+    for (const FilterConfigMap* map : overrides) {
+      if (map == nullptr) continue;
+      auto it = map->find(name);
+      if (it != map->end()) {
+        config = &it->second;
+        break;
+      }
+    }
+    if (std::optional<int> code = AbortCode(*config)) return code;
+  }
+  return std::nullopt;
+}
+
+std::string GrpcCodeName(int code) {
+  if (code < 0 || code > 16) return absl::StrCat("code ", code);
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+}  // namespace facet::xds
