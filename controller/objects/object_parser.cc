@@ -3,12 +3,9 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "re2/re2.h"
-#include "xds_server/common/did_you_mean.h"
+#include "controller/objects/fields.h"
 #include "xds_server/conditional/conditional.h"
 #include "xds_server/constraints/match_syntax.h"
 #include "xds_server/json/proto_json.h"
@@ -20,55 +17,6 @@ namespace {
 
 using xds::Finding;
 using xds::Severity;
-
-void AddError(std::vector<Finding>* findings, absl::string_view field, absl::string_view message) {
-  findings->push_back({Severity::kError, "InvalidSpec", std::string(field), std::string(message)});
-}
-
-bool IsString(const YAML::Node& node) {
-  return node.IsScalar() && json::ClassifyScalar(node) == json::ScalarKind::kString;
-}
-
-// Reads an optional string field; records an error if present but not a string.
-std::string StringField(const YAML::Node& parent, const char* key, const std::string& path,
-                        std::vector<Finding>* findings) {
-  YAML::Node node = json::Child(parent, key);
-  if (!node.IsDefined() || node.IsNull()) return "";
-  if (!IsString(node)) {
-    AddError(findings, path,
-             absl::StrCat("expected a string, found ", json::DescribeNode(node),
-                          node.IsScalar() ? "; quote it to make it a string" : ""));
-    return "";
-  }
-  return node.Scalar();
-}
-
-// Records an error for every key of `map` not in `known`.
-void CheckKnownFields(const YAML::Node& map, const std::string& path,
-                      std::initializer_list<absl::string_view> known,
-                      std::vector<Finding>* findings) {
-  for (const auto& entry : map) {
-    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
-    bool found = false;
-    for (absl::string_view k : known) found = found || k == key;
-    if (!found) {
-      AddError(findings, absl::StrCat(path, ".", key),
-               absl::StrCat("unknown field; expected one of ", absl::StrJoin(known, ", "),
-                            DidYouMean(key, std::vector<std::string>(known.begin(), known.end()))));
-    }
-  }
-}
-
-const RE2& DnsSubdomain() {
-  static const RE2* const kPattern =
-      new RE2(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)");
-  return *kPattern;
-}
-
-const RE2& DnsLabel() {
-  static const RE2* const kPattern = new RE2(R"([a-z0-9]([-a-z0-9]*[a-z0-9])?)");
-  return *kPattern;
-}
 
 std::optional<xds::VariantSpec> ParseVariant(const YAML::Node& node, size_t index,
                                              std::vector<Finding>* findings) {
@@ -324,9 +272,8 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
   }
   const std::string kind = json::Child(document, "kind").Scalar();
   const std::string api_version = json::Child(document, "apiVersion").Scalar();
-  YAML::Node metadata = json::Child(document, "metadata");
-  const std::string name =
-      metadata.IsMap() && IsString(json::Child(metadata, "name")) ? json::Child(metadata, "name").Scalar() : "";
+  const YAML::Node metadata = json::Child(document, "metadata");
+  const std::string name = ObjectName(metadata);
   const bool is_facet_group = api_version.rfind(absl::StrCat(kApiGroup, "/"), 0) == 0;
   if (!is_facet_group || (kind != xds::kXdsResourceKind && kind != xds::kXdsAuthorityKind)) {
     return ForeignObject{kind, name};
@@ -340,15 +287,8 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
     AddError(&findings, "apiVersion",
              absl::StrCat("unsupported version ", api_version, "; this Facet serves ", kApiVersion));
   }
-  if (!RE2::FullMatch(name, DnsSubdomain()) || name.size() > 253) {
-    AddError(&findings, "metadata.name",
-             absl::StrCat("\"", absl::CHexEscape(name),
-                          "\" is not a valid Kubernetes name (lower-case RFC 1123 subdomain)"));
-  }
-  int64_t generation = 0;
-  if (json::Child(metadata, "generation").IsScalar()) {
-    generation = json::Child(metadata, "generation").as<int64_t>(0);
-  }
+  CheckObjectName(name, &findings);
+  const int64_t generation = ObjectGeneration(metadata);
   YAML::Node spec = json::Child(document, "spec");
   const bool spec_ok = spec.IsMap();
   if (!spec_ok) {
@@ -367,15 +307,7 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
     return object;
   }
   xds::ResourceObject object;
-  std::string ns = json::Child(metadata, "namespace").IsScalar() ? json::Child(metadata, "namespace").Scalar() : "";
-  if (ns.empty()) {
-    ns = std::string(default_namespace);
-  } else if (ns.size() > 63 || !RE2::FullMatch(ns, DnsLabel())) {
-    AddError(&findings, "metadata.namespace",
-             absl::StrCat("\"", absl::CHexEscape(ns),
-                          "\" is not a valid Kubernetes namespace (lower-case RFC 1123 label, at "
-                          "most 63 characters)"));
-  }
+  const std::string ns = ObjectNamespace(metadata, default_namespace, &findings);
   object.ref = {kind, ns, name};
   object.generation = generation;
   object.location = std::string(location);
