@@ -1,0 +1,12 @@
+#include "controller/gateway/model/gateway_object.h"
+
+namespace facet::controller::gateway {
+
+bool GatewayObject::has_errors() const {
+  for (const xds::Finding& finding : findings) {
+    if (finding.severity == xds::Severity::kError) return true;
+  }
+  return false;
+}
+
+}  // namespace facet::controller::gateway
