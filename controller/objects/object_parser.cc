@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "controller/gateway/model/gateway_parser.h"
 #include "controller/objects/fields.h"
 #include "xds_server/conditional/conditional.h"
 #include "xds_server/constraints/match_syntax.h"
@@ -276,7 +277,9 @@ ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view locat
   const std::string name = ObjectName(metadata);
   const bool is_facet_group = api_version.rfind(absl::StrCat(kApiGroup, "/"), 0) == 0;
   if (!is_facet_group || (kind != xds::kXdsResourceKind && kind != xds::kXdsAuthorityKind)) {
-    return ForeignObject{kind, name};
+    if (!gateway::IsGatewayKind(api_version, kind)) return ForeignObject{kind, name};
+    if (name.empty()) return UnusableDocument{absl::StrCat(kind, " without metadata.name")};
+    return gateway::ParseGatewayObject(document, location, default_namespace);
   }
   if (name.empty()) {
     return UnusableDocument{absl::StrCat(kind, " without metadata.name")};

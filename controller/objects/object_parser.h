@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "absl/strings/string_view.h"
+#include "controller/gateway/model/gateway_object.h"
 #include "controller/objects/crd.h"
 #include "xds_server/snapshot/objects.h"
 #include "yaml-cpp/yaml.h"
@@ -26,13 +27,15 @@ struct UnusableDocument {
   std::string message;
 };
 
-using ParsedDocument =
-    std::variant<xds::ResourceObject, xds::AuthorityObject, ForeignObject, UnusableDocument>;
+using ParsedDocument = std::variant<xds::ResourceObject, xds::AuthorityObject,
+                                    gateway::GatewayObject, ForeignObject, UnusableDocument>;
 
 // Parses one document. Problems in an identifiable Facet object become
 // findings on that object (with `spec` unset when the spec is unusable), so
-// the object is reported by name. `default_namespace` applies to namespaced
-// objects without metadata.namespace. Stateless; thread-safe.
+// the object is reported by name. The Gateway API kinds Facet reads
+// (gateway::IsGatewayKind) become a gateway::GatewayObject. `default_namespace`
+// applies to namespaced objects without metadata.namespace. Stateless;
+// thread-safe.
 ParsedDocument ParseDocument(const YAML::Node& document, absl::string_view location,
                              absl::string_view default_namespace);
 

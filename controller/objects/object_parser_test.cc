@@ -324,6 +324,27 @@ TEST(ParseDocumentTest, SeparatesForeignObjectsFromGarbage) {
       Parse("{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {}}")));
 }
 
+TEST(ParseDocumentTest, ReturnsGatewayObjectsForTheGatewayKinds) {
+  auto route = Parse("{apiVersion: gateway.networking.k8s.io/v1, kind: GRPCRoute, "
+                     "metadata: {name: r, namespace: demo}, spec: {}}");
+  ASSERT_TRUE(std::holds_alternative<gateway::GatewayObject>(route));
+  EXPECT_EQ(std::get<gateway::GatewayObject>(route).ref.ToString(), "demo/r");
+  EXPECT_TRUE(std::holds_alternative<gateway::GatewayObject>(
+      Parse("{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {}}")));
+  EXPECT_TRUE(std::holds_alternative<gateway::GatewayObject>(
+      Parse("{apiVersion: facet.dev/v1alpha1, kind: XdsVariantPolicy, metadata: {name: p}}")));
+  // Other kinds of the same groups stay foreign; a nameless object is unusable.
+  EXPECT_TRUE(std::holds_alternative<ForeignObject>(
+      Parse("{apiVersion: gateway.networking.k8s.io/v1, kind: HTTPRoute, metadata: {name: h}}")));
+  EXPECT_TRUE(std::holds_alternative<ForeignObject>(
+      Parse("{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}")));
+  EXPECT_TRUE(std::holds_alternative<ForeignObject>(
+      Parse("{apiVersion: facet.dev/v1alpha1, kind: XdsPolicy, metadata: {name: c}}")));
+  auto nameless = Parse("{apiVersion: v1, kind: Service, metadata: {}, spec: {}}");
+  ASSERT_TRUE(std::holds_alternative<UnusableDocument>(nameless));
+  EXPECT_EQ(std::get<UnusableDocument>(nameless).message, "Service without metadata.name");
+}
+
 TEST(ParseDocumentTest, UnknownFieldsSuggestTheNearestName) {
   auto parsed = Parse(R"(
 apiVersion: facet.dev/v1alpha1

@@ -417,6 +417,8 @@ bool ManifestDirSource::Withdraws(const xds::IncrementalBuilder::Result& result)
 
 void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& path,
                                FileObject* object) {
+  // Gateway API objects are read but not served yet: nothing translates them.
+  if (std::holds_alternative<gateway::GatewayObject>(object->object)) return;
   std::set<std::string>& files = definers_[ref];
   const bool added = files.insert(path).second;
   const std::string& serving = *files.begin();
@@ -429,8 +431,11 @@ void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& pat
   }
   if (serving != path) return;
   needs_upsert_.erase(ref);
-  std::visit([this](auto&& o) { publisher_.builder().Upsert(std::move(o)); },
-             std::move(object->object));
+  if (auto* resource = std::get_if<xds::ResourceObject>(&object->object)) {
+    publisher_.builder().Upsert(std::move(*resource));
+  } else {
+    publisher_.builder().Upsert(std::get<xds::AuthorityObject>(std::move(object->object)));
+  }
   absl::MutexLock lock(&mu_);
   stats_.upserts++;
 }

@@ -149,6 +149,27 @@ TEST_F(ManifestDirSourceTest, PublishesOnStartAndFollowsEditsAdditionsAndDeletio
   }));
 }
 
+TEST_F(ManifestDirSourceTest, ReadsGatewayObjectsWithoutServingThem) {
+  Write("a.yaml", Endpoints("a", 1) + R"(---
+apiVersion: v1
+kind: Service
+metadata: {name: a, namespace: demo}
+spec: {ports: [{name: grpc, port: 7070}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: a, namespace: demo}
+spec: {parentRefs: [{group: "", kind: Service, name: a}]}
+)");
+  xds::SnapshotStore store;
+  auto source = Start(store);
+  EXPECT_EQ(PortOf(*store.Current(), "a"), 1u);
+  // Only the XdsResource reaches the builder; nothing translates the rest yet.
+  EXPECT_EQ(source->stats().upserts, 1);
+  ASSERT_EQ(source->statuses().size(), 1u);
+  EXPECT_EQ(source->statuses()[0]->ref.kind, xds::kXdsResourceKind);
+}
+
 TEST_F(ManifestDirSourceTest, InvalidEditsKeepTheLastGoodVersion) {
   Write("a.yaml", Endpoints("a", 1));
   Write("b.yaml", Endpoints("b", 5));

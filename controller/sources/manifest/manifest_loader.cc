@@ -69,6 +69,8 @@ void AddDocument(const YAML::Node& document, const std::string& location, bool f
     add(std::move(*resource));
   } else if (auto* authority = std::get_if<xds::AuthorityObject>(&parsed)) {
     add(std::move(*authority));
+  } else if (auto* gateway_object = std::get_if<gateway::GatewayObject>(&parsed)) {
+    add(std::move(*gateway_object));
   } else if (auto* foreign = std::get_if<ForeignObject>(&parsed)) {
     file->problems.push_back({ManifestProblem::Kind::kWarning, location,
                               absl::StrCat("ignored: ", foreign->kind, " ", foreign->name,
@@ -222,8 +224,10 @@ ManifestSet LoadManifests(absl::Span<const std::string> paths) {
       }
       if (auto* resource = std::get_if<xds::ResourceObject>(&read.object)) {
         set.resources.push_back(std::move(*resource));
+      } else if (auto* authority = std::get_if<xds::AuthorityObject>(&read.object)) {
+        set.authorities.push_back(std::move(*authority));
       } else {
-        set.authorities.push_back(std::get<xds::AuthorityObject>(std::move(read.object)));
+        set.gateway_objects.push_back(std::get<gateway::GatewayObject>(std::move(read.object)));
       }
     }
   }

@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "controller/gateway/model/gateway_object.h"
 #include "xds_server/common/digest.h"
 #include "xds_server/snapshot/objects.h"
 
@@ -31,6 +33,9 @@ struct ManifestProblem {
 struct ManifestSet {
   std::vector<xds::ResourceObject> resources;
   std::vector<xds::AuthorityObject> authorities;
+  // GRPCRoutes, Services, EndpointSlices, ReferenceGrants and
+  // XdsVariantPolicies, for the Gateway API front end.
+  std::vector<gateway::GatewayObject> gateway_objects;
   std::vector<ManifestProblem> problems;
   std::vector<std::string> files;  // Every file read, in order.
 };
@@ -42,9 +47,9 @@ struct ManifestSet {
 // Stateless; thread-safe.
 ManifestSet LoadManifests(absl::Span<const std::string> paths);
 
-// One Facet object read from a file.
+// One Facet object (or Gateway API object) read from a file.
 struct FileObject {
-  std::variant<xds::ResourceObject, xds::AuthorityObject> object;
+  std::variant<xds::ResourceObject, xds::AuthorityObject, gateway::GatewayObject> object;
   // A digest of the object's document (as JSON: formatting does not count)
   // and location (set when asked for): equal digests mean an equal object,
   // so a re-read can skip it.
@@ -52,6 +57,8 @@ struct FileObject {
 
   const xds::ObjectRef& ref() const;
 };
+// Files of thousands of objects: growing the vector must move them.
+static_assert(std::is_nothrow_move_constructible_v<FileObject>);
 
 // What one read of one file found.
 struct ManifestFile {

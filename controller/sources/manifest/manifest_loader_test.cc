@@ -135,6 +135,66 @@ TEST_F(ManifestLoaderTest, ReportsDuplicatesForeignObjectsAndGarbage) {
   EXPECT_THAT(set.problems[2].message, HasSubstr("not a Facet object"));
 }
 
+TEST_F(ManifestLoaderTest, ReturnsGatewayObjectsBesideFacetObjects) {
+  Write("a.yaml", ResourceNamed("echo") + R"(---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: demo}
+spec: {ports: [{name: grpc, port: 7070}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: echo-1, namespace: demo, labels: {kubernetes.io/service-name: echo}}
+addressType: IPv4
+endpoints: [{addresses: [10.0.0.1]}]
+)");
+  Write("b.yaml", R"(apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: echo, namespace: demo}
+spec: {parentRefs: [{group: "", kind: Service, name: echo}], rules: [{nmae: x}]}
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: g, namespace: demo}
+spec: {from: [{group: gateway.networking.k8s.io, kind: GRPCRoute, namespace: a}], to: [{group: "", kind: Service}]}
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsVariantPolicy
+metadata: {name: p, namespace: demo}
+spec: {targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: echo}], when: {env: prod}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: echo, namespace: demo}
+spec: {}
+)");
+  ManifestSet set = LoadManifests({dir_.string()});
+  ASSERT_EQ(set.resources.size(), 1u);
+  std::vector<std::string> loaded;
+  for (const gateway::GatewayObject& object : set.gateway_objects) {
+    loaded.push_back(absl::StrCat(object.ref.kind, " ", object.ref.ToString(), " at ",
+                                  fs::path(object.location).filename().string()));
+  }
+  EXPECT_THAT(loaded,
+              ElementsAre("Service demo/echo at a.yaml:6", "EndpointSlice demo/echo-1 at a.yaml:11",
+                          "GRPCRoute demo/echo at b.yaml:1", "ReferenceGrant demo/g at b.yaml:6",
+                          "XdsVariantPolicy demo/p at b.yaml:11"));
+  // Objects keep their findings; a kind and name defined twice is reported
+  // as for Facet objects (a GRPCRoute and a Service may share a name).
+  EXPECT_THAT(set.gateway_objects[2].findings,
+              ElementsAre(Field(&xds::Finding::field, "spec.rules[0].nmae")));
+  ASSERT_EQ(set.problems.size(), 1u);
+  EXPECT_EQ(set.problems[0].kind, ManifestProblem::Kind::kError);
+  EXPECT_THAT(set.problems[0].message, HasSubstr("demo/echo: defined again (first at"));
+  EXPECT_THAT(set.problems[0].location, HasSubstr("b.yaml:16"));
+
+  ManifestFile file = ReadManifestFile((dir_ / "b.yaml").string(), /*fingerprints=*/true);
+  ASSERT_EQ(file.objects.size(), 4u);
+  EXPECT_EQ(file.objects[0].ref().kind, "GRPCRoute");
+  EXPECT_TRUE(std::holds_alternative<gateway::GatewayObject>(file.objects[3].object));
+  EXPECT_NE(file.objects[0].fingerprint, file.objects[3].fingerprint);
+}
+
 TEST_F(ManifestLoaderTest, ReadsABigListItemByItemWithLocations) {
   std::string text = "apiVersion: v1\nkind: List\nitems:\n";
   for (int i = 0; i < 2000; ++i) {
