@@ -11,19 +11,28 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${FACET_BUILD_DIR:-${repo}/build}
-"${repo}/scripts/setup.sh"
-"${repo}/scripts/setup-node-tests.sh"
-"${repo}/scripts/build.sh"
+# Runs a stage and prints its wall time (docs/development.md, "What CI costs").
+stage() {
+  local name=$1 start=${SECONDS}
+  shift
+  "$@"
+  echo "test.sh: ${name} took $((SECONDS - start)) s"
+}
+stage "setup" "${repo}/scripts/setup.sh"
+stage "node test packages" "${repo}/scripts/setup-node-tests.sh"
+stage "host build" "${repo}/scripts/build.sh"
 # Fails when a test is skipped as well as when one fails (scripts/run-ctest.sh).
-"${repo}/scripts/run-ctest.sh" "${build_dir}" --timeout 600
+stage "host tests" "${repo}/scripts/run-ctest.sh" "${build_dir}" --timeout 600
 if [[ ${FACET_SANITIZER_TEST:-1} == 0 ]]; then
   echo "test.sh: FACET_SANITIZER_TEST=0: the sanitizer and fuzzing stage is NOT run" >&2
 else
-  "${repo}/scripts/test-sanitizers.sh"
+  stage "sanitizer and fuzzing stage" "${repo}/scripts/test-sanitizers.sh"
 fi
 if [[ ${FACET_IMAGE_TEST:-1} == 0 ]]; then
   echo "test.sh: FACET_IMAGE_TEST=0: the image is NOT built or tested" >&2
   exit 0
 fi
-"${repo}/scripts/build-image.sh" --binary "${build_dir}/controller/cli/facet" localhost/facet:dev
-"${repo}/scripts/test-image.sh" localhost/facet:dev
+stage "image build" "${repo}/scripts/build-image.sh" --binary "${build_dir}/controller/cli/facet" \
+  localhost/facet:dev
+stage "image test" "${repo}/scripts/test-image.sh" localhost/facet:dev
+echo "test.sh: everything passed in ${SECONDS} s"
