@@ -47,6 +47,8 @@ struct ObjectReference {
   std::optional<std::string> section_name;
   std::optional<int> port;
   std::string field;  // Where it was written: "spec.parentRefs[0]".
+
+  friend bool operator==(const ObjectReference&, const ObjectReference&) = default;
 };
 
 struct MethodMatch {
