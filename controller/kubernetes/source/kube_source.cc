@@ -265,7 +265,7 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
   if (auto* resource = std::get_if<xds::ResourceObject>(&parsed); resource && !authority) {
     ForgetSliced(resource->ref);
     if (deleted) {
-      newest_revision_.erase(key);
+      newest_revision_.erase(RevisionOwnerKey(resource->ref));
       publisher_.builder().Remove(resource->ref);
     } else if (UsesSlices(*resource)) {
       const xds::ObjectRef ref = resource->ref;
@@ -338,7 +338,7 @@ void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
 }
 
 std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& ref) const {
-  auto newest = newest_revision_.find(CacheKey(ref));
+  auto newest = newest_revision_.find(RevisionOwnerKey(ref));
   if (newest == newest_revision_.end()) return std::nullopt;
   std::optional<YAML::Node> revision = FindCached(revision_reflectors_, newest->second.second);
   if (!revision) return std::nullopt;
@@ -371,7 +371,7 @@ void KubeSource::SyncRevisions(bool all) {
                        absl::StrCat(status->generation)) {
       continue;
     }
-    absl::StatusOr<bool> wrote = revision_writer_.Record(*object, existing[key]);
+    absl::StatusOr<bool> wrote = revision_writer_.Record(*object, existing[RevisionOwnerKey(ref)]);
     if (!wrote.ok()) {
       ++errors;
       to_record_.insert(ref);  // Retried on the next pass.

@@ -141,8 +141,8 @@ class KubeSource {
   // Where that pass stopped: the next one starts there.
   std::optional<xds::ObjectRef> status_cursor_;
   bool status_waiting_ = false;  // A build changed a status since the last pass.
-  // Per owner "namespace/name": the newest revision fed to the builder
-  // (its generation, its key).
+  // Per owner (RevisionOwnerKey, "<Kind>/namespace/name"): the newest
+  // revision fed to the builder (its generation, its key).
   std::map<std::string, std::pair<int64_t, std::string>> newest_revision_;
   std::set<xds::ObjectRef> to_record_;  // Accepted, revision not yet written.
   // EndpointSlices: slice keys per "namespace/service"; the objects built

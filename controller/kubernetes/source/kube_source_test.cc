@@ -152,10 +152,17 @@ constexpr char kRevisions[] = "/apis/apps/v1/controllerrevisions";
 
 TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevision) {
   ApplyExamples(client_);
+  // A newer revision of a GRPCRoute with the route's name: another history.
+  client_.Put(kRevisions, YAML::Load(
+      "{apiVersion: apps/v1, kind: ControllerRevision, metadata: {name: greeter-routes-0123456789, "
+      "namespace: demo, labels: {facet.dev/revision-of: GRPCRoute, facet.dev/owner: "
+      "greeter-routes}, ownerReferences: [{apiVersion: gateway.networking.k8s.io/v1, kind: "
+      "GRPCRoute, name: greeter-routes, uid: uid-route, controller: true}]}, data: {spec: "
+      "{parentRefs: [{group: '', kind: Service, name: greeter, port: 50051}]}}, revision: 99}"));
   auto first = Start();
   ASSERT_TRUE(Eventually([&] { return first->ready(); }));
   // The leader records every accepted object's spec.
-  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 24; }));
+  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 25; }));
   const std::string version =
       store_.Current()->Find(xds::RouteConfigurationType(), "greeter")->variants[0]->version;
   const std::string served_version = store_.Current()->version();
@@ -181,11 +188,12 @@ TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevi
   EXPECT_EQ(fresh_store.Current()->version(), served_version);
   EXPECT_NE(fresh_store.Current()->Find(xds::ListenerType(), "greeter"), nullptr);
 
-  // Deleting the object deletes its revisions.
+  // Deleting the object deletes its revisions, not the GRPCRoute's.
   ASSERT_TRUE(client_.Delete(kResources, "demo", "greeter-routes"));
   for (const auto& [key, revision] : client_.Objects(kRevisions)) {
-    EXPECT_NE(OwnerKeyOf(revision), "demo/greeter-routes") << key;
+    EXPECT_NE(OwnerKeyOf(revision), "XdsResource/demo/greeter-routes") << key;
   }
+  EXPECT_EQ(client_.Objects(kRevisions).count("demo/greeter-routes-0123456789"), 1u);
   second.Stop();
 }
 
