@@ -1,5 +1,7 @@
 #include "controller/kubernetes/revisions/revisions.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "controller/kubernetes/client/yaml_fields.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,20 +21,45 @@ constexpr char kResources[] = "/apis/facet.dev/v1alpha1/xdsresources";
 constexpr char kRevisions[] = "/apis/apps/v1/controllerrevisions";
 constexpr char kRoutes[] = "/apis/gateway.networking.k8s.io/v1/grpcroutes";
 
-YAML::Node Route(int port, int generation) {
-  YAML::Node owner = YAML::Load(
-      "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: web, namespace: demo},"
-      " spec: {type: endpoint, name: web, variants: [{resource: {endpoints: [{lb_endpoints: "
-      "[{endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: " +
-      std::to_string(port) + "}}}}]}]}}]}}");
+// Objects demo/web of two kinds, "$PORT" standing for the port they send
+// to: an XdsResource and a GRPCRoute (the XdsResource's name).
+constexpr char kResourceWeb[] =
+    "{apiVersion: facet.dev/v1alpha1, kind: XdsResource, metadata: {name: web, namespace: demo},"
+    " spec: {type: endpoint, name: web, variants: [{resource: {endpoints: [{lb_endpoints: "
+    "[{endpoint: {address: {socket_address: {address: 10.0.0.1, port_value: $PORT}}}}]}]}}]}}";
+constexpr char kGrpcRouteWeb[] =
+    "{apiVersion: gateway.networking.k8s.io/v1, kind: GRPCRoute, metadata: {name: web, "
+    "namespace: demo}, spec: {parentRefs: [{group: '', kind: Service, name: web, port: 80}], "
+    "rules: [{backendRefs: [{name: web, port: $PORT}]}]}}";
+
+// Loads `yaml` with "$PORT" replaced by `port`, at generation `generation`.
+YAML::Node Owner(absl::string_view yaml, int port, int generation) {
+  YAML::Node owner = YAML::Load(absl::StrReplaceAll(yaml, {{"$PORT", absl::StrCat(port)}}));
   owner["metadata"]["generation"] = generation;
   return owner;
 }
+
+YAML::Node Route(int port, int generation) { return Owner(kResourceWeb, port, generation); }
+YAML::Node GrpcRoute(int port, int generation) { return Owner(kGrpcRouteWeb, port, generation); }
 
 std::vector<YAML::Node> RevisionsOf(FakeKubeClient& client) {
   std::vector<YAML::Node> out;
   for (const auto& [key, revision] : client.Objects(kRevisions)) out.push_back(revision);
   return out;
+}
+
+// Expects `revision` to be XdsResource demo/web's and to hold its spec at
+// generation 3.
+void ExpectHoldsWebAtGeneration3(const YAML::Node& revision) {
+  EXPECT_EQ(OwnerKeyOf(revision), "XdsResource/demo/web");
+  std::optional<xds::ResourceObject> last_good = LastGoodOf(revision);
+  ASSERT_TRUE(last_good.has_value());
+  EXPECT_EQ(last_good->ref.ToString(), "demo/web");
+  EXPECT_EQ(last_good->generation, 3);
+  EXPECT_TRUE(last_good->findings.empty());
+  ASSERT_TRUE(last_good->spec.has_value());
+  EXPECT_EQ(last_good->spec->name, "web");
+  EXPECT_EQ(last_good->spec->variants.size(), 1u);
 }
 
 TEST(RevisionsTest, NameFollowsTheSpecOnly) {
@@ -65,14 +92,7 @@ TEST(RevisionsTest, RecordsOwnedRevisionThatParsesBackToTheSpec) {
   EXPECT_EQ(StringAt(revision, {"metadata", "labels", kRevisionOfLabel}), "XdsResource");
   EXPECT_EQ(StringAt(kube::FieldAt(revision, {"metadata", "ownerReferences"})[0], {"uid"}),
             StringAt(owner, {"metadata", "uid"}));
-  EXPECT_EQ(OwnerKeyOf(revision), "XdsResource/demo/web");
-  std::optional<xds::ResourceObject> last_good = LastGoodOf(revision);
-  ASSERT_TRUE(last_good.has_value());
-  EXPECT_EQ(last_good->ref.ToString(), "demo/web");
-  EXPECT_EQ(last_good->generation, 3);
-  ASSERT_TRUE(last_good->spec.has_value());
-  EXPECT_EQ(last_good->spec->name, "web");
-  ASSERT_EQ(last_good->spec->variants.size(), 1u);
+  ExpectHoldsWebAtGeneration3(revision);
 
   // Already recorded: nothing to write.
   absl::StatusOr<bool> again = writer.Record(owner, revisions);
@@ -123,17 +143,6 @@ TEST(RevisionsTest, PrunesAllButTheNewestAndGoesWithItsOwner) {
   EXPECT_THAT(kept, ::testing::UnorderedElementsAre("3", "4"));
   ASSERT_TRUE(client.Delete(kResources, "demo", "web"));
   EXPECT_TRUE(RevisionsOf(client).empty());
-}
-
-// A GRPCRoute demo/web (the XdsResource's name) sending to port `port`.
-YAML::Node GrpcRoute(int port, int generation) {
-  YAML::Node owner = YAML::Load(
-      "{apiVersion: gateway.networking.k8s.io/v1, kind: GRPCRoute, metadata: {name: web, "
-      "namespace: demo}, spec: {parentRefs: [{group: '', kind: Service, name: web, port: 80}], "
-      "rules: [{backendRefs: [{name: web, port: " +
-      std::to_string(port) + "}]}]}}");
-  owner["metadata"]["generation"] = generation;
-  return owner;
 }
 
 // The revisions of the owner with RevisionOwnerKey `key`.
@@ -255,13 +264,7 @@ TEST(RevisionsTest, RevisionsWrittenBeforeKindsAreFoundReadAndNotWrittenAgain) {
   ASSERT_THAT(listed, IsOk());
   ASSERT_EQ(listed->items.size(), 1u);
   const YAML::Node revision = listed->items[0];
-  EXPECT_EQ(OwnerKeyOf(revision), "XdsResource/demo/web");
-  std::optional<xds::ResourceObject> last_good = LastGoodOf(revision);
-  ASSERT_TRUE(last_good.has_value());
-  EXPECT_EQ(last_good->ref.ToString(), "demo/web");
-  EXPECT_EQ(last_good->generation, 3);
-  ASSERT_TRUE(last_good->spec.has_value());
-  EXPECT_TRUE(last_good->findings.empty());
+  ExpectHoldsWebAtGeneration3(revision);
   // The same spec keeps its name: an upgrade writes nothing.
   client.Put(kResources, Route(80, 3));
   RevisionWriter writer(client);
