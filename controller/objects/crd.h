@@ -19,10 +19,11 @@ inline constexpr char kApiVersion[] = "facet.dev/v1alpha1";
 using xds::kXdsAuthorityKind;
 using xds::kXdsResourceKind;
 
-// The collections ("plural" names) of the kinds. XdsResources are
-// namespaced; XdsAuthorities are cluster-scoped.
+// The collections ("plural" names) of the kinds. XdsResources and
+// XdsVariantPolicies are namespaced; XdsAuthorities are cluster-scoped.
 inline constexpr char kXdsResourcePlural[] = "xdsresources";
 inline constexpr char kXdsAuthorityPlural[] = "xdsauthorities";
+inline constexpr char kXdsVariantPolicyPlural[] = "xdsvariantpolicies";
 
 // The namespace of an XdsResource that does not set metadata.namespace, as
 // with `kubectl apply` against the default namespace.
@@ -33,7 +34,9 @@ inline constexpr char kDefaultNamespace[] = "default";
 // (and for cluster-scoped kinds), ".../namespaces/<ns>/<plural>" otherwise.
 std::string CollectionPath(absl::string_view plural, absl::string_view ns = "");
 
-// Returns the API path of an object ("/apis/facet.dev/v1alpha1/...").
+// Returns the API path of an object by its kind: Facet's kinds
+// ("/apis/facet.dev/v1alpha1/..."), and the GRPCRoutes whose status Facet
+// writes ("/apis/gateway.networking.k8s.io/v1/namespaces/N/grpcroutes/R").
 std::string ObjectPath(const xds::ObjectRef& ref);
 
 }  // namespace facet::controller

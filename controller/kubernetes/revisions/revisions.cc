@@ -131,8 +131,8 @@ absl::StatusOr<std::string> RevisionJson(const YAML::Node& owner) {
 std::string OwnerKeyOf(const YAML::Node& revision) {
   std::optional<Owner> owner = OwnerOf(revision);
   if (!owner.has_value()) return "";
-  return RevisionOwnerKey({std::string(owner->kind->kind),
-                           StringAt(revision, {"metadata", "namespace"}), owner->name});
+  return RevisionOwnerKey(
+      {std::string(owner->kind->kind), StringAt(revision, {"metadata", "namespace"}), owner->name});
 }
 
 std::optional<YAML::Node> RecordedObject(const YAML::Node& revision) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/kubernetes/client/yaml_fields.h"
+#include "controller/kubernetes/status/condition_fields.h"
 #include "controller/objects/crd.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -15,7 +16,10 @@
 namespace facet::controller {
 namespace {
 
-constexpr size_t kMaxMessage = 32768;
+using status_internal::StringNode;
+using status_internal::TransitionTime;
+using status_internal::Truncate;
+
 constexpr size_t kMaxNacksPerVariant = 32;
 // Bounds on the lists that grow with variants and clients, so a status stays
 // far below etcd's object size (1.5 MiB): about 700 KiB at most.
@@ -28,24 +32,6 @@ constexpr size_t kMaxWarnings = 64;
 // each path (the CRD bounds status.variants[].includes[]).
 constexpr size_t kMaxListedIncludes = 8;
 constexpr size_t kMaxPath = 256;
-
-YAML::Node StringNode(const std::string& value) {
-  YAML::Node node(value);
-  node.SetTag("!");
-  return node;
-}
-
-std::string FormatConditionTime(absl::Time time) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
-}
-
-std::string Truncate(std::string text, size_t limit = kMaxMessage) {
-  if (text.size() > limit) {
-    text.resize(limit - 3);
-    text += "...";
-  }
-  return text;
-}
 
 std::string Describe(const std::vector<const xds::Finding*>& findings) {
   return Truncate(absl::StrJoin(findings, "; ", [](std::string* out, const xds::Finding* f) {
@@ -62,18 +48,8 @@ YAML::Node Condition(const std::string& type, const std::string& status, const s
   condition["reason"] = StringNode(reason);
   condition["message"] = StringNode(message);
   condition["observedGeneration"] = generation;
-  std::string transition = FormatConditionTime(now);
-  YAML::Node conditions = kube::Field(current, "conditions");
-  if (conditions.IsDefined() && conditions.IsSequence()) {
-    for (const YAML::Node& existing : conditions) {
-      if (kube::StringAt(existing, {"type"}) == type &&
-          kube::StringAt(existing, {"status"}) == status &&
-          !kube::StringAt(existing, {"lastTransitionTime"}).empty()) {
-        transition = kube::StringAt(existing, {"lastTransitionTime"});
-      }
-    }
-  }
-  condition["lastTransitionTime"] = StringNode(transition);
+  condition["lastTransitionTime"] =
+      StringNode(TransitionTime(kube::Field(current, "conditions"), type, status, now));
   return condition;
 }
 
@@ -227,10 +203,10 @@ bool SameStatus(const YAML::Node& a, const YAML::Node& b) {
   return va.ok() && vb.ok() && google::protobuf::util::MessageDifferencer::Equals(*va, *vb);
 }
 
-absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
-                                        const ClientFeedback& feedback, int authority_resources,
-                                        const YAML::Node* cached) {
-  const std::string path = ObjectPath(status.ref);
+absl::StatusOr<bool> StatusWriter::ReadModifyWrite(
+    const xds::ObjectRef& ref, const YAML::Node* cached,
+    const std::function<YAML::Node(const YAML::Node& object)>& desired_status) {
+  const std::string path = ObjectPath(ref);
   for (int attempt = 0; attempt < 5; ++attempt) {
     // The watch cache first; the API server only after a conflict.
     absl::StatusOr<YAML::Node> object = attempt == 0 && cached != nullptr && cached->IsDefined()
@@ -242,7 +218,7 @@ absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
     }
     YAML::Node copy = YAML::Clone(*object);
     YAML::Node current = kube::Field(copy, "status");
-    YAML::Node desired = DesiredStatus(status, current, feedback, authority_resources, wall_now_());
+    YAML::Node desired = desired_status(copy);
     if (SameStatus(current, desired)) return false;
     copy["status"] = desired;
     absl::StatusOr<std::string> json = json::YamlToJson(copy, path);
@@ -253,8 +229,33 @@ absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
     if (updated.status().code() != absl::StatusCode::kAborted) return updated.status();
     // Conflict: someone changed the object; read it again and recompute.
   }
-  return absl::AbortedError(absl::StrCat("status of ", status.ref.ToString(),
+  return absl::AbortedError(absl::StrCat("status of ", ref.ToString(),
                                          ": still conflicting after 5 attempts"));
+}
+
+absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
+                                        const ClientFeedback& feedback, int authority_resources,
+                                        const YAML::Node* cached) {
+  return ReadModifyWrite(status.ref, cached, [&](const YAML::Node& object) {
+    return DesiredStatus(status, kube::Field(object, "status"), feedback, authority_resources,
+                         wall_now_());
+  });
+}
+
+absl::StatusOr<bool> StatusWriter::SyncRouteStatus(const GatewayObjectStatus& route,
+                                                   const YAML::Node* cached) {
+  return ReadModifyWrite(route.object, cached, [&](const YAML::Node& object) {
+    return DesiredRouteStatus(kube::Field(object, "status"), route, kGatewayControllerName,
+                              wall_now_());
+  });
+}
+
+absl::StatusOr<bool> StatusWriter::SyncPolicyStatus(const GatewayObjectStatus& policy,
+                                                    const YAML::Node* cached) {
+  return ReadModifyWrite(policy.object, cached, [&](const YAML::Node& object) {
+    return DesiredPolicyStatus(kube::Field(object, "status"), policy, kGatewayControllerName,
+                               wall_now_());
+  });
 }
 
 }  // namespace facet::controller

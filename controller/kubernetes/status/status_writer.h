@@ -1,6 +1,8 @@
 // Writes what Facet did with each object into its `status` subresource:
-// observedGeneration, conditions (Accepted, ResolvedRefs, Programmed) and
-// per-variant client feedback, following Kubernetes conventions.
+// for XdsResources and XdsAuthorities observedGeneration, conditions
+// (Accepted, ResolvedRefs, Programmed) and per-variant client feedback,
+// following Kubernetes conventions; for GRPCRoutes and XdsVariantPolicies
+// Facet's entries among their parents or ancestors (gateway_status.h).
 #ifndef FACET_CONTROLLER_KUBERNETES_STATUS_STATUS_WRITER_H_
 #define FACET_CONTROLLER_KUBERNETES_STATUS_STATUS_WRITER_H_
 
@@ -14,6 +16,7 @@
 #include "absl/time/time.h"
 #include "controller/kubernetes/client/clock.h"
 #include "controller/kubernetes/client/kube_client.h"
+#include "controller/kubernetes/status/gateway_status.h"
 #include "xds_server/ads/nack_log.h"
 #include "xds_server/snapshot/builder.h"
 #include "yaml-cpp/yaml.h"
@@ -52,6 +55,25 @@ class StatusWriter {
   // GET. Conflicts are retried (re-GET and recompute) up to 5 times.
   absl::StatusOr<bool> Sync(const xds::ObjectStatus& status, const ClientFeedback& feedback,
                             int authority_resources = 0, const YAML::Node* cached = nullptr);
+
+  // Writes a GRPCRoute's status as DesiredRouteStatus merges `route` into
+  // it (controllerName kGatewayControllerName), as Sync does.
+  absl::StatusOr<bool> SyncRouteStatus(const GatewayObjectStatus& route,
+                                       const YAML::Node* cached = nullptr);
+  // Writes an XdsVariantPolicy's status as DesiredPolicyStatus merges
+  // `policy` into it, as Sync does.
+  absl::StatusOr<bool> SyncPolicyStatus(const GatewayObjectStatus& policy,
+                                        const YAML::Node* cached = nullptr);
+
+  // Reads the object `ref` names (ObjectPath) from `cached` when given, else
+  // with a GET; computes its status with `desired_status(object)` (the
+  // stored object, status included) and writes it through /status unless it
+  // is the stored one. A conflict reads the object again and recomputes, up
+  // to 5 times (then Aborted). Returns whether it wrote; false also when the
+  // object is gone.
+  absl::StatusOr<bool> ReadModifyWrite(
+      const xds::ObjectRef& ref, const YAML::Node* cached,
+      const std::function<YAML::Node(const YAML::Node& object)>& desired_status);
 
  private:
   kube::KubeClient& client_;
