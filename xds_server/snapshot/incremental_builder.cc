@@ -413,9 +413,11 @@ void IncrementalBuilder::State::ApplyAuthorities() {
 }
 
 // Decides, for each name whose claimants changed, which claimant may serve
-// it: objects that are not generated before generated ones; among those,
-// the one serving it now if it still claims it, otherwise the first by
-// reference. The others are duplicates.
+// it: first an object that is not generated, in the namespace of a
+// generated claimant (a namespace's own XdsResource overrides what is
+// generated for its Services; one in another namespace does not take their
+// names); then the one serving it now if it still claims it; then the first
+// by reference. The others are duplicates.
 std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<NameKey>& names) {
   std::set<ObjectRef> moved;
   for (const NameKey& key : names) {
@@ -427,9 +429,17 @@ std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<Name
     }
     // Claimants are few (one, nearly always): a scan in reference order,
     // replacing the candidate only with a better one.
+    std::vector<absl::string_view> generated_in;  // Namespaces of generated claimants.
+    if (it->second.size() > 1) {
+      for (const ObjectRef& ref : it->second) {
+        if (entries.at(ref).object.generated_from) generated_in.push_back(ref.namespace_);
+      }
+    }
     auto rank = [&](const ObjectRef& ref) {
-      return std::make_pair(entries.at(ref).object.generated_from.has_value(),
-                            !(owner && ref == *owner));
+      const bool overrides =
+          !entries.at(ref).object.generated_from &&
+          std::find(generated_in.begin(), generated_in.end(), ref.namespace_) != generated_in.end();
+      return std::make_pair(!overrides, !(owner && ref == *owner));
     };
     ObjectRef winner = *it->second.begin();
     for (const ObjectRef& ref : it->second) {

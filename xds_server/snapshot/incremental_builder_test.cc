@@ -318,6 +318,16 @@ TEST(IncrementalBuilderTest, DuplicateLoserTakesOverWhenTheWinnerIsDeleted) {
   EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner.name, "a-eps");
 }
 
+// Returns `object` with a fresh copy of its documents and the first
+// variant's resource replaced (YAML::Node copies share their node, and
+// assigning to one would change every copy).
+ResourceObject WithResource(const ResourceObject& object, const std::string& resource) {
+  ResourceObject out = object;
+  for (VariantSpec& variant : out.spec->variants) variant.resource = YAML::Clone(variant.resource);
+  out.spec->variants[0].resource.reset(YAML::Load(resource));
+  return out;
+}
+
 // A ClusterLoadAssignment a source generated for `from`.
 ResourceObject GeneratedEndpoints(const std::string& name, const std::string& xds_name, int port,
                                   const std::string& from) {
@@ -428,6 +438,77 @@ TEST(IncrementalBuilderTest, GeneratedLoserToGeneratedNamesWhatTheWinnerWasGener
                           "Service demo/greeter port 50051"));
 }
 
+TEST(IncrementalBuilderTest, XdsResourceInAnotherNamespaceDoesNotTakeGeneratedNames) {
+  // Only the generated object's own namespace overrides it; a claimant from
+  // elsewhere competes as between written objects: the current owner keeps
+  // the name, else the first by reference (the generated one here).
+  const ResourceObject generated = GeneratedEndpoints("endpoint/x", "x", 1, kGreeterPort);
+  const ResourceObject elsewhere =
+      testing::MakeObject("attacker", "greeter-eps", "endpoint", "x", {{"", Endpoints(2)}});
+  for (bool one_build : {true, false}) {
+    SCOPED_TRACE(absl::StrCat("one build: ", one_build));
+    IncrementalBuilder builder{BuildOptions{}};
+    builder.Upsert(generated);
+    if (!one_build) builder.Build();
+    builder.Upsert(elsewhere);
+    IncrementalBuilder::Result result = builder.Build();
+    EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner, generated.ref);
+    EXPECT_TRUE(builder.StatusOf(generated.ref)->accepted);
+    EXPECT_THAT(builder.StatusOf(generated.ref)->findings, IsEmpty());
+    EXPECT_THAT(Messages(*builder.StatusOf(elsewhere.ref), Severity::kError),
+                ElementsAre("DuplicateName: duplicate: endpoint \"x\" is already generated for "
+                            "Service demo/greeter port 50051"));
+  }
+  // Serving the name first, it keeps it: nothing is taken from anyone.
+  IncrementalBuilder builder{BuildOptions{}};
+  builder.Upsert(elsewhere);
+  builder.Build();
+  builder.Upsert(generated);
+  IncrementalBuilder::Result result = builder.Build();
+  EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner, elsewhere.ref);
+  EXPECT_FALSE(builder.StatusOf(generated.ref)->accepted);
+}
+
+TEST(IncrementalBuilderTest, OwnNamespaceXdsResourceOverridesGeneratedAndAnotherNamespaces) {
+  // attacker/greeter-eps serves the name before the Service exists; then the
+  // Service's generated object and demo's own XdsResource arrive: demo's
+  // wins, though the other one was serving it and sorts first.
+  const ResourceObject elsewhere =
+      testing::MakeObject("attacker", "greeter-eps", "endpoint", "x", {{"", Endpoints(1)}});
+  const ResourceObject generated = GeneratedEndpoints("endpoint/x", "x", 2, kGreeterPort);
+  const ResourceObject own = Object("greeter-eps", "endpoint", "x", {{"", Endpoints(3)}});
+  ASSERT_LT(elsewhere.ref, own.ref);
+  IncrementalBuilder builder{BuildOptions{}};
+  builder.Upsert(elsewhere);
+  builder.Build();
+  builder.Upsert(generated);
+  builder.Upsert(own);
+  IncrementalBuilder::Result result = builder.Build();
+  EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner, own.ref);
+  EXPECT_FALSE(builder.StatusOf(elsewhere.ref)->accepted);
+  EXPECT_FALSE(builder.StatusOf(generated.ref)->accepted);
+}
+
+TEST(IncrementalBuilderTest, OwnNamespaceXdsResourceServingItsLastGoodRevisionKeepsTheName) {
+  const ResourceObject own = Object("greeter-eps", "endpoint", "x", {{"", Endpoints(1)}});
+  const ResourceObject generated = GeneratedEndpoints("endpoint/x", "x", 2, kGreeterPort);
+  IncrementalBuilder builder{BuildOptions{}};
+  builder.Upsert(own);
+  builder.Upsert(generated);
+  builder.Build();
+  // A rejected edit: the XdsResource serves its last good revision, and
+  // keeps the name from the generated object.
+  builder.Upsert(WithResource(own, "{bogus: 1}"));
+  IncrementalBuilder::Result result = builder.Build();
+  auto status = builder.StatusOf(own.ref);
+  EXPECT_FALSE(status->accepted);
+  EXPECT_TRUE(status->serving_previous);
+  EXPECT_EQ(result.snapshot->Find(ClusterLoadAssignmentType(), "x")->owner, own.ref);
+  EXPECT_FALSE(builder.StatusOf(generated.ref)->accepted);
+  EXPECT_THAT(Messages(*builder.StatusOf(generated.ref), Severity::kError),
+              ElementsAre(HasSubstr("already declared by XdsResource demo/greeter-eps")));
+}
+
 TEST(IncrementalBuilderTest, AuthorityChangesReadmitObjects) {
   BuildOptions options;
   options.authority_policy = BuildOptions::AuthorityPolicy::kEnforce;
@@ -510,16 +591,6 @@ TEST(IncrementalBuilderTest, EndpointsFromIsForEndpointsAndOfflineServesNone) {
   auto rejected = builder.StatusOf(cluster.ref);
   EXPECT_FALSE(rejected->accepted);
   EXPECT_THAT(rejected->findings[0].message, HasSubstr("use type: endpoint"));
-}
-
-// Returns `object` with a fresh copy of its documents and the first
-// variant's resource replaced (YAML::Node copies share their node, and
-// assigning to one would change every copy).
-ResourceObject WithResource(const ResourceObject& object, const std::string& resource) {
-  ResourceObject out = object;
-  for (VariantSpec& variant : out.spec->variants) variant.resource = YAML::Clone(variant.resource);
-  out.spec->variants[0].resource.reset(YAML::Load(resource));
-  return out;
 }
 
 // Returns the findings about references inside the resource, as text. (The

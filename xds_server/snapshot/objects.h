@@ -111,8 +111,9 @@ struct ResourceObject {
   std::vector<Finding> findings;
   // Set for a generated object: what it was generated for, in words that
   // complete "generated for ..." (e.g. "Service demo/greeter port 50051
-  // (GRPCRoutes demo/a, demo/b)"). A generated object yields its name to any
-  // object that is not generated; both are told in DuplicateName findings.
+  // (GRPCRoutes demo/a, demo/b)"). A generated object yields its name to an
+  // object in its namespace that is not generated; both are told in
+  // DuplicateName findings.
   // Like generation and location, it only labels: changing it alone
   // re-validates nothing.
   std::optional<std::string> generated_from;
