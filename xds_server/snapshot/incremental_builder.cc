@@ -71,6 +71,7 @@ Digest128 SpecDigest(const ResourceObject& object) {
         digest.Add("E").AddField(variant.endpoints_from->service);
         digest.AddField(variant.endpoints_from->port_name);
         digest.AddNumber(static_cast<uint64_t>(variant.endpoints_from->port_number));
+        digest.AddNumber(variant.endpoints_from->match_name_only ? 1 : 0);
       }
       if (variant.origin != nullptr) {
         // Findings point into what was written.
@@ -826,6 +827,9 @@ void IncrementalBuilder::Upsert(ResourceObject object) {
         it->second.object.generated_from != object.generated_from) {
       state_->pending_metadata[object.ref] = {object.generation, object.location,
                                               std::move(object.generated_from)};
+    } else {
+      // Back to what is held: a change recorded earlier in this batch is void.
+      state_->pending_metadata.erase(object.ref);
     }
     return;
   }

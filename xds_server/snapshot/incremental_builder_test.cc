@@ -509,6 +509,42 @@ TEST(IncrementalBuilderTest, OwnNamespaceXdsResourceServingItsLastGoodRevisionKe
               ElementsAre(HasSubstr("already declared by XdsResource demo/greeter-eps")));
 }
 
+TEST(IncrementalBuilderTest, LabelChangedAndChangedBackInOneBatchKeepsTheLabel) {
+  IncrementalBuilder builder{BuildOptions{}};
+  const ResourceObject object = GeneratedEndpoints("endpoint/x", "x", 1, kGreeterPort);
+  builder.Upsert(object);
+  builder.Build();
+  ResourceObject relabelled = object;
+  relabelled.generation = 7;
+  relabelled.location = "elsewhere";
+  relabelled.generated_from = "Service demo/other port 80";
+  builder.Upsert(relabelled);
+  builder.Upsert(object);
+  EXPECT_FALSE(builder.has_pending());
+  IncrementalBuilder::Result result = builder.Build();
+  EXPECT_THAT(result.changed_statuses, IsEmpty());
+  EXPECT_EQ(builder.StatusOf(object.ref)->generation, object.generation);
+  EXPECT_EQ(builder.StatusOf(object.ref)->location, object.location);
+  // And what the name is generated for is the original description.
+  builder.Upsert(Object("greeter-eps", "endpoint", "x", {{"", Endpoints(2)}}));
+  builder.Build();
+  EXPECT_THAT(
+      Messages(*builder.StatusOf({kXdsResourceKind, "demo", "greeter-eps"}), Severity::kWarning),
+      ElementsAre(HasSubstr("also generated for Service demo/greeter port 50051;")));
+}
+
+TEST(IncrementalBuilderTest, MatchByNameOnlyIsPartOfTheSpec) {
+  IncrementalBuilder builder{BuildOptions{}};
+  ResourceObject endpoints = Object("eps", "endpoint", "web", {{"", "{}"}});
+  endpoints.spec->variants[0].endpoints_from = EndpointsFrom{"web", "grpc", 0};
+  builder.Upsert(endpoints);
+  builder.Build();
+  endpoints.spec->variants[0].endpoints_from->match_name_only = true;
+  builder.Upsert(endpoints);
+  EXPECT_TRUE(builder.has_pending());
+  EXPECT_EQ(builder.Build().validated_objects, 1);
+}
+
 TEST(IncrementalBuilderTest, AuthorityChangesReadmitObjects) {
   BuildOptions options;
   options.authority_policy = BuildOptions::AuthorityPolicy::kEnforce;
