@@ -310,7 +310,14 @@ TEST(ExplainTest, OnlyAnAbortOfEveryRpcIsATerminal) {
       {"abort: {grpc_status: 14}", ""},
       {"abort: {header_abort: {}, percentage: {numerator: 100}}", ""},
       {absl::StrCat(kAbortAll12, ", max_active_faults: 5"), ""},
-      {absl::StrCat(kAbortAll12, ", headers: [{name: x-fail, present_match: true}]"), ""},
+      // gRPC reads no HTTPFault.headers (gRFC A33): the abort is for every RPC.
+      {absl::StrCat(kAbortAll12, ", headers: [{name: x-fail, present_match: true}]"),
+       "UNIMPLEMENTED"},
+      // Codes that map to OK abort nothing (as C-core; grpc-js fails http
+      // 200 with UNKNOWN).
+      {"abort: {grpc_status: 0, percentage: {numerator: 100}}", ""},
+      {"abort: {http_status: 200, percentage: {numerator: 100}}", ""},
+      {"abort: {http_status: 500, percentage: {numerator: 100}}", "UNKNOWN"},
       {"delay: {fixed_delay: 1s, percentage: {numerator: 100}}", ""},
   };
   for (const Case& c : cases) {
@@ -357,6 +364,20 @@ TEST(ExplainTest, MostSpecificFaultConfigWinsAndFilterConfigIsUnwrapped) {
                           "\"prod\" weight 50",
                           "route (virtual_hosts[0].routes[1]): prefix \"\" fails with "
                           "UNIMPLEMENTED (fault abort)"));
+}
+
+TEST(ExplainTest, FilterConfigDisabledIsIgnoredAsByGrpcClients) {
+  // Neither gRPC C-core nor grpc-js-xds reads FilterConfig.disabled: the
+  // config inside applies.
+  const std::string route = absl::StrCat(
+      R"({virtual_hosts: [{name: greeter, domains: ["*"], routes: [)",
+      R"({match: {prefix: ""}, route: {cluster: unroutable}, typed_per_filter_config: {envoy.filters.http.fault: )",
+      R"({"@type": type.googleapis.com/envoy.config.route.v3.FilterConfig, disabled: true, config: {"@type": )",
+      kFaultType, ", ", kAbortAll12, "}}}}]}]}");
+  ExplainResult result = ExplainFor(*BuildFaultGraph(route), {});
+  EXPECT_TRUE(result.complete()) << ExplainToText(result);
+  EXPECT_THAT(ExplainToText(result),
+              HasSubstr("prefix \"\" fails with UNIMPLEMENTED (fault abort)"));
 }
 
 TEST(ExplainTest, JsonRoundTrips) {

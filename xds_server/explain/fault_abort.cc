@@ -17,9 +17,12 @@ using ::google::protobuf::Any;
 
 // gRPC's mapping of an HTTP status to a gRPC code
 // (doc/http-grpc-status-mapping.md), which the fault filter applies to
-// abort.http_status.
+// abort.http_status. 200 is OK, as in C-core (grpc_http2_status_to_grpc_status);
+// grpc-js-xds maps it to UNKNOWN and aborts.
 int GrpcCodeOfHttpStatus(uint32_t status) {
   switch (status) {
+    case 200:
+      return static_cast<int>(absl::StatusCode::kOk);
     case 400:
       return static_cast<int>(absl::StatusCode::kInternal);
     case 401:
@@ -47,29 +50,37 @@ bool IsWhole(const FractionalPercent& percentage) {
 }
 
 // The code `config` (an HTTPFault, or a FilterConfig wrapping one) aborts
-// every RPC with, or nullopt.
+// every RPC with, or nullopt. Read as gRPC C-core reads it: neither client
+// reads FilterConfig.disabled (the config inside applies) nor
+// HTTPFault.headers (gRFC A33 leaves header selection out), and a code that
+// maps to OK aborts nothing (C-core takes grpc_status 0 for unset and
+// aborts only with a code that is not OK; grpc-js-xds would fail the RPC
+// with UNKNOWN on http_status 200: the clients differ there).
 std::optional<int> AbortCode(const Any& config) {
   const Any* inner = &config;
   FilterConfig wrapper;
   if (config.Is<FilterConfig>()) {
-    if (!config.UnpackTo(&wrapper) || wrapper.disabled()) return std::nullopt;
+    if (!config.UnpackTo(&wrapper)) return std::nullopt;
     inner = &wrapper.config();
   }
   HTTPFault fault;
   if (!inner->Is<HTTPFault>() || !inner->UnpackTo(&fault)) return std::nullopt;
-  if (!fault.has_abort() || fault.headers_size() > 0 || fault.has_max_active_faults()) {
-    return std::nullopt;
-  }
+  if (!fault.has_abort() || fault.has_max_active_faults()) return std::nullopt;
   const FaultAbort& abort = fault.abort();
   if (!abort.has_percentage() || !IsWhole(abort.percentage())) return std::nullopt;
+  int code;
   switch (abort.error_type_case()) {
     case FaultAbort::kGrpcStatus:
-      return static_cast<int>(abort.grpc_status());
+      code = static_cast<int>(abort.grpc_status());
+      break;
     case FaultAbort::kHttpStatus:
-      return GrpcCodeOfHttpStatus(abort.http_status());
+      code = GrpcCodeOfHttpStatus(abort.http_status());
+      break;
     default:  // header_abort: the request decides.
       return std::nullopt;
   }
+  if (code == static_cast<int>(absl::StatusCode::kOk)) return std::nullopt;
+  return code;
 }
 
 }  // namespace

@@ -34,7 +34,8 @@ class FaultFilters {
   // filter instance, the most specific override naming it, else the
   // filter's own config (gRFC A39). nullopt when some RPC may pass: no
   // abort, a percentage under 100 % (or none), an abort chosen by request
-  // headers, header matchers, or max_active_faults.
+  // headers, max_active_faults, or a code that maps to OK. As gRPC reads
+  // it, FilterConfig.disabled and HTTPFault.headers change nothing.
   std::optional<int> CertainAbort(absl::Span<const FilterConfigMap* const> overrides) const;
 
   bool empty() const { return filters_.empty(); }
