@@ -56,8 +56,13 @@ const RE2& ExactMethod() {
   return *kPattern;
 }
 
-MatchType ReadMatchType(SpecReader& reader, const YAML::Node& node, const std::string& path) {
+// Returns the match type (Exact when unset), or nullopt for a type this
+// version does not know (recorded as UnsupportedValue).
+std::optional<MatchType> ReadMatchType(SpecReader& reader, const YAML::Node& node,
+                                       const std::string& path) {
+  const size_t before = reader.count();
   std::optional<std::string> type = reader.Enum(node, path, "type", kMatchTypes, kUnsupportedValue);
+  if (reader.count() > before) return std::nullopt;
   return type == "RegularExpression" ? MatchType::kRegularExpression : MatchType::kExact;
 }
 
@@ -77,33 +82,40 @@ void CheckRegex(SpecReader& reader, const std::string& field, const std::string&
 MethodMatch ReadMethodMatch(SpecReader& reader, const YAML::Node& node, const std::string& path) {
   reader.CheckKnown(node, path, {"type", "service", "method"});
   MethodMatch method;
-  method.type = ReadMatchType(reader, node, path);
-  method.service = reader.String(node, path, "service", MethodPartRule()).value_or("");
-  method.method = reader.String(node, path, "method", MethodPartRule()).value_or("");
-  // Judged on what is written: a part refused above is not also missing.
+  const std::optional<MatchType> type = ReadMatchType(reader, node, path);
+  method.type = type.value_or(MatchType::kExact);
+  const std::optional<std::string> service = reader.String(node, path, "service", MethodPartRule());
+  const std::optional<std::string> method_name =
+      reader.String(node, path, "method", MethodPartRule());
+  method.service = service.value_or("");
+  method.method = method_name.value_or("");
+  // Judged on what is written: a part refused above is not also missing. An
+  // empty regular expression counts as left out; an empty Exact part is
+  // present, as for the CRD's CEL rules (has()), and refused below.
   auto written = [&](absl::string_view key) {
     const YAML::Node part = json::Child(node, key);
-    return part.IsDefined() && !part.IsNull() && !(part.IsScalar() && part.Scalar().empty());
+    return part.IsDefined() && !part.IsNull() &&
+           !(type == MatchType::kRegularExpression && part.IsScalar() && part.Scalar().empty());
   };
   if (!written("service") && !written("method")) {
     reader.Error(path,
                  "set service or method, or both (a method match without either matches "
                  "nothing the spec defines; leave method out to match every call)");
   }
-  if (method.type == MatchType::kExact) {
-    if (!method.service.empty() && !RE2::FullMatch(method.service, ExactService())) {
+  if (type == MatchType::kExact) {
+    if (service.has_value() && !RE2::FullMatch(method.service, ExactService())) {
       reader.Error(absl::StrCat(path, ".service"),
                    absl::StrCat(Quoted(method.service),
                                 " is not a gRPC service name (an Exact service must match ",
                                 kExactServiceText, ")"));
     }
-    if (!method.method.empty() && !RE2::FullMatch(method.method, ExactMethod())) {
+    if (method_name.has_value() && !RE2::FullMatch(method.method, ExactMethod())) {
       reader.Error(absl::StrCat(path, ".method"),
                    absl::StrCat(Quoted(method.method),
                                 " is not a gRPC method name (an Exact method must match ",
                                 kExactMethodText, ")"));
     }
-  } else {
+  } else if (type == MatchType::kRegularExpression) {
     if (!method.service.empty()) CheckRegex(reader, absl::StrCat(path, ".service"), method.service);
     if (!method.method.empty()) CheckRegex(reader, absl::StrCat(path, ".method"), method.method);
   }
@@ -143,7 +155,7 @@ RouteMatch ReadRouteMatch(SpecReader& reader, const YAML::Node& node, const std:
     HeaderMatch header;
     if (reader.ExpectMap(headers[i], header_path)) {
       reader.CheckKnown(headers[i], header_path, {"type", "name", "value"});
-      header.type = ReadMatchType(reader, headers[i], header_path);
+      header.type = ReadMatchType(reader, headers[i], header_path).value_or(MatchType::kExact);
       header.name =
           reader.String(headers[i], header_path, "name", HeaderNameRule(), true).value_or("");
       header.value =

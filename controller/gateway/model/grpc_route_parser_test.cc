@@ -326,8 +326,9 @@ TEST(GrpcRouteParserTest, RejectsRepeatedHeaderNameButKeepsCaseVariants) {
 }
 
 TEST(GrpcRouteParserTest, RejectsUnknownMatchTypesAsUnsupportedValue) {
+  // Only that: the Exact patterns do not apply to a type that is not Exact.
   const GatewayObject object = ParseRoute(
-      "{rules: [{matches: [{method: {type: Prefix, service: a}, "
+      "{rules: [{matches: [{method: {type: Prefix, service: 'a/', method: 'b*'}, "
       "headers: [{type: Present, name: x, value: y}]}]}]}");
   EXPECT_THAT(Messages(object),
               ElementsAre(HasSubstr("spec.rules[0].matches[0].method.type: \"Prefix\" is not "
@@ -337,12 +338,28 @@ TEST(GrpcRouteParserTest, RejectsUnknownMatchTypesAsUnsupportedValue) {
 }
 
 TEST(GrpcRouteParserTest, RequiresServiceOrMethodInAMethodMatch) {
-  EXPECT_THAT(
-      Messages(ParseRoute("{rules: [{matches: [{method: {type: Exact}}, {method: {}}, "
-                          "{method: {service: '', method: ''}}, {method: {method: Get}}]}]}")),
-      ElementsAre(HasSubstr("spec.rules[0].matches[0].method: set service or method"),
-                  HasSubstr("spec.rules[0].matches[1].method: set service or method"),
-                  HasSubstr("spec.rules[0].matches[2].method: set service or method")));
+  EXPECT_THAT(Messages(ParseRoute("{rules: [{matches: [{method: {type: Exact}}, {method: {}}, "
+                                  "{method: {type: RegularExpression, service: '', method: ''}}, "
+                                  "{method: {method: Get}}]}]}")),
+              ElementsAre(HasSubstr("spec.rules[0].matches[0].method: set service or method"),
+                          HasSubstr("spec.rules[0].matches[1].method: set service or method"),
+                          HasSubstr("spec.rules[0].matches[2].method: set service or method")));
+}
+
+TEST(GrpcRouteParserTest, AnEmptyExactServiceOrMethodIsNotAGrpcName) {
+  // The CRD's CEL rules apply whenever the key is present (has()), and ""
+  // matches neither pattern.
+  const GatewayObject object = ParseRoute(
+      "{rules: [{matches: [{method: {service: '', method: Get}}, "
+      "{method: {type: Exact, service: '', method: ''}}]}]}");
+  EXPECT_THAT(Messages(object),
+              ElementsAre(HasSubstr("spec.rules[0].matches[0].method.service: \"\" is not a gRPC "
+                                    "service name"),
+                          HasSubstr("spec.rules[0].matches[1].method.service: \"\" is not a gRPC "
+                                    "service name"),
+                          HasSubstr("spec.rules[0].matches[1].method.method: \"\" is not a gRPC "
+                                    "method name")));
+  EXPECT_THAT(Reasons(object), ElementsAre("InvalidSpec", "InvalidSpec", "InvalidSpec"));
 }
 
 TEST(GrpcRouteParserTest, RejectsExactNamesThatAreNotGrpcNames) {
