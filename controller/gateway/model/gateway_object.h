@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/snapshot/objects.h"
 #include "yaml-cpp/yaml.h"
@@ -171,6 +172,10 @@ struct GatewayObject {
   xds::ObjectRef ref;  // kind is one of the kinds above.
   int64_t generation = 0;
   std::string creation_timestamp;  // metadata.creationTimestamp as written; "" when unset.
+  // metadata.creationTimestamp read as RFC 3339; unset when not written or
+  // not a time (an error finding then). Route precedence orders by it, the
+  // oldest first; an unset one sorts after every set one.
+  std::optional<absl::Time> creation_time;
   std::string location;            // Where it was read from (file:line or API path).
   std::variant<GrpcRoute, ServiceInfo, SliceRef, ReferenceGrant, VariantPolicy> spec;
   std::vector<xds::Finding> findings;

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "controller/gateway/model/api_fields.h"
 #include "controller/gateway/model/grpc_route_parser.h"
 #include "controller/kubernetes/endpoints/endpoint_slices.h"
@@ -88,11 +89,16 @@ ServiceInfo ParseService(const YAML::Node& spec, SpecReader& reader) {
   }
   const std::vector<YAML::Node> ports = reader.List(spec, "spec", "ports", 0, kUnbounded);
   std::map<std::string, size_t> names;
+  std::map<std::pair<int, std::string>, size_t> numbers;  // By port and protocol.
   for (size_t i = 0; i < ports.size(); ++i) {
     const std::string path = Item("spec.ports", i);
     if (!reader.ExpectMap(ports[i], path)) continue;
     ServicePort port;
-    port.name = reader.String(ports[i], path, "name", kPortName).value_or("");
+    // "" is unnamed, as when the name is left out (the pattern is for names).
+    const YAML::Node name = json::Child(ports[i], "name");
+    const bool unnamed =
+        !name.IsDefined() || name.IsNull() || (IsString(name) && name.Scalar().empty());
+    if (!unnamed) port.name = reader.String(ports[i], path, "name", kPortName).value_or("");
     port.port =
         static_cast<int>(reader.Integer(ports[i], path, "port", 1, 65535, true).value_or(0));
     port.protocol = reader.Enum(ports[i], path, "protocol", {"TCP", "UDP", "SCTP"}).value_or("TCP");
@@ -103,11 +109,21 @@ ServiceInfo ParseService(const YAML::Node& spec, SpecReader& reader) {
       reader.Error(path + ".targetPort", absl::StrCat("expected a port number or name, found ",
                                                       json::DescribeNode(target)));
     }
-    if (ports.size() > 1 && !json::Child(ports[i], "name").IsDefined()) {
+    if (ports.size() > 1 && unnamed) {
       reader.Error(path + ".name", "is required when a Service has more than one port");
     } else if (auto [it, inserted] = names.emplace(port.name, i); !inserted && !port.name.empty()) {
       reader.Error(path + ".name", absl::StrCat(Quoted(port.name), " is also the name of ",
                                                 Item("spec.ports", it->second)));
+    }
+    // Kubernetes refuses a port and protocol twice; the names served for a
+    // Service port derive from its number.
+    if (port.port != 0) {
+      auto [it, inserted] = numbers.emplace(std::make_pair(port.port, port.protocol), i);
+      if (!inserted) {
+        reader.Error(path + ".port",
+                     absl::StrCat("port ", port.port, "/", port.protocol, " is also ",
+                                  Item("spec.ports", it->second), "'s"));
+      }
     }
     service.ports.push_back(std::move(port));
   }
@@ -244,7 +260,21 @@ GatewayObject ParseGatewayObject(const YAML::Node& document, absl::string_view l
   object.ref = {kind, ObjectNamespace(metadata, default_namespace, &findings), name};
   object.generation = ObjectGeneration(metadata);
   const YAML::Node created = json::Child(metadata, "creationTimestamp");
-  if (created.IsScalar()) object.creation_timestamp = created.Scalar();
+  if (created.IsScalar()) {
+    object.creation_timestamp = created.Scalar();
+    absl::Time time;
+    std::string error;
+    if (absl::ParseTime(absl::RFC3339_full, object.creation_timestamp, &time, &error)) {
+      object.creation_time = time;
+    } else {
+      reader.Error("metadata.creationTimestamp",
+                   absl::StrCat(Quoted(object.creation_timestamp),
+                                " is not an RFC 3339 time (2006-01-02T15:04:05Z)"));
+    }
+  } else if (created.IsDefined() && !created.IsNull()) {
+    reader.Error("metadata.creationTimestamp",
+                 absl::StrCat("expected an RFC 3339 time, found ", json::DescribeNode(created)));
+  }
 
   if (kind == kEndpointSliceKind) {
     object.spec = ParseSlice(document, &findings);

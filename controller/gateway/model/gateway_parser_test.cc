@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -53,9 +55,39 @@ spec: {}
   EXPECT_EQ(object.ref, (xds::ObjectRef{"GRPCRoute", "demo", "greeter"}));
   EXPECT_EQ(object.generation, 4);
   EXPECT_EQ(object.creation_timestamp, "2026-01-02T03:04:05Z");
+  EXPECT_THAT(object.creation_time, Optional(absl::FromCivil(absl::CivilSecond(2026, 1, 2, 3, 4, 5),
+                                                             absl::UTCTimeZone())));
   EXPECT_EQ(object.location, "objects.yaml:3");
   EXPECT_EQ(Parse("{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {}}").ref.namespace_,
             "default");
+}
+
+TEST(GatewayParserTest, ReadsCreationTimestampsAsRfc3339) {
+  auto parse = [](const std::string& timestamp) {
+    return Parse(
+        absl::StrCat("{apiVersion: v1, kind: Service, metadata: {name: s, "
+                     "creationTimestamp: ",
+                     timestamp, "}, spec: {}}"));
+  };
+  const absl::Time base =
+      absl::FromCivil(absl::CivilSecond(2026, 1, 2, 3, 4, 5), absl::UTCTimeZone());
+  EXPECT_THAT(parse("'2026-01-02T03:04:05.25Z'").creation_time,
+              Optional(base + absl::Milliseconds(250)));
+  EXPECT_THAT(parse("'2026-01-02T05:04:05+02:00'").creation_time, Optional(base));
+  const GatewayObject unset =
+      Parse("{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {}}");
+  EXPECT_EQ(unset.creation_time, std::nullopt);
+  EXPECT_THAT(Messages(unset), IsEmpty());
+  for (const char* bad : {"yesterday", "'2026-01-02 03:04:05'", "'2026-13-02T03:04:05Z'", "[1]"}) {
+    SCOPED_TRACE(bad);
+    const GatewayObject object = parse(bad);
+    EXPECT_EQ(object.creation_time, std::nullopt);
+    EXPECT_THAT(Messages(object), ElementsAre(HasSubstr("metadata.creationTimestamp: ")));
+    EXPECT_TRUE(object.has_errors());
+  }
+  EXPECT_THAT(Messages(parse("yesterday")),
+              ElementsAre("metadata.creationTimestamp: \"yesterday\" is not an RFC 3339 time "
+                          "(2006-01-02T15:04:05Z)"));
 }
 
 TEST(GatewayParserTest, AcceptsTheSupportedVersionsOnly) {
@@ -149,6 +181,27 @@ TEST(GatewayParserTest, RejectsBadServicePorts) {
                   HasSubstr("spec.ports[2].targetPort: expected a port number or name"),
                   "spec.ports[2].name: \"a\" is also the name of spec.ports[0]",
                   HasSubstr("spec.ports[3].name: \"Bad_Name\" does not match")));
+}
+
+TEST(GatewayParserTest, RejectsAPortAndProtocolTwice) {
+  // Kubernetes refuses them, and the names served derive from the port.
+  EXPECT_THAT(Messages(Parse("{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {ports: ["
+                             "{name: a, port: 80}, {name: b, port: 80, protocol: UDP}, "
+                             "{name: c, port: 81}, {name: d, port: 80, protocol: TCP}, "
+                             "{name: e, port: 80, protocol: UDP}]}}")),
+              ElementsAre("spec.ports[3].port: port 80/TCP is also spec.ports[0]'s",
+                          "spec.ports[4].port: port 80/UDP is also spec.ports[1]'s"));
+}
+
+TEST(GatewayParserTest, AnEmptyPortNameIsUnnamedAndOnlyOnePortMayBeUnnamed) {
+  const GatewayObject single = Parse(
+      "{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {ports: [{name: '', port: "
+      "80}]}}");
+  EXPECT_THAT(Messages(single), IsEmpty());
+  EXPECT_EQ(std::get<ServiceInfo>(single.spec).ports[0].name, "");
+  EXPECT_THAT(Messages(Parse("{apiVersion: v1, kind: Service, metadata: {name: s}, spec: {ports: "
+                             "[{name: a, port: 80}, {name: '', port: 81}]}}")),
+              ElementsAre("spec.ports[1].name: is required when a Service has more than one port"));
 }
 
 TEST(GatewayParserTest, KeepsAnEndpointSliceWithItsService) {
