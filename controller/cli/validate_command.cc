@@ -21,6 +21,8 @@ constexpr char kUsage[] =
     "  rule the server applies. Prints one line per problem:\n"
     "    namespace/name: field: reason            (rejected)\n"
     "    namespace/name: field: warning: reason   (served, but worth fixing)\n"
+    "  GRPCRoutes and XdsVariantPolicies are checked too; a problem with a Service,\n"
+    "  EndpointSlice or ReferenceGrant is a warning (Facet ignores the object).\n"
     "  A resource with conditional elements (@when) is followed by the variants it compiles to:\n"
     "    namespace/name: spec.variants[0].resource: compiles to N variants\n"
     "      label: constraints; includes: paths of the @when elements it includes\n"
@@ -117,30 +119,54 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
   xds::BuildResult result =
       xds::BuildSnapshot(manifests.resources, manifests.authorities, /*previous=*/nullptr, options);
-  int accepted = 0;
+  size_t objects = result.statuses.size();
+  size_t accepted = 0;
   int object_errors = 0;
+  // Prints one finding: "namespace/name: field: [warning: ]<prefix>message".
+  auto print = [&](const xds::ObjectRef& ref, const xds::Finding& finding, bool is_warning,
+                   absl::string_view prefix) {
+    if (is_warning) {
+      ++warning_count;
+      if (!warnings) return;
+    } else {
+      ++object_errors;
+    }
+    out << EscapeText(ref.ToString()) << ": "
+        << (finding.field.empty() ? "-" : EscapeText(finding.field)) << ": "
+        << (is_warning ? "warning: " : "") << prefix << EscapeText(finding.message) << "\n";
+  };
   // An object rejected for referring to a rejected object prints after it.
   for (const xds::ObjectStatus* object : xds::CausesFirst(result.statuses)) {
     const xds::ObjectStatus& status = *object;
     if (status.accepted) ++accepted;
     for (const xds::Finding& finding : status.findings) {
-      const bool is_warning = finding.severity == xds::Severity::kWarning;
-      if (is_warning) {
-        ++warning_count;
-        if (!warnings) continue;
-      } else {
-        ++object_errors;
-      }
-      out << EscapeText(status.ref.ToString()) << ": "
-          << (finding.field.empty() ? "-" : EscapeText(finding.field)) << ": "
-          << (is_warning ? "warning: " : "") << EscapeText(finding.message) << "\n";
+      print(status.ref, finding, finding.severity == xds::Severity::kWarning, "");
     }
     if (!status.accepted) rejected = true;
     if (status.accepted) PrintCompiledVariants(status, out);
   }
-  err << "facet validate: " << manifests.files.size() << " files, " << result.statuses.size()
-      << " objects: " << accepted << " valid, " << result.statuses.size() - accepted
-      << " rejected; " << object_errors << " errors, " << warning_count << " warnings\n";
+  // The Gateway API objects and XdsVariantPolicies as read (their
+  // translation comes later). A GRPCRoute or policy with errors is not
+  // Accepted: the input is rejected. Services, EndpointSlices and
+  // ReferenceGrants are not Facet's: one with errors is ignored, a warning.
+  for (const gateway::GatewayObject& object : manifests.gateway_objects) {
+    const bool read_only = gateway::IsReadOnlyKind(object.ref.kind);
+    const std::string ignored = absl::StrCat("ignored: invalid ", object.ref.kind, ": ");
+    for (const xds::Finding& finding : object.findings) {
+      const bool is_error = finding.severity == xds::Severity::kError;
+      print(object.ref, finding, !is_error || read_only, is_error && read_only ? ignored : "");
+    }
+    if (read_only) continue;
+    ++objects;
+    if (object.has_errors()) {
+      rejected = true;
+    } else {
+      ++accepted;
+    }
+  }
+  err << "facet validate: " << manifests.files.size() << " files, " << objects
+      << " objects: " << accepted << " valid, " << objects - accepted << " rejected; "
+      << object_errors << " errors, " << warning_count << " warnings\n";
   KeepUntilExit(std::move(manifests), std::move(result));
   if (unreadable) return kValidateUnreadable;
   return rejected ? kValidateRejected : kValidateOk;

@@ -25,6 +25,22 @@ expect 1 "${repo}/test/testdata/invalid"
 for file in "${repo}"/test/testdata/warnings/*.yaml; do
   expect 0 "${file}"
 done
+# A Service defined in two files is a warning; a GRPCRoute defined twice is not.
+mkdir "${tmp}/services" "${tmp}/routes"
+service='apiVersion: v1
+kind: Service
+metadata: {name: greeter, namespace: demo}
+spec: {ports: [{name: grpc, port: 50051}]}'
+route='apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: greeter, namespace: demo}
+spec: {parentRefs: [{group: "", kind: Service, name: greeter}]}'
+printf '%s\n' "${service}" >"${tmp}/services/a.yaml"
+printf '%s\n' "${service}" >"${tmp}/services/b.yaml"
+printf '%s\n' "${route}" >"${tmp}/routes/a.yaml"
+printf '%s\n' "${route}" >"${tmp}/routes/b.yaml"
+expect 0 "${tmp}/services"
+expect 1 "${tmp}/routes"
 expect 2 "${tmp}/broken.yaml"
 expect 2 "${tmp}/does-not-exist"
 expect 2

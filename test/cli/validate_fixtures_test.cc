@@ -10,6 +10,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "controller/cli/validate_command.h"
 #include "gmock/gmock.h"
@@ -149,6 +150,89 @@ TEST(ValidateFixturesTest, PrintsNamesWithControlCharactersEscapedOnOneLine) {
     EXPECT_FALSE(absl::StartsWith(line, "demo/forged")) << outcome.out;
   }
   fs::remove(file);
+}
+
+// Writes `files` (name, text) into a fresh directory under the test's
+// temporary directory and returns its path.
+fs::path WriteDirectory(const std::string& name,
+                        const std::vector<std::pair<std::string, std::string>>& files) {
+  const fs::path dir = fs::path(::testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& [file, text] : files) std::ofstream(dir / file) << text;
+  return dir;
+}
+
+constexpr char kService[] =
+    "apiVersion: v1\nkind: Service\nmetadata: {name: greeter, namespace: demo}\n"
+    "spec: {ports: [{name: grpc, port: 50051}]}\n";
+constexpr char kRoute[] =
+    "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\n"
+    "metadata: {name: greeter, namespace: demo}\n"
+    "spec:\n  parentRefs: [{group: '', kind: Service, name: greeter}]\n";
+
+TEST(ValidateFixturesTest, ProblemsOfObjectsFacetDoesNotOwnAreWarnings) {
+  // A slice without its Service label, a ReferenceGrant without `to`: Facet
+  // ignores them, and says so, but the input is valid.
+  const fs::path dir = WriteDirectory("not-owned", {{"objects.yaml", absl::StrCat(kService, R"(---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: greeter-1, namespace: demo}
+addressType: IPv4
+endpoints: []
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: g, namespace: demo}
+spec: {from: [{group: gateway.networking.k8s.io, kind: GRPCRoute, namespace: other}]}
+)")}});
+  Outcome outcome = Validate({dir.string()});
+  EXPECT_EQ(outcome.code, kValidateOk) << outcome.out;
+  EXPECT_THAT(outcome.out,
+              HasSubstr("demo/greeter-1: metadata.labels.kubernetes.io/service-name: warning: "
+                        "is not set: the slice belongs to no Service and is not used\n"));
+  EXPECT_THAT(outcome.out, HasSubstr("demo/g: spec.to: warning: ignored: invalid ReferenceGrant: "
+                                     "is required: at least 1 entry\n"));
+  EXPECT_THAT(Validate({"--no-warnings", dir.string()}).out, Not(HasSubstr("demo/")));
+  fs::remove_all(dir);
+}
+
+TEST(ValidateFixturesTest, ARouteOrPolicyWithErrorsRejectsTheInput) {
+  const fs::path dir = WriteDirectory(
+      "route-errors",
+      {{"objects.yaml", absl::StrCat(kService, "---\n", kRoute, R"(  rules: [{name: Bad_Name}]
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsVariantPolicy
+metadata: {name: canary, namespace: demo}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: greeter}]
+  when: {env: prod}
+  extra: 1
+)")}});
+  Outcome outcome = Validate({dir.string()});
+  EXPECT_EQ(outcome.code, kValidateRejected) << outcome.out;
+  EXPECT_THAT(outcome.out, HasSubstr("demo/greeter: spec.rules[0].name: \"Bad_Name\" does not "
+                                     "match"));
+  EXPECT_THAT(outcome.out, HasSubstr("demo/canary: spec.extra: "));
+  EXPECT_THAT(outcome.out, Not(HasSubstr("warning")));
+  EXPECT_THAT(outcome.err, HasSubstr("2 objects: 0 valid, 2 rejected"));
+  fs::remove_all(dir);
+}
+
+TEST(ValidateFixturesTest, AServiceDefinedInTwoFilesIsAWarningARouteAnError) {
+  const fs::path services =
+      WriteDirectory("service-twice", {{"a.yaml", kService}, {"b.yaml", kService}});
+  Outcome outcome = Validate({services.string()});
+  EXPECT_EQ(outcome.code, kValidateOk) << outcome.out;
+  EXPECT_THAT(outcome.out, HasSubstr("b.yaml:1: warning: demo/greeter: defined again (first at "));
+  const fs::path routes = WriteDirectory(
+      "route-twice", {{"a.yaml", absl::StrCat(kService, "---\n", kRoute)}, {"b.yaml", kRoute}});
+  outcome = Validate({routes.string()});
+  EXPECT_EQ(outcome.code, kValidateRejected) << outcome.out;
+  EXPECT_THAT(outcome.out, HasSubstr("b.yaml:1: demo/greeter: defined again (first at "));
+  fs::remove_all(services);
+  fs::remove_all(routes);
 }
 
 TEST(ValidateFixturesTest, UsageErrorsExitTwo) {

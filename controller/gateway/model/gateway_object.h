@@ -12,6 +12,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/snapshot/objects.h"
@@ -25,6 +26,12 @@ inline constexpr char kReferenceGrantKind[] = "ReferenceGrant";
 inline constexpr char kServiceKind[] = "Service";
 inline constexpr char kEndpointSliceKind[] = "EndpointSlice";
 inline constexpr char kXdsVariantPolicyKind[] = "XdsVariantPolicy";
+
+// Whether objects of `kind` belong to other owners and Facet only reads
+// them: Services, EndpointSlices and ReferenceGrants, on which it reports no
+// status. One with errors is ignored; for `facet validate` that is a warning,
+// while a GRPCRoute or XdsVariantPolicy with errors is not Accepted. Thread-safe.
+bool IsReadOnlyKind(absl::string_view kind);
 
 // Finding reasons besides the parser's InvalidSpec (what the CRD's schema
 // or CEL rules would refuse) and InvalidConstraints (a policy's `when`).

@@ -34,9 +34,13 @@ xds::Digest128 Fingerprint(const YAML::Node& document, const std::string& locati
   return digest.Finish();
 }
 
+// A Service, EndpointSlice or ReferenceGrant defined again is a warning:
+// Facet does not own them (and one file may well repeat another's Service).
 ManifestProblem DefinedAgain(const xds::ObjectRef& ref, const std::string& location,
                              const std::string& first) {
-  return {ManifestProblem::Kind::kError, location,
+  return {gateway::IsReadOnlyKind(ref.kind) ? ManifestProblem::Kind::kWarning
+                                            : ManifestProblem::Kind::kError,
+          location,
           absl::StrCat(ref.ToString(), ": defined again (first at ", first,
                        "); the later definition is ignored")};
 }

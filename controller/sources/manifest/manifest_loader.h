@@ -23,7 +23,8 @@ struct ManifestProblem {
   enum class Kind {
     kUnreadable,  // The path cannot be read, or is not valid YAML.
     kError,       // A document is unusable, or an object is defined twice.
-    kWarning,     // A document Facet ignores (another kind of object).
+    kWarning,     // A document Facet ignores (another kind of object), or a
+                  // Service, EndpointSlice or ReferenceGrant defined twice.
   };
   Kind kind;
   std::string location;  // "path", "path:line" or "path:line:column".

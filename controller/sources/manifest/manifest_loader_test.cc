@@ -180,11 +180,12 @@ spec: {}
                           "GRPCRoute demo/echo at b.yaml:1", "ReferenceGrant demo/g at b.yaml:6",
                           "XdsVariantPolicy demo/p at b.yaml:11"));
   // Objects keep their findings; a kind and name defined twice is reported
-  // as for Facet objects (a GRPCRoute and a Service may share a name).
+  // as for Facet objects (a GRPCRoute and a Service may share a name), as a
+  // warning for a Service, which is not Facet's.
   EXPECT_THAT(set.gateway_objects[2].findings,
               ElementsAre(Field(&xds::Finding::field, "spec.rules[0].nmae")));
   ASSERT_EQ(set.problems.size(), 1u);
-  EXPECT_EQ(set.problems[0].kind, ManifestProblem::Kind::kError);
+  EXPECT_EQ(set.problems[0].kind, ManifestProblem::Kind::kWarning);
   EXPECT_THAT(set.problems[0].message, HasSubstr("demo/echo: defined again (first at"));
   EXPECT_THAT(set.problems[0].location, HasSubstr("b.yaml:16"));
 
