@@ -31,6 +31,12 @@ const std::string& LocationOf(const FileObject& object) {
   return std::visit([](const auto& o) -> const std::string& { return o.location; }, object.object);
 }
 
+// Whether an object read from a file reaches the builder: Gateway API
+// objects are read, but nothing translates them yet (see Define()).
+bool Serves(const xds::ObjectRef& ref) {
+  return ref.kind == xds::kXdsResourceKind || ref.kind == xds::kXdsAuthorityKind;
+}
+
 int64_t Millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
 
 // Text the directory's writers control (file names, object names, fields,
@@ -320,8 +326,10 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     }
   }
   std::vector<xds::ObjectRef> dropped;
+  // Dropping what serves nothing withdraws nothing: it holds no read.
+  std::vector<xds::ObjectRef> dropped_unserved;
   for (const auto& [ref, fingerprint] : state.objects) {
-    if (defined.count(ref) == 0) dropped.push_back(ref);
+    if (defined.count(ref) == 0) (Serves(ref) ? dropped : dropped_unserved).push_back(ref);
   }
   const bool quiet = state.held && state.held->first == stamp &&
                      now - state.held->second >= options_.removal_settle;
@@ -339,6 +347,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     return;
   }
   state.held.reset();
+  for (const xds::ObjectRef& ref : dropped_unserved) state.objects.erase(ref);
   if (!changed.empty() && !quiet && publisher_.published() != nullptr) {
     undo->try_emplace(path, state.text);
   }

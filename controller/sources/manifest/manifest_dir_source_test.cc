@@ -170,6 +170,31 @@ spec: {parentRefs: [{group: "", kind: Service, name: a}]}
   EXPECT_EQ(source->statuses()[0]->ref.kind, xds::kXdsResourceKind);
 }
 
+TEST_F(ManifestDirSourceTest, DroppingGatewayObjectsDoesNotHoldTheFile) {
+  // Nothing is served from them yet, so their removal waits for nothing:
+  // the edit beside it is published at once, not after removal_settle.
+  const std::string route = R"(---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: a, namespace: demo}
+spec: {parentRefs: [{group: "", kind: Service, name: a}]}
+)";
+  Write("a.yaml", Endpoints("a", 1) + route);
+  xds::SnapshotStore store;
+  Published published(store);
+  ManifestDirSource::Options options = InotifyOnly();
+  options.removal_settle = std::chrono::seconds(30);  // Longer than the test.
+  auto source = Start(store, options);
+  ASSERT_EQ(PortOf(*store.Current(), "a"), 1u);
+  Write("a.yaml", Endpoints("a", 2));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  EXPECT_EQ(source->stats().held_removals, 0);
+  // Back again: read as new.
+  Write("a.yaml", Endpoints("a", 3) + route);
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 3; }));
+  EXPECT_EQ(source->stats().held_removals, 0);
+}
+
 TEST_F(ManifestDirSourceTest, InvalidEditsKeepTheLastGoodVersion) {
   Write("a.yaml", Endpoints("a", 1));
   Write("b.yaml", Endpoints("b", 5));
