@@ -211,7 +211,7 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
       for (ConditionCause& note : match.notes) notes.push_back(std::move(note));
       XdsRoute xds_route;
       xds_route.precedence = match.precedence;
-      xds_route.precedence.creation_timestamp = route.creation_timestamp;
+      xds_route.precedence.created = route.creation_time.value_or(absl::InfiniteFuture());
       xds_route.precedence.route = route_key;
       xds_route.precedence.rule = i;
       xds_route.precedence.match = j;

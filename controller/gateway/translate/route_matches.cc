@@ -70,9 +70,9 @@ void TranslateMethod(const MethodMatch& method, const std::string& field, Transl
 }  // namespace
 
 bool Precedes(const Precedence& a, const Precedence& b) {
-  return std::tie(b.service_length, b.method_length, b.header_count, a.creation_timestamp, a.route,
+  return std::tie(b.service_length, b.method_length, b.header_count, a.created, a.route,
                   a.rule, a.match) < std::tie(a.service_length, a.method_length, a.header_count,
-                                              b.creation_timestamp, b.route, b.rule, b.match);
+                                              b.created, b.route, b.rule, b.match);
 }
 
 TranslatedMatch TranslateMatch(const RouteMatch& match) {

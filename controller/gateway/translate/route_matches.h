@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "controller/gateway/model/gateway_object.h"
 #include "controller/gateway/model/gateway_status.h"
 #include "yaml-cpp/yaml.h"
@@ -22,9 +23,10 @@ struct Precedence {
   size_t service_length = 0;  // More first.
   size_t method_length = 0;   // More first.
   size_t header_count = 0;    // Distinct header names; more first.
-  // Older first ("" for a manifest without one sorts first, and then
-  // `route` decides).
-  std::string creation_timestamp;
+  // metadata.creationTimestamp: older first. A route without one (a
+  // manifest) sorts after every route that has one, and among themselves
+  // `route` decides.
+  absl::Time created = absl::InfiniteFuture();
   std::string route;  // "namespace/name"; alphabetical.
   size_t rule = 0;    // Within the route: the rule first written first,
   size_t match = 0;   // then its match first written first.

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "controller/gateway/translate/translate_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -133,9 +134,15 @@ std::vector<std::string> Sorted(std::vector<Precedence> keys) {
   return out;
 }
 
-Precedence Key(size_t service, size_t method, size_t headers, std::string created,
+// `created`: RFC 3339, or "" for a route without a creation timestamp.
+Precedence Key(size_t service, size_t method, size_t headers, const std::string& created,
                std::string route, size_t rule = 0, size_t match = 0) {
-  return {service, method, headers, std::move(created), std::move(route), rule, match};
+  absl::Time time = absl::InfiniteFuture();
+  std::string error;
+  if (!created.empty()) {
+    EXPECT_TRUE(absl::ParseTime(absl::RFC3339_full, created, &time, &error)) << error;
+  }
+  return {service, method, headers, time, std::move(route), rule, match};
 }
 
 TEST(RouteMatchesTest, LongerServiceWins) {
@@ -156,6 +163,19 @@ TEST(RouteMatchesTest, MoreHeadersWin) {
 TEST(RouteMatchesTest, OlderRouteWinsTie) {
   EXPECT_THAT(Sorted({Key(5, 4, 1, "2026-01-02T00:00:00Z", "a"),
                       Key(5, 4, 1, "2026-01-01T00:00:00Z", "b")}),
+              ElementsAre("b/0/0", "a/0/0"));
+}
+
+// Timestamps compare as times, not as text: +02:00 one hour past midnight
+// is before midnight UTC.
+TEST(RouteMatchesTest, TimestampsCompareAsTimesWhateverTheirOffset) {
+  EXPECT_THAT(Sorted({Key(5, 4, 1, "2026-01-01T00:00:00Z", "a"),
+                      Key(5, 4, 1, "2026-01-01T01:00:00+02:00", "b")}),
+              ElementsAre("b/0/0", "a/0/0"));
+}
+
+TEST(RouteMatchesTest, RouteWithoutTimestampSortsAfterThoseWithOne) {
+  EXPECT_THAT(Sorted({Key(5, 4, 1, "", "a"), Key(5, 4, 1, "2026-01-01T00:00:00Z", "b")}),
               ElementsAre("b/0/0", "a/0/0"));
 }
 
