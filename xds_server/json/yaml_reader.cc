@@ -12,12 +12,37 @@
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/exceptions.h"
 #include "yaml-cpp/mark.h"
+#include "yaml-cpp/node/detail/memory.h"
+#include "yaml-cpp/node/detail/node.h"
+#include "yaml-cpp/node/impl.h"
 #include "yaml-cpp/parser.h"
 
 #include <yaml.h>  // libyaml
 
 namespace facet::json {
 namespace {
+// Names the one use of YAML::as_if below.
+struct WrapDetailNode;
+}  // namespace
+}  // namespace facet::json
+
+namespace YAML {
+// yaml-cpp's Node befriends every as_if<T, S>, so this specialization may
+// wrap a node built with yaml-cpp's detail API in a Node, as yaml-cpp's own
+// (unexported) NodeBuilder does for YAML::Load.
+template <>
+struct as_if<facet::json::WrapDetailNode, void> {
+  static Node Wrap(detail::node& node, detail::shared_memory_holder memory) {
+    return Node(node, std::move(memory));
+  }
+};
+}  // namespace YAML
+
+namespace facet::json {
+namespace {
+
+using DetailNode = YAML::detail::node;
+using Wrapper = YAML::as_if<WrapDetailNode, void>;
 
 YamlPosition PositionOf(const YAML::Mark& mark) { return {mark.line + 1, mark.column + 1}; }
 
@@ -25,10 +50,12 @@ std::string Where(const YAML::Mark& mark) {
   return absl::StrCat(mark.line + 1, ":", mark.column + 1);
 }
 
-// Builds one document from parser events, every node created in (and
-// attached at once to) the document's single yaml-cpp memory pool, so each
-// node costs the same whatever the document's size. After the first problem
-// it records nothing more.
+// Builds one document from parser events with yaml-cpp's detail API, as
+// YAML::Load does: every node is created in the document's one memory pool
+// and attached to its parent directly, so each node costs the same whatever
+// the document's size, and no Node handle (a reference-counted copy of the
+// pool's pointer) is made per node. After the first problem it records
+// nothing more.
 class BoundedBuilder : public YAML::EventHandler {
  public:
   // `check_progress`: fail a document that does not start after the
@@ -38,12 +65,17 @@ class BoundedBuilder : public YAML::EventHandler {
 
   const std::optional<YamlReadError>& error() const { return error_; }
   // The document being read (complete or not).
-  const YAML::Node& root() const { return root_; }
+  YAML::Node root() const {
+    if (root_ != nullptr) return Wrapper::Wrap(*root_, memory_);
+    return in_document_ ? YAML::Node(YAML::NodeType::Null) : YAML::Node();
+  }
 
   // Returns the document read since the last call.
   YamlDocument TakeDocument() {
-    YamlDocument document{root_, position_, std::move(item_positions_)};
-    root_.reset(YAML::Node());
+    YamlDocument document{root(), position_, std::move(item_positions_)};
+    root_ = nullptr;
+    in_document_ = false;
+    memory_.reset();
     item_positions_.clear();
     return document;
   }
@@ -61,9 +93,11 @@ class BoundedBuilder : public YAML::EventHandler {
     anchors_.clear();
     anchor_names_.clear();
     object_.reset();
-    root_.reset(YAML::Node(YAML::NodeType::Null));
-    scratch_.reset(YAML::Node(YAML::NodeType::Sequence));
-    scratch_size_ = 0;
+    // Every node of the document is created in one yaml-cpp pool, so that
+    // attaching a node merges nothing.
+    memory_ = std::make_shared<YAML::detail::memory_holder>();
+    root_ = nullptr;
+    in_document_ = true;
     position_ = YamlPosition();
     item_positions_.clear();
   }
@@ -77,7 +111,8 @@ class BoundedBuilder : public YAML::EventHandler {
     if (failed() || !AcceptValue(mark, "null")) return;
     BeginValue();
     if (!Count(mark, 1, 0)) return;
-    YAML::Node node(YAML::NodeType::Null);
+    DetailNode& node = memory_->create_node();
+    node.set_null();
     Place(mark, node);
     Anchor(anchor, node, 1, 0);
     EndScalarObject();
@@ -89,17 +124,18 @@ class BoundedBuilder : public YAML::EventHandler {
     const bool is_key = !stack_.empty() && stack_.back().is_map && !stack_.back().has_key;
     if (!is_key) BeginValue();
     if (!Count(mark, 1, value.size())) return;
-    YAML::Node node = NewScalar(value);
-    node.SetTag(tag);
+    DetailNode& node = memory_->create_node();
+    node.set_scalar(value);
+    node.set_tag(tag);
     if (is_key) {
       Open& map = stack_.back();
       // Keys are viewed in their nodes, which the document keeps unchanged.
-      if (const YAML::Mark* first = map.AddKey(node.Scalar(), mark); first != nullptr) {
+      if (const YAML::Mark* first = map.AddKey(node.scalar(), mark); first != nullptr) {
         Fail(mark, absl::StrCat("duplicate key \"", value, "\" in a map (first at ", Where(*first),
                                 "); a key may appear once, as the Kubernetes API requires"));
         return;
       }
-      map.key.reset(node);
+      map.key = &node;
       map.has_key = true;
     } else {
       Place(mark, node);
@@ -120,7 +156,7 @@ class BoundedBuilder : public YAML::EventHandler {
     const Anchored& target = it->second;
     BeginValue();
     if (!Count(mark, target.nodes, target.bytes, &name)) return;
-    Place(mark, target.node);
+    Place(mark, *target.node);
     EndScalarObject();
   }
 
@@ -138,7 +174,7 @@ class BoundedBuilder : public YAML::EventHandler {
 
  private:
   struct Open {
-    YAML::Node node;
+    DetailNode* node = nullptr;
     bool is_map = false;
     YAML::anchor_t anchor = YAML::NullAnchor;
     // The counters when this node opened (itself not counted).
@@ -147,7 +183,7 @@ class BoundedBuilder : public YAML::EventHandler {
     // Maps: the key waiting for its value, and every key seen (in a list
     // while the map is small, then in a hash map).
     bool has_key = false;
-    YAML::Node key;
+    DetailNode* key = nullptr;
     std::vector<std::pair<absl::string_view, YAML::Mark>> few_keys;
     absl::flat_hash_map<absl::string_view, YAML::Mark> many_keys;
 
@@ -182,7 +218,7 @@ class BoundedBuilder : public YAML::EventHandler {
   };
 
   struct Anchored {
-    YAML::Node node;
+    DetailNode* node = nullptr;
     bool complete = false;  // False while the anchored container is open.
     size_t nodes = 0;       // Expanded size of its subtree.
     size_t bytes = 0;
@@ -216,7 +252,7 @@ class BoundedBuilder : public YAML::EventHandler {
           // An enclosing list's current element was placed already.
           absl::StrAppend(&label, "[", innermost ? open.elements : open.elements - 1, "]");
         } else {
-          matches = open.is_map && (!innermost || open.has_key) && open.key.Scalar() == path[i];
+          matches = open.is_map && (!innermost || open.has_key) && open.key->scalar() == path[i];
           absl::StrAppend(&label, i == 0 ? "" : ".", path[i]);
         }
       }
@@ -287,39 +323,29 @@ class BoundedBuilder : public YAML::EventHandler {
     return true;
   }
 
-  // Returns a new scalar node, created in the document's pool (so attaching
-  // it merges nothing).
-  YAML::Node NewScalar(const std::string& value) {
-    YAML::Node node = scratch_[scratch_size_++];
-    node = value;
-    return node;
-  }
-
   // Attaches `node` to the open container (or makes it the root).
-  void Place(const YAML::Mark& mark, const YAML::Node& node) {
+  void Place(const YAML::Mark& mark, DetailNode& node) {
     if (stack_.empty()) {
-      scratch_.push_back(node);  // Brings the root into the document's pool.
-      ++scratch_size_;
-      root_.reset(node);
+      root_ = &node;
       position_ = PositionOf(mark);
       return;
     }
     Open& parent = stack_.back();
     if (parent.is_map) {
-      parent.node.force_insert(parent.key, node);
+      parent.node->insert(*parent.key, node, memory_);
       parent.has_key = false;
     } else {
       if (parent.items) item_positions_.push_back(PositionOf(mark));
-      parent.node.push_back(node);
+      parent.node->push_back(node, memory_);
       ++parent.elements;
     }
   }
 
-  void Anchor(YAML::anchor_t anchor, const YAML::Node& node, size_t nodes, size_t bytes) {
+  void Anchor(YAML::anchor_t anchor, DetailNode& node, size_t nodes, size_t bytes) {
     if (anchor == YAML::NullAnchor) return;
     anchor_names_[anchor] = std::move(pending_anchor_name_);
     anchors_.erase(anchor);
-    anchors_.emplace(anchor, Anchored{node, /*complete=*/true, nodes, bytes});
+    anchors_.emplace(anchor, Anchored{&node, /*complete=*/true, nodes, bytes});
   }
 
   void StartContainer(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
@@ -341,14 +367,15 @@ class BoundedBuilder : public YAML::EventHandler {
     open.nodes_before = nodes_;
     open.bytes_before = bytes_;
     if (!Count(mark, 1, 0)) return;
-    open.node.reset(YAML::Node(is_map ? YAML::NodeType::Map : YAML::NodeType::Sequence));
-    open.node.SetTag(tag);
-    open.node.SetStyle(style);
+    open.node = &memory_->create_node();
+    open.node->set_type(is_map ? YAML::NodeType::Map : YAML::NodeType::Sequence);
+    open.node->set_tag(tag);
+    open.node->set_style(style);
     open.is_map = is_map;
     open.anchor = anchor;
     open.items = !is_map && stack_.size() == 1 && stack_[0].is_map && stack_[0].has_key &&
-                 stack_[0].key.Scalar() == "items";
-    Place(mark, open.node);
+                 stack_[0].key->scalar() == "items";
+    Place(mark, *open.node);
     if (anchor != YAML::NullAnchor) {
       anchor_names_[anchor] = std::move(pending_anchor_name_);
       anchors_.erase(anchor);
@@ -376,13 +403,10 @@ class BoundedBuilder : public YAML::EventHandler {
   // Totals over the whole text, aliases expanded.
   size_t nodes_ = 0;
   size_t bytes_ = 0;
-  // The document being read. yaml-cpp's Node::operator= writes through to
-  // the node already held, so nodes held here are only ever reset().
-  YAML::Node root_;
-  // A list outside the document whose pool the document's nodes share:
-  // scratch_[scratch_size_] creates a node there.
-  YAML::Node scratch_;
-  size_t scratch_size_ = 0;
+  // The document being read: its pool, and its root once placed.
+  YAML::detail::shared_memory_holder memory_;
+  DetailNode* root_ = nullptr;
+  bool in_document_ = false;
   YamlPosition position_;
   std::vector<YamlPosition> item_positions_;
   std::vector<Open> stack_;
@@ -447,6 +471,9 @@ bool ReadWithLibyaml(absl::string_view text, BoundedBuilder& builder,
     return tag == nullptr ? std::string("?") : std::string(View(tag));
   };
   auto style = [](bool flow) { return flow ? YAML::EmitterStyle::Flow : YAML::EmitterStyle::Block; };
+  // Reused for every scalar, so that passing one on allocates nothing.
+  std::string tag_buffer;
+  std::string value_buffer;
   bool ok = true;
   bool done = false;
   while (!done) {
@@ -492,9 +519,11 @@ bool ReadWithLibyaml(absl::string_view text, BoundedBuilder& builder,
         if (scalar.tag == nullptr && plain && IsNullString(value)) {
           builder.OnNull(mark, anchor);
         } else {
-          const std::string tag =
-              scalar.tag != nullptr ? std::string(View(scalar.tag)) : (plain ? "?" : "!");
-          builder.OnScalar(mark, tag, anchor, std::string(value));
+          const absl::string_view tag =
+              scalar.tag != nullptr ? View(scalar.tag) : (plain ? "?" : "!");
+          tag_buffer.assign(tag.data(), tag.size());
+          value_buffer.assign(value.data(), value.size());
+          builder.OnScalar(mark, tag_buffer, anchor, value_buffer);
         }
         break;
       }

@@ -311,6 +311,32 @@ TEST(ReadYamlDocumentsTest, LibyamlReadsWhatYamlCppReads) {
   }
 }
 
+TEST(ReadYamlDocumentsTest, BuildsTheNodesYamlLoadAllBuilds) {
+  // The documents are built with yaml-cpp's detail API: the same nodes,
+  // tags, styles and scalars as yaml-cpp's own loader gives.
+  const std::vector<std::string> texts = {
+      "a: 1\nb: \"2\"\n---\n---\nkind: List\nitems:\n- x: 1\n-   {y: 2}\n- [3]\n",
+      R"({"a": [1, "x", null, {"b": true}], "c": "", "d": ~, "e": Null})",
+      "base: &b {port: 80, tags: [x]}\ncopy: *b\nname: &n n1\nalso: *n\n",
+      "tagged: !!str 80\nlocal: !mine x\nseq: !!seq [a]\nmap: !!map {k: v}\n",
+      "literal: |\n  line one\nfolded: >-\n  folded\n  text\nempty:\n",
+      "- a\n- - b\n  - c\n- {d: [e, {f: g}]}\n-\n- 'single ''quoted'''\n",
+  };
+  for (const std::string& text : texts) {
+    std::string read;
+    for (const YamlDocument& document : ReadYamlDocuments(text).documents) {
+      read.append("\n");
+      Describe(document.node, &read);
+    }
+    std::string loaded;
+    for (const YAML::Node& node : YAML::LoadAll(text)) {
+      loaded.append("\n");
+      Describe(node, &loaded);
+    }
+    EXPECT_EQ(read, loaded) << text;
+  }
+}
+
 TEST(ReadYamlDocumentsTest, TextsLibyamlRefusesGetYamlCppsAnswer) {
   // Invalid YAML, invalid UTF-8 and an alias to no anchor: the answer
   // (error or documents) is yaml-cpp's, as before libyaml read first.
