@@ -89,10 +89,20 @@ void AddDocument(const YAML::Node& document, const std::string& location, bool f
 
 // glibc's default M_MXFAST: 64 * sizeof(size_t) / 4 bytes.
 constexpr int kDefaultMaxFast = 64 * sizeof(size_t) / 4;
+// glibc's default M_TOP_PAD, and the one for a bulk load: the most a
+// thread's heap grows by at once (its 64 MiB reservation).
+constexpr int kDefaultTopPad = 128 * 1024;
+constexpr int kBulkTopPad = 64 * 1024 * 1024;
 
-BulkLoadAllocation::BulkLoadAllocation() { mallopt(M_MXFAST, 0); }
+BulkLoadAllocation::BulkLoadAllocation() {
+  mallopt(M_MXFAST, 0);
+  mallopt(M_TOP_PAD, kBulkTopPad);
+}
 
-BulkLoadAllocation::~BulkLoadAllocation() { mallopt(M_MXFAST, kDefaultMaxFast); }
+BulkLoadAllocation::~BulkLoadAllocation() {
+  mallopt(M_MXFAST, kDefaultMaxFast);
+  mallopt(M_TOP_PAD, kDefaultTopPad);
+}
 
 const xds::ObjectRef& FileObject::ref() const {
   return std::visit([](const auto& o) -> const xds::ObjectRef& { return o.ref; }, object);
