@@ -302,6 +302,21 @@ TEST(BuildSnapshotTest, CausesFirstKeepsOrderOtherwiseAndSurvivesCycles) {
   EXPECT_THAT(order, ElementsAre("d", "c", "a", "b"));
 }
 
+TEST(ObjectRefTest, OrdersByKindThenNamespaceThenName) {
+  const ObjectRef a{kXdsAuthorityKind, "", "z"};
+  const ObjectRef b{kXdsResourceKind, "alpha", "z"};
+  const ObjectRef c{kXdsResourceKind, "beta", "a"};
+  const ObjectRef d{kXdsResourceKind, "beta", "b"};
+  EXPECT_TRUE(a < b);
+  EXPECT_TRUE(b < c);
+  EXPECT_TRUE(c < d);
+  EXPECT_FALSE(d < c);
+  EXPECT_FALSE(c < c);
+  const ObjectRef prefix{kXdsResourceKind, "beta", "a-longer"};
+  EXPECT_TRUE(c < prefix);
+  EXPECT_FALSE(prefix < c);
+}
+
 TEST(BuildSnapshotTest, UnknownTypeSuggestsTheNearestOne) {
   BuildResult result = Build({Object("typo", "route_", "x", {{"", RouteTo("c")}}),
                               Object("far", "secret", "y", {{"", RouteTo("c")}})});

@@ -214,6 +214,15 @@ class IncrementalBuilder::State {
     if (entry.claim) claim_names->insert(*entry.claim);
   }
 
+  // Returns the entries touched so far, in reference order (what touched_
+  // holds now, whatever later touches add).
+  std::vector<Entry*> TouchedEntries() {
+    std::vector<Entry*> out;
+    out.reserve(touched_.size());
+    for (const ObjectRef& ref : touched_) out.push_back(&entries.at(ref));
+    return out;
+  }
+
   void Touch(Entry& entry) {
     if (entry.touched_build == build_number) return;
     entry.touched_build = build_number;
@@ -243,7 +252,7 @@ class IncrementalBuilder::State {
   // Returns the objects whose right to their name changed. Every claimant of
   // `names` is re-statused.
   std::set<ObjectRef> ResolveClaims(const std::set<NameKey>& names);
-  void Upgrade(std::set<ObjectRef> queue);
+  void Upgrade(const std::set<ObjectRef>& start);
   void Prune(const std::set<ObjectRef>& start);
   std::shared_ptr<const ObjectStatus> MakeStatus(const Entry& entry) const;
 
@@ -287,20 +296,23 @@ void IncrementalBuilder::State::Declare(Entry& entry, std::optional<NameKey> key
 }
 
 void IncrementalBuilder::State::Reindex(Entry& entry) {
-  Unindex(entry);
-  std::set<NameKey> keys;
+  std::vector<NameKey> keys;
   for (const auto* resource : {entry.own.resource.get(), entry.served.get()}) {
     if (resource == nullptr) continue;
     for (const auto& variant : resource->variants) {
       for (const ResourceReference& ref : variant->references) {
-        keys.emplace(ref.target, ref.name);
+        keys.emplace_back(ref.target, ref.name);
       }
     }
   }
-  for (const NameKey& key : keys) {
-    referrers[key].insert(entry.object.ref);
-    entry.indexed.push_back(key);
-  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  // Indexed under these very keys already: when an object starts serving
+  // what it was validated with, say.
+  if (keys == entry.indexed) return;
+  Unindex(entry);
+  for (const NameKey& key : keys) referrers[key].insert(entry.object.ref);
+  entry.indexed = std::move(keys);
 }
 
 void IncrementalBuilder::State::UpdateClaim(Entry& entry, std::set<NameKey>* names) {
@@ -464,18 +476,21 @@ std::set<ObjectRef> IncrementalBuilder::State::ResolveClaims(const std::set<Name
 // Optimistically serves every touched object's preferred revision, and
 // upgrades waiting objects whose references may now resolve; Prune() then
 // takes back whatever does not resolve.
-void IncrementalBuilder::State::Upgrade(std::set<ObjectRef> queue) {
+void IncrementalBuilder::State::Upgrade(const std::set<ObjectRef>& start) {
   std::set<NameKey> seen_names;
+  std::set<ObjectRef> queue;
+  const std::set<ObjectRef>* round = &start;
   // At least one round: a name may have changed with no object touched (a
   // rejected object deleted), and its referrers may need a new message.
-  for (bool first = true; first || !queue.empty(); first = false) {
-    for (const ObjectRef& ref : queue) {
+  for (bool first = true; first || !round->empty(); first = false) {
+    for (const ObjectRef& ref : *round) {
       Entry& entry = entries.at(ref);
       std::shared_ptr<const ServedResource> desired;
       if (!entry.duplicate_of) desired = entry.new_ok ? entry.own.resource : Fallback(entry);
       SetServed(entry, std::move(desired));
     }
     queue.clear();
+    round = &queue;
     for (const NameKey& key : changed_names_) {
       if (!seen_names.insert(key).second) continue;
       auto it = referrers.find(key);
@@ -492,16 +507,26 @@ void IncrementalBuilder::State::Upgrade(std::set<ObjectRef> queue) {
 }
 
 void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
-  // Lower push ranks first, so targets settle before their referrers.
-  std::set<std::pair<int, ObjectRef>> work;
+  // Lower push ranks first, so targets settle before their referrers; then
+  // by reference. Entries stay put while this runs: the work holds them, not
+  // copies of their references.
+  using Item = std::pair<int, Entry*>;
+  struct ItemLess {
+    bool operator()(const Item& a, const Item& b) const {
+      if (a.first != b.first) return a.first < b.first;
+      return a.second->object.ref < b.second->object.ref;
+    }
+  };
+  std::set<Item, ItemLess> work;
   auto rank_of = [](const Entry& entry) {
     return entry.served != nullptr ? entry.served->type->push_rank() : 0;
   };
-  for (const ObjectRef& ref : start) work.emplace(rank_of(entries.at(ref)), ref);
+  auto add = [&](Entry& entry) { work.emplace(rank_of(entry), &entry); };
+  for (const ObjectRef& ref : start) add(entries.at(ref));
   for (const NameKey& key : changed_names_) {
     auto it = referrers.find(key);
     if (it == referrers.end()) continue;
-    for (const ObjectRef& ref : it->second) work.emplace(rank_of(entries.at(ref)), ref);
+    for (const ObjectRef& ref : it->second) add(entries.at(ref));
   }
   // A name no object serves may still be declared by a rejected object: the
   // first of those is the cause to point at.
@@ -519,9 +544,9 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
     return Served(type, name);
   };
   while (!work.empty()) {
-    const ObjectRef ref = work.begin()->second;
+    Entry& entry = *work.begin()->second;
+    const ObjectRef& ref = entry.object.ref;
     work.erase(work.begin());
-    Entry& entry = entries.at(ref);
     if (entry.served == nullptr) {
       // Serving nothing: what its revision refers to changed, so keep the
       // reasons it is rejected current (a referenced object now rejected,
@@ -559,7 +584,7 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
         fallback = nullptr;
       }
       SetServed(entry, std::move(fallback));
-      if (entry.served != nullptr) work.emplace(rank_of(entry), ref);  // Check it too.
+      if (entry.served != nullptr) add(entry);  // Check it too.
     } else {
       entry.fallback_problem = Finding{
           Severity::kError, "DanglingReference", "spec",
@@ -570,7 +595,7 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
     // Whatever referred to the name this object gave up is checked again.
     if (auto it = referrers.find(old_key); it != referrers.end()) {
       for (const ObjectRef& other : it->second) {
-        if (!(other == ref)) work.emplace(rank_of(entries.at(other)), other);
+        if (!(other == ref)) add(entries.at(other));
       }
     }
   }
@@ -741,10 +766,9 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     // Seeded fallbacks are not served until they win their names.
     for (const ObjectRef& ref : touched_) entries.at(ref).served = nullptr;
   }
-  for (const ObjectRef& ref : std::set<ObjectRef>(touched_)) {
-    Entry& entry = entries.at(ref);
-    UpdateClaim(entry, &claim_names);
-    Reindex(entry);
+  for (Entry* entry : TouchedEntries()) {
+    UpdateClaim(*entry, &claim_names);
+    Reindex(*entry);
   }
   // Claims follow what each object can still serve (an earlier revision
   // that stopped resolving is gone), which may hand a name to another
@@ -756,10 +780,9 @@ IncrementalBuilder::Result IncrementalBuilder::State::Build() {
     Upgrade(queue);
     Prune(queue);
     claim_names.clear();
-    for (const ObjectRef& ref : std::set<ObjectRef>(touched_)) {
-      Entry& entry = entries.at(ref);
-      if (!entry.new_ok && entry.served == nullptr) entry.fallback = nullptr;
-      UpdateClaim(entry, &claim_names);
+    for (Entry* entry : TouchedEntries()) {
+      if (!entry->new_ok && entry->served == nullptr) entry->fallback = nullptr;
+      UpdateClaim(*entry, &claim_names);
     }
     queue.clear();
     if (!claim_names.empty()) {

@@ -36,8 +36,13 @@ struct ObjectRef {
   friend bool operator==(const ObjectRef& a, const ObjectRef& b) {
     return std::tie(a.kind, a.namespace_, a.name) == std::tie(b.kind, b.namespace_, b.name);
   }
+  // By kind, namespace, name. One compare() per field: std::tie's operator<
+  // compares each equal field twice, and maps of objects share most kinds and
+  // namespaces.
   friend bool operator<(const ObjectRef& a, const ObjectRef& b) {
-    return std::tie(a.kind, a.namespace_, a.name) < std::tie(b.kind, b.namespace_, b.name);
+    if (const int kind = a.kind.compare(b.kind); kind != 0) return kind < 0;
+    if (const int ns = a.namespace_.compare(b.namespace_); ns != 0) return ns < 0;
+    return a.name.compare(b.name) < 0;
   }
 };
 
