@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 #include <tuple>
@@ -33,10 +34,8 @@ BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
   builder.SeedFallbacks(previous);
   for (const AuthorityObject& object : authorities) builder.Upsert(object);
   for (const ResourceObject& object : resources) builder.Upsert(object);
-  IncrementalBuilder::Result built = builder.Build();
-  // A whole set is decided in full: objects the first build's search budget
-  // left for later are checked by the builds that follow.
-  while (built.deferred_objects > 0) built = builder.Build();
+  // A whole set is decided in full.
+  IncrementalBuilder::Result built = builder.BuildUntilDecided();
   BuildResult result;
   std::vector<std::shared_ptr<const ServedResource>> served;
   for (const ResourceType* type : AllResourceTypes()) {
@@ -49,9 +48,20 @@ BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
   return result;
 }
 
-std::vector<const ObjectStatus*> CausesFirst(absl::Span<const ObjectStatus> statuses) {
+namespace {
+
+// CausesFirst over `statuses`, none null.
+std::vector<const ObjectStatus*> CausesFirstOf(absl::Span<const ObjectStatus* const> statuses) {
+  // Made at the first cause met: most reports have none.
   std::map<ObjectRef, size_t> index;
-  for (size_t i = 0; i < statuses.size(); ++i) index.emplace(statuses[i].ref, i);
+  auto find = [&](const ObjectRef& ref) -> std::optional<size_t> {
+    if (index.empty()) {
+      for (size_t i = 0; i < statuses.size(); ++i) index.emplace(statuses[i]->ref, i);
+    }
+    auto it = index.find(ref);
+    if (it == index.end()) return std::nullopt;
+    return it->second;
+  };
   std::vector<const ObjectStatus*> out;
   out.reserve(statuses.size());
   std::vector<bool> placed(statuses.size(), false);
@@ -64,21 +74,38 @@ std::vector<const ObjectStatus*> CausesFirst(absl::Span<const ObjectStatus> stat
     stack.emplace_back(start, 0);
     while (!stack.empty()) {
       auto& [current, next] = stack.back();
-      const std::vector<Finding>& findings = statuses[current].findings;
+      const std::vector<Finding>& findings = statuses[current]->findings;
       if (next == findings.size()) {
-        out.push_back(&statuses[current]);
+        out.push_back(statuses[current]);
         stack.pop_back();
         continue;
       }
       const Finding& finding = findings[next++];
       if (!finding.cause) continue;
-      auto it = index.find(*finding.cause);
-      if (it == index.end() || placed[it->second]) continue;
-      placed[it->second] = true;
-      stack.emplace_back(it->second, 0);
+      const std::optional<size_t> cause = find(*finding.cause);
+      if (!cause.has_value() || placed[*cause]) continue;
+      placed[*cause] = true;
+      stack.emplace_back(*cause, 0);
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<const ObjectStatus*> CausesFirst(absl::Span<const ObjectStatus> statuses) {
+  std::vector<const ObjectStatus*> pointers;
+  pointers.reserve(statuses.size());
+  for (const ObjectStatus& status : statuses) pointers.push_back(&status);
+  return CausesFirstOf(pointers);
+}
+
+std::vector<const ObjectStatus*> CausesFirst(
+    absl::Span<const std::shared_ptr<const ObjectStatus>> statuses) {
+  std::vector<const ObjectStatus*> pointers;
+  pointers.reserve(statuses.size());
+  for (const auto& status : statuses) pointers.push_back(status.get());
+  return CausesFirstOf(pointers);
 }
 
 }  // namespace facet::xds

@@ -69,6 +69,9 @@ BuildResult BuildSnapshot(absl::Span<const ResourceObject> resources,
 // rejected object) comes after that object, so that reports show the
 // primary error first. Cycles keep the order in which they are met.
 std::vector<const ObjectStatus*> CausesFirst(absl::Span<const ObjectStatus> statuses);
+// The same for statuses held by pointer (IncrementalBuilder::Statuses()).
+std::vector<const ObjectStatus*> CausesFirst(
+    absl::Span<const std::shared_ptr<const ObjectStatus>> statuses);
 
 }  // namespace facet::xds
 

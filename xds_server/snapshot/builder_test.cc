@@ -302,6 +302,23 @@ TEST(BuildSnapshotTest, CausesFirstKeepsOrderOtherwiseAndSurvivesCycles) {
   EXPECT_THAT(order, ElementsAre("d", "c", "a", "b"));
 }
 
+TEST(BuildSnapshotTest, CausesFirstOrdersStatusesHeldByPointerAlike) {
+  std::vector<std::shared_ptr<const ObjectStatus>> statuses;
+  for (char name : {'a', 'b', 'c'}) {
+    ObjectStatus status;
+    status.ref = {kXdsResourceKind, "demo", std::string(1, name)};
+    if (name == 'a') {
+      Finding finding{Severity::kError, "DanglingReference", "spec", "x"};
+      finding.cause = ObjectRef{kXdsResourceKind, "demo", "c"};
+      status.findings = {finding};
+    }
+    statuses.push_back(std::make_shared<const ObjectStatus>(std::move(status)));
+  }
+  std::vector<std::string> order;
+  for (const ObjectStatus* status : CausesFirst(statuses)) order.push_back(status->ref.name);
+  EXPECT_THAT(order, ElementsAre("c", "a", "b"));
+}
+
 TEST(ObjectRefTest, OrdersByKindThenNamespaceThenName) {
   const ObjectRef a{kXdsAuthorityKind, "", "z"};
   const ObjectRef b{kXdsResourceKind, "alpha", "z"};

@@ -909,6 +909,14 @@ IncrementalBuilder::Result IncrementalBuilder::Build() {
   return result;
 }
 
+IncrementalBuilder::Result IncrementalBuilder::BuildUntilDecided() {
+  // Objects a build's search budget left for later are checked by the
+  // builds that follow.
+  Result result = Build();
+  while (result.deferred_objects > 0) result = Build();
+  return result;
+}
+
 std::vector<std::shared_ptr<const ObjectStatus>> IncrementalBuilder::Statuses() const {
   std::vector<std::shared_ptr<const ObjectStatus>> out;
   out.reserve(state_->entries.size() + state_->authority_statuses.size());

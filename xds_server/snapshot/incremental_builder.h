@@ -87,6 +87,10 @@ class IncrementalBuilder {
   // Applies the pending changes. Never fails as a whole: an object with
   // errors is left out, or its last served revision keeps serving.
   Result Build();
+  // Build()s until no object is deferred, so that every pending object is
+  // decided however many search-budgeted builds that takes; returns the
+  // last build's result.
+  Result BuildUntilDecided();
 
   // Returns the current status of every object, by reference.
   std::vector<std::shared_ptr<const ObjectStatus>> Statuses() const;

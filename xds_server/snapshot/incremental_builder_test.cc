@@ -241,6 +241,29 @@ TEST(IncrementalBuilderTest, BuildSearchBudgetDefersExpensiveObjectsToTheNextBui
   EXPECT_EQ(builder.rejected_count(), 0);
 }
 
+TEST(IncrementalBuilderTest, BuildUntilDecidedChecksEveryDeferredObject) {
+  int64_t cost = 0;
+  {
+    IncrementalBuilder alone{BuildOptions{}};
+    alone.Upsert(NegatedGrid("g", "k", 7));
+    cost = alone.Build().search_steps;
+  }
+  BuildOptions options;
+  options.limits.object_search_steps = cost;
+  options.limits.build_search_steps = cost;  // One such object per build.
+  IncrementalBuilder builder{options};
+  for (const char* prefix : {"a", "b", "c"}) {
+    builder.Upsert(NegatedGrid(std::string("grid-") + prefix, prefix, 7));
+  }
+  IncrementalBuilder::Result last = builder.BuildUntilDecided();
+  EXPECT_EQ(last.deferred_objects, 0);
+  EXPECT_EQ(last.validated_objects, 1);  // The last build checked the last one.
+  EXPECT_FALSE(builder.has_pending());
+  for (const char* name : {"grid-a", "grid-b", "grid-c"}) {
+    EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", name})->accepted) << name;
+  }
+}
+
 TEST(IncrementalBuilderTest, DeletionCascadesAndRestoringItHeals) {
   IncrementalBuilder builder{BuildOptions{}};
   std::vector<ResourceObject> world = World(3);
