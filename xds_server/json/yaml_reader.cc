@@ -50,10 +50,10 @@ std::string Where(const YAML::Mark& mark) {
   return absl::StrCat(mark.line + 1, ":", mark.column + 1);
 }
 
-// Builds one document from parser events with yaml-cpp's detail API, as
-// YAML::Load does: every node is created in the document's one memory pool
-// and attached to its parent directly, so each node costs the same whatever
-// the document's size, and no Node handle (a reference-counted copy of the
+// Builds documents from parser events with yaml-cpp's detail API, as
+// YAML::Load does: every node is created in the text's one memory pool and
+// attached to its parent directly, so each node costs the same whatever the
+// document's size, and no Node handle (a reference-counted copy of the
 // pool's pointer) is made per node. After the first problem it records
 // nothing more.
 class BoundedBuilder : public YAML::EventHandler {
@@ -75,7 +75,6 @@ class BoundedBuilder : public YAML::EventHandler {
     YamlDocument document{root(), position_, std::move(item_positions_)};
     root_ = nullptr;
     in_document_ = false;
-    memory_.reset();
     item_positions_.clear();
     return document;
   }
@@ -93,9 +92,9 @@ class BoundedBuilder : public YAML::EventHandler {
     anchors_.clear();
     anchor_names_.clear();
     object_.reset();
-    // Every node of the document is created in one yaml-cpp pool, so that
-    // attaching a node merges nothing.
-    memory_ = std::make_shared<YAML::detail::memory_holder>();
+    // Every node of the text is created in one yaml-cpp pool, so that
+    // attaching a node merges nothing and key nodes can be shared.
+    if (memory_ == nullptr) memory_ = std::make_shared<YAML::detail::memory_holder>();
     root_ = nullptr;
     in_document_ = true;
     position_ = YamlPosition();
@@ -124,9 +123,11 @@ class BoundedBuilder : public YAML::EventHandler {
     const bool is_key = !stack_.empty() && stack_.back().is_map && !stack_.back().has_key;
     if (!is_key) BeginValue();
     if (!Count(mark, 1, value.size())) return;
-    DetailNode& node = memory_->create_node();
-    node.set_scalar(value);
-    node.set_tag(tag);
+    DetailNode& node = is_key ? KeyNode(tag, value) : memory_->create_node();
+    if (!is_key) {
+      node.set_scalar(value);
+      node.set_tag(tag);
+    }
     if (is_key) {
       Open& map = stack_.back();
       // Keys are viewed in their nodes, which the document keeps unchanged.
@@ -324,6 +325,21 @@ class BoundedBuilder : public YAML::EventHandler {
   }
 
   // Attaches `node` to the open container (or makes it the root).
+  // Returns the text's node for a map key: one per distinct key and tag,
+  // shared by every map that holds the key, as an alias shares its anchor
+  // (about a third of a manifest's nodes are keys, most of them repeated).
+  DetailNode& KeyNode(const std::string& tag, const std::string& value) {
+    auto it = keys_.find(std::make_pair(absl::string_view(tag), absl::string_view(value)));
+    if (it != keys_.end()) return *it->second;
+    DetailNode& node = memory_->create_node();
+    node.set_scalar(value);
+    node.set_tag(tag);
+    // Viewed in the node, which the document keeps unchanged.
+    keys_.emplace(std::make_pair(absl::string_view(node.tag()), absl::string_view(node.scalar())),
+                  &node);
+    return node;
+  }
+
   void Place(const YAML::Mark& mark, DetailNode& node) {
     if (stack_.empty()) {
       root_ = &node;
@@ -403,10 +419,12 @@ class BoundedBuilder : public YAML::EventHandler {
   // Totals over the whole text, aliases expanded.
   size_t nodes_ = 0;
   size_t bytes_ = 0;
-  // The document being read: its pool, and its root once placed.
+  // The text's pool, and the root of the document being read once placed.
   YAML::detail::shared_memory_holder memory_;
   DetailNode* root_ = nullptr;
   bool in_document_ = false;
+  // The text's key nodes by (tag, scalar).
+  absl::flat_hash_map<std::pair<absl::string_view, absl::string_view>, DetailNode*> keys_;
   YamlPosition position_;
   std::vector<YamlPosition> item_positions_;
   std::vector<Open> stack_;

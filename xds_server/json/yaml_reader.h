@@ -5,6 +5,13 @@
 // API server's YAML reader does). Aliases are allowed within these bounds;
 // an alias shares its anchor's node, so memory stays linear in the text and
 // every later walk of the tree is bounded by the node limit.
+//
+// The documents of one text are built in one yaml-cpp memory pool, and a map
+// key is one node shared by every map of the text that holds it (the same
+// scalar and tag), as an alias shares its anchor: the documents are to be
+// read, not changed. Assigning to a yaml-cpp Node that refers into them
+// writes into the tree (rebind with Node::reset instead); a node of the
+// pool stays alive while any document or node of the text is held.
 #ifndef FACET_XDS_SERVER_JSON_YAML_READER_H_
 #define FACET_XDS_SERVER_JSON_YAML_READER_H_
 

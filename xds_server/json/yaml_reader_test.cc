@@ -337,6 +337,37 @@ TEST(ReadYamlDocumentsTest, BuildsTheNodesYamlLoadAllBuilds) {
   }
 }
 
+TEST(ReadYamlDocumentsTest, MapKeysOfOneTextShareOneNode) {
+  const YamlDocuments read =
+      ReadYamlDocuments("name: a\nspec: {name: b}\n---\nname: c\n---\n'name': d\n");
+  ASSERT_FALSE(read.error.has_value());
+  ASSERT_EQ(read.documents.size(), 3u);
+  std::vector<YAML::Node> keys;
+  for (const YAML::Node& map : {read.documents[0].node, read.documents[0].node["spec"],
+                                read.documents[1].node, read.documents[2].node}) {
+    for (const auto& entry : map) keys.push_back(entry.first);
+  }
+  ASSERT_EQ(keys.size(), 5u);  // name, spec; name; name; 'name'
+  EXPECT_TRUE(keys[0].is(keys[2]));
+  EXPECT_TRUE(keys[0].is(keys[3]));
+  EXPECT_FALSE(keys[0].is(keys[4]));  // Quoted: another tag.
+  EXPECT_EQ(keys[4].Tag(), "!");
+  // Values are not shared, and every document reads as written.
+  EXPECT_EQ(read.documents[0].node["spec"]["name"].Scalar(), "b");
+  EXPECT_EQ(read.documents[1].node["name"].Scalar(), "c");
+  EXPECT_EQ(read.documents[2].node["name"].Scalar(), "d");
+}
+
+TEST(ReadYamlDocumentsTest, ADocumentOutlivesTheOthersOfItsText) {
+  YAML::Node kept;
+  {
+    YamlDocuments read = ReadYamlDocuments("a: {b: [1, 2]}\n---\nb: 3\n");
+    ASSERT_EQ(read.documents.size(), 2u);
+    kept = read.documents[1].node;
+  }
+  EXPECT_EQ(kept["b"].Scalar(), "3");
+}
+
 TEST(ReadYamlDocumentsTest, TextsLibyamlRefusesGetYamlCppsAnswer) {
   // Invalid YAML, invalid UTF-8 and an alias to no anchor: the answer
   // (error or documents) is yaml-cpp's, as before libyaml read first.

@@ -345,7 +345,9 @@ class ObjectValidatorImpl {
                                 Quote(spec.endpoints_from->service),
                                 " in a cluster (facet controller); here the variant is checked "
                                 "and served with no endpoints"));
-        document = YAML::Load("{}");
+        // Rebinds: assignment would write into the object's document, which
+        // other threads may be reading.
+        document.reset(YAML::Load("{}"));
       }
     }
     absl::StatusOr<std::unique_ptr<google::protobuf::Message>> message =
