@@ -265,6 +265,7 @@ class IncrementalBuilder::State {
   // claimants of a name whose claimants changed.
   std::set<ObjectRef> restatus_;
   std::set<NameKey> changed_names_;
+  uint64_t served_changes_ = 0;  // Calls of SetServed that changed what an entry serves.
   Result* result_ = nullptr;
 };
 
@@ -338,6 +339,7 @@ void IncrementalBuilder::State::UpdateClaim(Entry& entry, std::set<NameKey>* nam
 void IncrementalBuilder::State::SetServed(Entry& entry,
                                           std::shared_ptr<const ServedResource> resource) {
   if (entry.served == resource) return;
+  ++served_changes_;
   Touch(entry);
   if (entry.served != nullptr) {
     NameKey key(entry.served->type, entry.served->name);
@@ -543,6 +545,45 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
   auto lookup = [this](const ResourceType* type, absl::string_view name) {
     return Served(type, name);
   };
+  // A large batch (a first build) has its references checked over the cores
+  // first, against what is served now: the pass below takes an object's
+  // result from there unless something served changed since, and checks
+  // again otherwise, as it would have.
+  struct Ahead {
+    const ServedResource* resource = nullptr;
+    std::vector<Finding> problems;
+  };
+  absl::flat_hash_map<const Entry*, Ahead> ahead;
+  const uint64_t ahead_of = served_changes_;
+  if (work.size() >= 2 * kObjectsPerThread) {
+    std::vector<std::pair<const Entry*, Ahead>> batch;
+    for (const Item& item : work) {
+      const Entry& entry = *item.second;
+      const ServedResource* resource =
+          entry.served != nullptr ? entry.served.get()
+          : entry.new_ok && !entry.duplicate_of && !entry.new_problems.empty()
+              ? entry.own.resource.get()
+              : nullptr;
+      if (resource != nullptr) batch.emplace_back(&entry, Ahead{resource, {}});
+    }
+    ParallelFor(batch.size(), kObjectsPerThread, [&](size_t i) {
+      Ahead& check = batch[i].second;
+      check.problems = internal::CheckReferences(*check.resource, lookup, options_, &rejected);
+    });
+    ahead.reserve(batch.size());
+    for (auto& [entry, check] : batch) ahead.emplace(entry, std::move(check));
+  }
+  auto check_references = [&](const Entry& entry, const ServedResource& resource) {
+    ++result_->reference_checks;
+    if (served_changes_ == ahead_of) {
+      if (auto it = ahead.find(&entry); it != ahead.end() && it->second.resource == &resource) {
+        std::vector<Finding> problems = std::move(it->second.problems);
+        ahead.erase(it);
+        return problems;
+      }
+    }
+    return internal::CheckReferences(resource, lookup, options_, &rejected);
+  };
   while (!work.empty()) {
     Entry& entry = *work.begin()->second;
     const ObjectRef& ref = entry.object.ref;
@@ -552,9 +593,7 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
       // reasons it is rejected current (a referenced object now rejected,
       // deleted or renamed).
       if (entry.new_ok && !entry.duplicate_of && !entry.new_problems.empty()) {
-        ++result_->reference_checks;
-        std::vector<Finding> problems =
-            internal::CheckReferences(*entry.own.resource, lookup, options_, &rejected);
+        std::vector<Finding> problems = check_references(entry, *entry.own.resource);
         if (!problems.empty() && problems != entry.new_problems) {
           Touch(entry);
           entry.new_problems = std::move(problems);
@@ -562,9 +601,7 @@ void IncrementalBuilder::State::Prune(const std::set<ObjectRef>& start) {
       }
       continue;
     }
-    ++result_->reference_checks;
-    std::vector<Finding> problems =
-        internal::CheckReferences(*entry.served, lookup, options_, &rejected);
+    std::vector<Finding> problems = check_references(entry, *entry.served);
     const bool is_new = entry.served == entry.own.resource;
     if (problems.empty()) {
       if (is_new) entry.new_problems.clear();

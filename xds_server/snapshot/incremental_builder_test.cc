@@ -1,5 +1,6 @@
 #include "xds_server/snapshot/incremental_builder.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -239,6 +240,32 @@ TEST(IncrementalBuilderTest, BuildSearchBudgetDefersExpensiveObjectsToTheNextBui
     EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", name})->accepted) << name;
   }
   EXPECT_EQ(builder.rejected_count(), 0);
+}
+
+TEST(IncrementalBuilderTest, ALargeFirstBuildRejectsWhatRefersToARejectedObject) {
+  // Enough objects that references are checked over the cores first: the
+  // route was fine when that happened, and is rejected once its cluster is.
+  std::vector<ResourceObject> world = World(120);
+  ASSERT_GE(world.size(), 512u);
+  world.erase(std::remove_if(world.begin(), world.end(),
+                             [](const ResourceObject& object) {
+                               return object.ref.name == "s7-a-eps";
+                             }),
+              world.end());
+  IncrementalBuilder builder{BuildOptions{}};
+  IncrementalBuilder::Result result = BuildAll(builder, world);
+  EXPECT_EQ(result.snapshot->size(), world.size() - 2);
+  const auto cluster = builder.StatusOf({kXdsResourceKind, "demo", "s7-a"});
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_FALSE(cluster->accepted);
+  const auto route = builder.StatusOf({kXdsResourceKind, "demo", "s7-route"});
+  ASSERT_NE(route, nullptr);
+  EXPECT_FALSE(route->accepted);
+  ASSERT_EQ(route->findings.size(), 1u);
+  EXPECT_THAT(route->findings[0].message, HasSubstr("which is rejected"));
+  EXPECT_EQ(route->findings[0].cause, cluster->ref);
+  EXPECT_TRUE(builder.StatusOf({kXdsResourceKind, "demo", "s8-route"})->accepted);
+  EXPECT_EQ(builder.rejected_count(), 2);
 }
 
 TEST(IncrementalBuilderTest, BuildUntilDecidedChecksEveryDeferredObject) {
