@@ -42,6 +42,26 @@ YAML::Node Child(const YAML::Node& map, absl::string_view key);
 // Returns the node's kind in words: "a map", "a list", "a string", ...
 std::string DescribeNode(const YAML::Node& node);
 
+// Receives the nodes of a document from WalkYaml.
+class YamlVisitor {
+ public:
+  virtual ~YamlVisitor() = default;
+  virtual void Undefined() = 0;
+  virtual void Null() = 0;
+  virtual void Scalar(const std::string& tag, const std::string& text) = 0;
+  // A list of `size` items, visited next.
+  virtual void List(size_t size) = 0;
+  // A map of `size` entries, visited next: each key, then its value.
+  virtual void Map(size_t size) = 0;
+};
+
+// Visits `node` and every node below it, depth first in document order (an
+// alias's node as often as it appears), reading the document in place rather
+// than through a yaml-cpp Node per node; what it reports is what Type(),
+// Tag(), Scalar(), size() and iteration report. Recursion is as deep as the
+// document's nesting.
+void WalkYaml(const YAML::Node& node, YamlVisitor& visitor);
+
 }  // namespace facet::json
 
 #endif  // FACET_XDS_SERVER_JSON_YAML_JSON_H_

@@ -7,42 +7,21 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "xds_server/common/log_text.h"
+#include "xds_server/json/yaml_detail.h"
 #include "yaml-cpp/anchor.h"
 #include "yaml-cpp/depthguard.h"
 #include "yaml-cpp/eventhandler.h"
 #include "yaml-cpp/exceptions.h"
 #include "yaml-cpp/mark.h"
-#include "yaml-cpp/node/detail/memory.h"
-#include "yaml-cpp/node/detail/node.h"
-#include "yaml-cpp/node/impl.h"
 #include "yaml-cpp/parser.h"
 
 #include <yaml.h>  // libyaml
 
 namespace facet::json {
 namespace {
-// Names the one use of YAML::as_if below.
-struct WrapDetailNode;
-}  // namespace
-}  // namespace facet::json
-
-namespace YAML {
-// yaml-cpp's Node befriends every as_if<T, S>, so this specialization may
-// wrap a node built with yaml-cpp's detail API in a Node, as yaml-cpp's own
-// (unexported) NodeBuilder does for YAML::Load.
-template <>
-struct as_if<facet::json::WrapDetailNode, void> {
-  static Node Wrap(detail::node& node, detail::shared_memory_holder memory) {
-    return Node(node, std::move(memory));
-  }
-};
-}  // namespace YAML
-
-namespace facet::json {
-namespace {
 
 using DetailNode = YAML::detail::node;
-using Wrapper = YAML::as_if<WrapDetailNode, void>;
+using Wrapper = internal::YamlDetailAccess;
 
 YamlPosition PositionOf(const YAML::Mark& mark) { return {mark.line + 1, mark.column + 1}; }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "xds_server/common/digest.h"
 #include "xds_server/common/parallel.h"
+#include "xds_server/json/yaml_json.h"
 #include "xds_server/snapshot/validation.h"
 
 namespace facet::xds {
@@ -24,30 +25,25 @@ std::string Quote(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 constexpr size_t kObjectsPerThread = 256;
 
 // Adds the structure, scalars and tags (a quoted "80" differs from a plain
-// 80) of a YAML document to `digest`, by const access only.
-void AddYaml(DigestStream<128>& digest, const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-      digest.Add("U");
-      return;
-    case YAML::NodeType::Null:
-      digest.Add("N");
-      return;
-    case YAML::NodeType::Scalar:
-      digest.Add("S").AddField(node.Tag()).AddField(node.Scalar());
-      return;
-    case YAML::NodeType::Sequence:
-      digest.Add("L").AddNumber(node.size());
-      for (const YAML::Node& item : node) AddYaml(digest, item);
-      return;
-    case YAML::NodeType::Map:
-      digest.Add("M").AddNumber(node.size());
-      for (const auto& item : node) {
-        AddYaml(digest, item.first);
-        AddYaml(digest, item.second);
-      }
-      return;
+// 80) of a YAML document to a digest, reading the document in place.
+class YamlDigest : public json::YamlVisitor {
+ public:
+  explicit YamlDigest(DigestStream<128>& digest) : digest_(digest) {}
+  void Undefined() override { digest_.Add("U"); }
+  void Null() override { digest_.Add("N"); }
+  void Scalar(const std::string& tag, const std::string& text) override {
+    digest_.Add("S").AddField(tag).AddField(text);
   }
+  void List(size_t size) override { digest_.Add("L").AddNumber(size); }
+  void Map(size_t size) override { digest_.Add("M").AddNumber(size); }
+
+ private:
+  DigestStream<128>& digest_;
+};
+
+void AddYaml(DigestStream<128>& digest, const YAML::Node& node) {
+  YamlDigest visitor(digest);
+  json::WalkYaml(node, visitor);
 }
 
 // A digest of everything about an object that validation reads: equal
