@@ -55,11 +55,13 @@ class Merger {
       }
       if (absl::ConsumePrefix(&field, kDeleteFromPrimitiveList)) {
         Json* list = result.contains(std::string(field)) ? &result[std::string(field)] : nullptr;
-        if (list != nullptr && list->is_array() && value.is_array()) {
+        // A named reference: clang 14 cannot capture a structured binding.
+        const Json& to_delete = value;
+        if (list != nullptr && list->is_array() && to_delete.is_array()) {
           list->erase(std::remove_if(list->begin(), list->end(),
                                      [&](const Json& item) {
-                                       return std::find(value.begin(), value.end(), item) !=
-                                              value.end();
+                                       return std::find(to_delete.begin(), to_delete.end(),
+                                                        item) != to_delete.end();
                                      }),
                       list->end());
         }
