@@ -23,9 +23,10 @@ using status_internal::Truncate;
 constexpr char kDefaultParentKind[] = "Gateway";
 
 // Condition types Facet writes on each kind of entry.
-constexpr absl::string_view kRouteConditionTypes[] = {"Accepted", "ResolvedRefs",
-                                                      "PartiallyInvalid"};
-constexpr absl::string_view kPolicyConditionTypes[] = {"Accepted"};
+constexpr absl::string_view kRouteConditionTypes[] = {gateway::kConditionAccepted,
+                                                      gateway::kConditionResolvedRefs,
+                                                      gateway::kConditionPartiallyInvalid};
+constexpr absl::string_view kPolicyConditionTypes[] = {gateway::kConditionAccepted};
 
 // A parentRef after defaulting: group, kind, namespace, name, sectionName
 // ("" when unset), port (0 when unset).
@@ -86,7 +87,7 @@ bool ObservedAfter(const YAML::Node& conditions, int64_t generation) {
   return false;
 }
 
-YAML::Node ConditionNode(const GatewayCondition& condition, const YAML::Node& existing,
+YAML::Node ConditionNode(const gateway::Condition& condition, const YAML::Node& existing,
                          absl::Time now) {
   YAML::Node node;
   node["type"] = StringNode(condition.type);
@@ -109,10 +110,10 @@ struct EntryList {
 };
 
 // Merges our conditions for one entry into the entry's `existing` ones.
-YAML::Node MergeConditions(const YAML::Node& existing, const std::vector<GatewayCondition>& ours,
+YAML::Node MergeConditions(const YAML::Node& existing, const std::vector<gateway::Condition>& ours,
                            int64_t generation, const EntryList& list, absl::Time now) {
-  std::map<std::string, const GatewayCondition*> wanted;
-  for (const GatewayCondition& condition : ours) wanted.try_emplace(condition.type, &condition);
+  std::map<std::string, const gateway::Condition*> wanted;
+  for (const gateway::Condition& condition : ours) wanted.try_emplace(condition.type, &condition);
   auto owned = [&](const std::string& type) {
     return wanted.count(type) > 0 || std::find(list.owned_types.begin(), list.owned_types.end(),
                                                type) != list.owned_types.end();
@@ -138,7 +139,7 @@ YAML::Node MergeConditions(const YAML::Node& existing, const std::vector<Gateway
       }
     }
   }
-  for (const GatewayCondition& condition : ours) {
+  for (const gateway::Condition& condition : ours) {
     if (placed.insert(condition.type).second) {
       merged.emplace_back(ConditionNode(condition, existing, now), true);
     }
@@ -162,9 +163,19 @@ YAML::Node MergeConditions(const YAML::Node& existing, const std::vector<Gateway
   return out;
 }
 
-YAML::Node MergeEntries(const YAML::Node& current, const GatewayObjectStatus& ours,
-                        const std::vector<GatewayParentStatus>& entries,
-                        absl::string_view controller_name, const EntryList& list, absl::Time now) {
+// The reference an entry is keyed by.
+const gateway::ObjectReference& RefOf(const gateway::ParentStatus& entry) {
+  return entry.parent_ref;
+}
+const gateway::ObjectReference& RefOf(const gateway::AncestorStatus& entry) {
+  return entry.ancestor_ref;
+}
+
+// Entry: gateway::ParentStatus or gateway::AncestorStatus.
+template <typename Entry>
+YAML::Node MergeEntries(const YAML::Node& current, const gateway::GatewayStatus& ours,
+                        const std::vector<Entry>& entries, absl::string_view controller_name,
+                        const EntryList& list, absl::Time now) {
   const std::string& ns = ours.object.namespace_;
   const YAML::Node existing = kube::Field(current, list.list_field);
   const bool has_existing = existing.IsDefined() && existing.IsSequence();
@@ -179,16 +190,15 @@ YAML::Node MergeEntries(const YAML::Node& current, const GatewayObjectStatus& ou
   size_t budget = list.max_entries > foreign ? list.max_entries - foreign : 0;
   // Ours by key; a parentRef listed twice counts once.
   std::map<RefKey, size_t> index;
-  for (size_t i = 0; i < entries.size(); ++i)
-    index.try_emplace(KeyOf(entries[i].parent_ref, ns), i);
+  for (size_t i = 0; i < entries.size(); ++i) index.try_emplace(KeyOf(RefOf(entries[i]), ns), i);
   std::vector<bool> written(entries.size(), false);
 
-  auto entry_node = [&](const GatewayParentStatus& entry,
+  auto entry_node = [&](const Entry& entry,
                         const YAML::Node& conditions) -> std::optional<YAML::Node> {
     YAML::Node merged = MergeConditions(conditions, entry.conditions, ours.generation, list, now);
     if (merged.size() == 0) return std::nullopt;  // An entry needs a condition.
     YAML::Node node;
-    node[std::string(list.ref_field)] = RefNode(entry.parent_ref);
+    node[std::string(list.ref_field)] = RefNode(RefOf(entry));
     node["controllerName"] = StringNode(std::string(controller_name));
     node["conditions"] = merged;
     return node;
@@ -221,7 +231,7 @@ YAML::Node MergeEntries(const YAML::Node& current, const GatewayObjectStatus& ou
     }
   }
   for (size_t i = 0; i < entries.size() && budget > 0; ++i) {
-    if (written[i] || index.find(KeyOf(entries[i].parent_ref, ns))->second != i) continue;
+    if (written[i] || index.find(KeyOf(RefOf(entries[i]), ns))->second != i) continue;
     written[i] = true;
     if (std::optional<YAML::Node> node = entry_node(entries[i], YAML::Node())) {
       out.push_back(*node);
@@ -231,8 +241,9 @@ YAML::Node MergeEntries(const YAML::Node& current, const GatewayObjectStatus& ou
   return out;
 }
 
-YAML::Node DesiredGatewayStatus(const YAML::Node& current, const GatewayObjectStatus& ours,
-                                const std::vector<GatewayParentStatus>& entries,
+template <typename Entry>
+YAML::Node DesiredGatewayStatus(const YAML::Node& current, const gateway::GatewayStatus& ours,
+                                const std::vector<Entry>& entries,
                                 absl::string_view controller_name, const EntryList& list,
                                 absl::Time now) {
   YAML::Node out = current.IsDefined() && current.IsMap() ? YAML::Clone(current)
@@ -244,14 +255,14 @@ YAML::Node DesiredGatewayStatus(const YAML::Node& current, const GatewayObjectSt
 
 }  // namespace
 
-YAML::Node DesiredRouteStatus(const YAML::Node& current, const GatewayObjectStatus& ours,
+YAML::Node DesiredRouteStatus(const YAML::Node& current, const gateway::GatewayStatus& ours,
                               absl::string_view controller_name, absl::Time now) {
   return DesiredGatewayStatus(current, ours, ours.parents, controller_name,
                               {"parents", "parentRef", kMaxStatusParents, kRouteConditionTypes},
                               now);
 }
 
-YAML::Node DesiredPolicyStatus(const YAML::Node& current, const GatewayObjectStatus& ours,
+YAML::Node DesiredPolicyStatus(const YAML::Node& current, const gateway::GatewayStatus& ours,
                                absl::string_view controller_name, absl::Time now) {
   return DesiredGatewayStatus(
       current, ours, ours.ancestors, controller_name,

@@ -39,19 +39,31 @@ gateway::ObjectReference ServiceRef(const std::string& name, int port = 50051) {
   return ref;
 }
 
-GatewayParentStatus Parent(const std::string& service, const std::string& accepted = "True",
-                           int64_t generation = 2) {
-  GatewayParentStatus parent;
+gateway::Condition Condition(const std::string& type, const std::string& status,
+                             const std::string& reason, const std::string& message,
+                             int64_t generation) {
+  gateway::Condition condition;
+  condition.type = type;
+  condition.status = status;
+  condition.reason = reason;
+  condition.message = message;
+  condition.observed_generation = generation;
+  return condition;
+}
+
+gateway::ParentStatus Parent(const std::string& service, const std::string& accepted = "True",
+                             int64_t generation = 2) {
+  gateway::ParentStatus parent;
   parent.parent_ref = ServiceRef(service);
-  parent.conditions.push_back({"Accepted", accepted,
-                               accepted == "True" ? "Accepted" : "NoMatchingParent", "message",
-                               generation});
-  parent.conditions.push_back({"ResolvedRefs", "True", "ResolvedRefs", "", generation});
+  parent.conditions.push_back(Condition("Accepted", accepted,
+                                        accepted == "True" ? "Accepted" : "NoMatchingParent",
+                                        "message", generation));
+  parent.conditions.push_back(Condition("ResolvedRefs", "True", "ResolvedRefs", "", generation));
   return parent;
 }
 
-GatewayObjectStatus Route(std::vector<GatewayParentStatus> parents, int64_t generation = 2) {
-  GatewayObjectStatus route;
+gateway::GatewayStatus Route(std::vector<gateway::ParentStatus> parents, int64_t generation = 2) {
+  gateway::GatewayStatus route;
   route.object = {"GRPCRoute", "demo", "greeter"};
   route.generation = generation;
   route.parents = std::move(parents);
@@ -75,7 +87,7 @@ std::vector<std::string> Entries(const YAML::Node& status, const std::string& li
 YAML::Node OurCondition(const YAML::Node& status, const std::string& name, const std::string& type,
                         const std::string& list = "parents", const std::string& ref = "parentRef") {
   for (const YAML::Node& entry : FieldAt(status, {list})) {
-    if (StringAt(entry, {"controllerName"}) != kGatewayControllerName ||
+    if (StringAt(entry, {"controllerName"}) != gateway::kControllerName ||
         StringAt(entry, {ref, "name"}) != name) {
       continue;
     }
@@ -88,7 +100,7 @@ YAML::Node OurCondition(const YAML::Node& status, const std::string& name, const
 
 TEST(GatewayStatusTest, WritesOneEntryPerParentWithItsConditions) {
   const YAML::Node status =
-      DesiredRouteStatus(YAML::Node(), Route({Parent("greeter")}), kGatewayControllerName, kT0);
+      DesiredRouteStatus(YAML::Node(), Route({Parent("greeter")}), gateway::kControllerName, kT0);
   ASSERT_EQ(FieldAt(status, {"parents"}).size(), 1u);
   const YAML::Node entry = FieldAt(status, {"parents"})[0];
   EXPECT_EQ(StringAt(entry, {"controllerName"}), "facet.dev/gateway-controller");
@@ -121,27 +133,27 @@ TEST(GatewayStatusTest, KeepsForeignParents) {
       conditions: [{type: Accepted, status: "True", reason: Accepted}]
   )");
   const YAML::Node status =
-      DesiredRouteStatus(current, Route({Parent("greeter")}), kGatewayControllerName, kT0);
+      DesiredRouteStatus(current, Route({Parent("greeter")}), gateway::kControllerName, kT0);
   EXPECT_THAT(Entries(status),
               ElementsAre(absl::StrCat(kIstio, " greeter"), "example.com/gateway edge",
                           "facet.dev/gateway-controller greeter"));
   EXPECT_TRUE(SameStatus(FieldAt(status, {"parents"})[0], FieldAt(current, {"parents"})[0]));
   EXPECT_TRUE(SameStatus(FieldAt(status, {"parents"})[1], FieldAt(current, {"parents"})[1]));
   // Without parents of ours, theirs stay all the same.
-  const YAML::Node none = DesiredRouteStatus(current, Route({}), kGatewayControllerName, kT0);
+  const YAML::Node none = DesiredRouteStatus(current, Route({}), gateway::kControllerName, kT0);
   EXPECT_TRUE(SameStatus(none, current));
 }
 
 TEST(GatewayStatusTest, DropsOwnStaleParent) {
   const YAML::Node first = DesiredRouteStatus(
-      YAML::Node(), Route({Parent("greeter"), Parent("old")}), kGatewayControllerName, kT0);
+      YAML::Node(), Route({Parent("greeter"), Parent("old")}), gateway::kControllerName, kT0);
   ASSERT_EQ(FieldAt(first, {"parents"}).size(), 2u);
   // Generation 3 no longer names "old".
-  GatewayObjectStatus route = Route({Parent("greeter", "True", 3)}, /*generation=*/3);
-  const YAML::Node second = DesiredRouteStatus(first, route, kGatewayControllerName, kT1);
+  gateway::GatewayStatus route = Route({Parent("greeter", "True", 3)}, /*generation=*/3);
+  const YAML::Node second = DesiredRouteStatus(first, route, gateway::kControllerName, kT1);
   EXPECT_THAT(Entries(second), ElementsAre("facet.dev/gateway-controller greeter"));
   // None left: an empty list (the field is required).
-  const YAML::Node third = DesiredRouteStatus(second, Route({}, 4), kGatewayControllerName, kT1);
+  const YAML::Node third = DesiredRouteStatus(second, Route({}, 4), gateway::kControllerName, kT1);
   ASSERT_TRUE(FieldAt(third, {"parents"}).IsSequence());
   EXPECT_EQ(FieldAt(third, {"parents"}).size(), 0u);
 }
@@ -150,9 +162,9 @@ TEST(GatewayStatusTest, KeepsOwnParentWrittenFromANewerGeneration) {
   // A replica that saw generation 3 wrote "new"; we still evaluate 2.
   const YAML::Node current = DesiredRouteStatus(
       YAML::Node(), Route({Parent("greeter", "True", 3), Parent("new", "True", 3)}, 3),
-      kGatewayControllerName, kT0);
+      gateway::kControllerName, kT0);
   const YAML::Node status =
-      DesiredRouteStatus(current, Route({Parent("greeter")}, 2), kGatewayControllerName, kT1);
+      DesiredRouteStatus(current, Route({Parent("greeter")}, 2), gateway::kControllerName, kT1);
   EXPECT_THAT(Entries(status), ElementsAre("facet.dev/gateway-controller greeter",
                                            "facet.dev/gateway-controller new"));
 }
@@ -171,14 +183,14 @@ TEST(GatewayStatusTest, MatchesParentRefsAfterDefaulting) {
       conditions: [{type: Accepted, status: "True", reason: Accepted, message: m,
                     observedGeneration: 1, lastTransitionTime: "2020-01-01T00:00:00Z"}]
   )");
-  GatewayParentStatus gateway_parent;
+  gateway::ParentStatus gateway_parent;
   gateway_parent.parent_ref.group = "gateway.networking.k8s.io";
   gateway_parent.parent_ref.kind = "Gateway";
   gateway_parent.parent_ref.name = "edge";
-  gateway_parent.conditions.push_back({"Accepted", "True", "Accepted", "m", 2});
+  gateway_parent.conditions.push_back(Condition("Accepted", "True", "Accepted", "m", 2));
   // A core Service (group ""): not the entry of the Gateway API group's "Service".
   const YAML::Node status = DesiredRouteStatus(current, Route({gateway_parent, Parent("greeter")}),
-                                               kGatewayControllerName, kT1);
+                                               gateway::kControllerName, kT1);
   EXPECT_THAT(Entries(status), ElementsAre("facet.dev/gateway-controller edge",
                                            "facet.dev/gateway-controller greeter"));
   EXPECT_EQ(StringAt(OurCondition(status, "edge", "Accepted"), {"lastTransitionTime"}),
@@ -191,21 +203,21 @@ TEST(GatewayStatusTest, MatchesParentRefsAfterDefaulting) {
 
 TEST(GatewayStatusTest, KeepsTransitionTimeWhenUnchanged) {
   const YAML::Node first =
-      DesiredRouteStatus(YAML::Node(), Route({Parent("greeter")}), kGatewayControllerName, kT0);
+      DesiredRouteStatus(YAML::Node(), Route({Parent("greeter")}), gateway::kControllerName, kT0);
   const std::string since =
       StringAt(OurCondition(first, "greeter", "Accepted"), {"lastTransitionTime"});
   // Another generation, another message, the same status: the time stays.
-  GatewayParentStatus same = Parent("greeter", "True", 3);
+  gateway::ParentStatus same = Parent("greeter", "True", 3);
   same.conditions[0].message = "other words";
   const YAML::Node second =
-      DesiredRouteStatus(first, Route({same}, 3), kGatewayControllerName, kT1);
+      DesiredRouteStatus(first, Route({same}, 3), gateway::kControllerName, kT1);
   const YAML::Node accepted = OurCondition(second, "greeter", "Accepted");
   EXPECT_EQ(StringAt(accepted, {"lastTransitionTime"}), since);
   EXPECT_EQ(StringAt(accepted, {"message"}), "other words");
   EXPECT_EQ(StringAt(accepted, {"observedGeneration"}), "3");
   // The status flips: a new time.
   const YAML::Node third = DesiredRouteStatus(second, Route({Parent("greeter", "False", 4)}, 4),
-                                              kGatewayControllerName, kT1);
+                                              gateway::kControllerName, kT1);
   EXPECT_EQ(StringAt(OurCondition(third, "greeter", "Accepted"), {"lastTransitionTime"}),
             "2023-11-14T23:13:20Z");
   EXPECT_EQ(StringAt(OurCondition(third, "greeter", "ResolvedRefs"), {"lastTransitionTime"}),
@@ -214,14 +226,14 @@ TEST(GatewayStatusTest, KeepsTransitionTimeWhenUnchanged) {
 
 TEST(GatewayStatusTest, NeverLowersObservedGeneration) {
   const YAML::Node current = DesiredRouteStatus(
-      YAML::Node(), Route({Parent("greeter", "False", 5)}, 5), kGatewayControllerName, kT0);
+      YAML::Node(), Route({Parent("greeter", "False", 5)}, 5), gateway::kControllerName, kT0);
   // A stale cache: we evaluated generation 4, which was fine.
-  GatewayParentStatus stale = Parent("greeter", "True", 4);
+  gateway::ParentStatus stale = Parent("greeter", "True", 4);
   stale.conditions[1].observed_generation = 5;  // The same generation: replaced.
   stale.conditions[1].status = "False";
   stale.conditions[1].reason = "BackendNotFound";
   const YAML::Node status =
-      DesiredRouteStatus(current, Route({stale}, 4), kGatewayControllerName, kT1);
+      DesiredRouteStatus(current, Route({stale}, 4), gateway::kControllerName, kT1);
   const YAML::Node accepted = OurCondition(status, "greeter", "Accepted");
   EXPECT_EQ(StringAt(accepted, {"status"}), "False");
   EXPECT_EQ(StringAt(accepted, {"observedGeneration"}), "5");
@@ -243,7 +255,7 @@ TEST(GatewayStatusTest, RemovesOwnConditionTypesNoLongerReportedAndKeepsOthers) 
          observedGeneration: 9, lastTransitionTime: "2020-01-01T00:00:00Z"}
   )");
   const YAML::Node status = DesiredRouteStatus(current, Route({Parent("greeter", "True", 3)}, 3),
-                                               kGatewayControllerName, kT1);
+                                               gateway::kControllerName, kT1);
   std::vector<std::string> types;
   for (const YAML::Node& c : FieldAt(status, {"parents"})[0]["conditions"]) {
     types.push_back(StringAt(c, {"type"}));
@@ -251,7 +263,7 @@ TEST(GatewayStatusTest, RemovesOwnConditionTypesNoLongerReportedAndKeepsOthers) 
   EXPECT_THAT(types, ElementsAre("Accepted", "example.com/Audited", "ResolvedRefs"));
   // Reported by a newer generation than ours: it stays.
   const YAML::Node older = DesiredRouteStatus(current, Route({Parent("greeter", "True", 1)}, 1),
-                                              kGatewayControllerName, kT1);
+                                              gateway::kControllerName, kT1);
   EXPECT_TRUE(OurCondition(older, "greeter", "PartiallyInvalid").IsDefined());
 }
 
@@ -264,9 +276,9 @@ TEST(GatewayStatusTest, CapsParentsAt32KeepingOthersEntries) {
     entry["parentRef"]["name"] = absl::StrCat("s", i);
     current["parents"].push_back(entry);
   }
-  std::vector<GatewayParentStatus> ours;
+  std::vector<gateway::ParentStatus> ours;
   for (int i = 0; i < 5; ++i) ours.push_back(Parent(absl::StrCat("s", i)));
-  const YAML::Node status = DesiredRouteStatus(current, Route(ours), kGatewayControllerName, kT0);
+  const YAML::Node status = DesiredRouteStatus(current, Route(ours), gateway::kControllerName, kT0);
   std::vector<std::string> entries = Entries(status);
   ASSERT_EQ(entries.size(), kMaxStatusParents);
   EXPECT_EQ(entries[29], "istio.io/gateway-controller s29");
@@ -274,14 +286,15 @@ TEST(GatewayStatusTest, CapsParentsAt32KeepingOthersEntries) {
   EXPECT_EQ(entries[31], "facet.dev/gateway-controller s1");
 }
 
-GatewayObjectStatus Policy(int ancestors) {
-  GatewayObjectStatus policy;
+gateway::GatewayStatus Policy(int ancestors) {
+  gateway::GatewayStatus policy;
   policy.object = {"XdsVariantPolicy", "demo", "canary"};
   policy.generation = 1;
   for (int i = 0; i < ancestors; ++i) {
-    GatewayParentStatus ancestor;
-    ancestor.parent_ref = ServiceRef(absl::StrCat("s", i));
-    ancestor.conditions.push_back({"Accepted", "False", "Invalid", "too many ancestors", 1});
+    gateway::AncestorStatus ancestor;
+    ancestor.ancestor_ref = ServiceRef(absl::StrCat("s", i));
+    ancestor.conditions.push_back(
+        Condition("Accepted", "False", "Invalid", "too many ancestors", 1));
     policy.ancestors.push_back(ancestor);
   }
   return policy;
@@ -289,7 +302,7 @@ GatewayObjectStatus Policy(int ancestors) {
 
 TEST(GatewayStatusTest, CapsAncestorsAt16) {
   const YAML::Node status =
-      DesiredPolicyStatus(YAML::Node(), Policy(20), kGatewayControllerName, kT0);
+      DesiredPolicyStatus(YAML::Node(), Policy(20), gateway::kControllerName, kT0);
   std::vector<std::string> entries = Entries(status, "ancestors", "ancestorRef");
   ASSERT_EQ(entries.size(), kMaxStatusAncestors);
   EXPECT_EQ(entries.front(), "facet.dev/gateway-controller s0");
@@ -304,17 +317,17 @@ TEST(GatewayStatusTest, CapsAncestorsAt16) {
     entry["ancestorRef"]["name"] = absl::StrCat("x", i);
     full["ancestors"].push_back(entry);
   }
-  const YAML::Node none = DesiredPolicyStatus(full, Policy(2), kGatewayControllerName, kT0);
+  const YAML::Node none = DesiredPolicyStatus(full, Policy(2), gateway::kControllerName, kT0);
   EXPECT_TRUE(SameStatus(none, full));
 }
 
 TEST(GatewayStatusTest, PolicyAncestorsMergeAsRouteParentsDo) {
   const YAML::Node first =
-      DesiredPolicyStatus(YAML::Node(), Policy(2), kGatewayControllerName, kT0);
-  GatewayObjectStatus policy = Policy(1);
+      DesiredPolicyStatus(YAML::Node(), Policy(2), gateway::kControllerName, kT0);
+  gateway::GatewayStatus policy = Policy(1);
   policy.generation = 2;
-  policy.ancestors[0].conditions[0] = {"Accepted", "False", "Invalid", "still", 2};
-  const YAML::Node second = DesiredPolicyStatus(first, policy, kGatewayControllerName, kT1);
+  policy.ancestors[0].conditions[0] = Condition("Accepted", "False", "Invalid", "still", 2);
+  const YAML::Node second = DesiredPolicyStatus(first, policy, gateway::kControllerName, kT1);
   EXPECT_THAT(Entries(second, "ancestors", "ancestorRef"),
               ElementsAre("facet.dev/gateway-controller s0"));
   const YAML::Node accepted = OurCondition(second, "s0", "Accepted", "ancestors", "ancestorRef");
@@ -335,7 +348,7 @@ TEST(GatewayStatusTest, CapsConditionsAt8OursFirst) {
     current["parents"][0]["conditions"].push_back(condition);
   }
   const YAML::Node status =
-      DesiredRouteStatus(current, Route({Parent("greeter")}), kGatewayControllerName, kT0);
+      DesiredRouteStatus(current, Route({Parent("greeter")}), gateway::kControllerName, kT0);
   const YAML::Node conditions = FieldAt(status, {"parents"})[0]["conditions"];
   ASSERT_EQ(conditions.size(), kMaxEntryConditions);
   EXPECT_EQ(StringAt(conditions[5], {"type"}), "example.com/T5");
@@ -344,11 +357,11 @@ TEST(GatewayStatusTest, CapsConditionsAt8OursFirst) {
 }
 
 TEST(GatewayStatusTest, CutsLongMessagesAtACharacterBoundary) {
-  GatewayParentStatus parent = Parent("greeter");
+  gateway::ParentStatus parent = Parent("greeter");
   parent.conditions[0].message.clear();
   for (int i = 0; i < 20000; ++i) parent.conditions[0].message += "\xc3\xa9";  // é
   const YAML::Node status =
-      DesiredRouteStatus(YAML::Node(), Route({parent}), kGatewayControllerName, kT0);
+      DesiredRouteStatus(YAML::Node(), Route({parent}), gateway::kControllerName, kT0);
   const std::string message = StringAt(OurCondition(status, "greeter", "Accepted"), {"message"});
   // 32765 bytes would end inside a character: 32764 of them are kept.
   EXPECT_EQ(message.size(), 32767u);
@@ -359,7 +372,7 @@ TEST(GatewayStatusTest, CutsLongMessagesAtACharacterBoundary) {
 TEST(GatewayStatusTest, KeepsOtherStatusFields) {
   const YAML::Node current = Status("{parents: [], example: {kept: true}}");
   const YAML::Node status =
-      DesiredRouteStatus(current, Route({Parent("greeter")}), kGatewayControllerName, kT0);
+      DesiredRouteStatus(current, Route({Parent("greeter")}), gateway::kControllerName, kT0);
   EXPECT_EQ(StringAt(status, {"example", "kept"}), "true");
   EXPECT_EQ(FieldAt(status, {"parents"}).size(), 1u);
 }

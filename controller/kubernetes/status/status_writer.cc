@@ -242,18 +242,18 @@ absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
   });
 }
 
-absl::StatusOr<bool> StatusWriter::SyncRouteStatus(const GatewayObjectStatus& route,
+absl::StatusOr<bool> StatusWriter::SyncRouteStatus(const gateway::GatewayStatus& route,
                                                    const YAML::Node* cached) {
   return ReadModifyWrite(route.object, cached, [&](const YAML::Node& object) {
-    return DesiredRouteStatus(kube::Field(object, "status"), route, kGatewayControllerName,
+    return DesiredRouteStatus(kube::Field(object, "status"), route, gateway::kControllerName,
                               wall_now_());
   });
 }
 
-absl::StatusOr<bool> StatusWriter::SyncPolicyStatus(const GatewayObjectStatus& policy,
+absl::StatusOr<bool> StatusWriter::SyncPolicyStatus(const gateway::GatewayStatus& policy,
                                                     const YAML::Node* cached) {
   return ReadModifyWrite(policy.object, cached, [&](const YAML::Node& object) {
-    return DesiredPolicyStatus(kube::Field(object, "status"), policy, kGatewayControllerName,
+    return DesiredPolicyStatus(kube::Field(object, "status"), policy, gateway::kControllerName,
                                wall_now_());
   });
 }

@@ -57,12 +57,12 @@ class StatusWriter {
                             int authority_resources = 0, const YAML::Node* cached = nullptr);
 
   // Writes a GRPCRoute's status as DesiredRouteStatus merges `route` into
-  // it (controllerName kGatewayControllerName), as Sync does.
-  absl::StatusOr<bool> SyncRouteStatus(const GatewayObjectStatus& route,
+  // it (controllerName gateway::kControllerName), as Sync does.
+  absl::StatusOr<bool> SyncRouteStatus(const gateway::GatewayStatus& route,
                                        const YAML::Node* cached = nullptr);
   // Writes an XdsVariantPolicy's status as DesiredPolicyStatus merges
   // `policy` into it, as Sync does.
-  absl::StatusOr<bool> SyncPolicyStatus(const GatewayObjectStatus& policy,
+  absl::StatusOr<bool> SyncPolicyStatus(const gateway::GatewayStatus& policy,
                                         const YAML::Node* cached = nullptr);
 
   // Reads the object `ref` names (ObjectPath) from `cached` when given, else
