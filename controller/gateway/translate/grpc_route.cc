@@ -25,12 +25,6 @@ struct Problem {
   ConditionCause cause;
 };
 
-std::string JoinCauses(const std::vector<ConditionCause>& causes) {
-  return absl::StrJoin(causes, "; ", [](std::string* out, const ConditionCause& cause) {
-    absl::StrAppend(out, cause.field, cause.field.empty() ? "" : ": ", cause.message);
-  });
-}
-
 // Returns a condition of `type` at `generation`: False with the first
 // problem's reason when there are problems (every one of them a cause),
 // True with `true_reason` otherwise (the notes as its causes).
@@ -45,13 +39,13 @@ Condition MakeCondition(const char* type, const char* true_reason, absl::string_
     condition.reason = true_reason;
     condition.causes = notes;
     condition.message = notes.empty() ? std::string(true_message)
-                                      : absl::StrCat(true_message, "; ", JoinCauses(notes));
+                                      : absl::StrCat(true_message, "; ", ConditionMessage(notes));
     return condition;
   }
   condition.status = kStatusFalse;
   condition.reason = problems.front().reason;
   for (const Problem& problem : problems) condition.causes.push_back(problem.cause);
-  condition.message = JoinCauses(condition.causes);
+  condition.message = ConditionMessage(condition.causes);
   return condition;
 }
 
@@ -237,6 +231,12 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
   return out;
 }
 
+std::string ConditionMessage(const std::vector<ConditionCause>& causes) {
+  return absl::StrJoin(causes, "; ", [](std::string* out, const ConditionCause& cause) {
+    absl::StrAppend(out, cause.field, cause.field.empty() ? "" : ": ", cause.message);
+  });
+}
+
 ParentStatus ParentStatusFor(const TranslatedRoute& translated, const ObjectReference& parent_ref,
                              const ParentResolution& resolution) {
   ParentStatus status;
@@ -250,7 +250,7 @@ ParentStatus ParentStatusFor(const TranslatedRoute& translated, const ObjectRefe
     accepted.status = kStatusFalse;
     accepted.reason = resolution.reason;
     accepted.causes = std::move(causes);
-    accepted.message = JoinCauses(accepted.causes);
+    accepted.message = ConditionMessage(accepted.causes);
   }
   status.conditions = {std::move(accepted), translated.resolved_refs};
   return status;

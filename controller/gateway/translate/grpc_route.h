@@ -75,6 +75,10 @@ struct TranslatedRoute {
 TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions* conditions,
                                const GatewayLookup& lookup, const TranslateOptions& options);
 
+// Returns the message of a condition made of `causes`: each as
+// "field: message" (the message alone without a field), joined by "; ".
+std::string ConditionMessage(const std::vector<ConditionCause>& causes);
+
 // Returns the status entry of `translated` for its parentRef `parent_ref`
 // that resolved to `resolution` (kAttached or kRejected): Accepted False
 // with the resolution's reason when rejected, the route's own conditions
