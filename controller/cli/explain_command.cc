@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "controller/sources/manifest/manifest_build.h"
 #include "controller/sources/manifest/manifest_loader.h"
 #include "xds_server/explain/explain.h"
 #include "xds_server/resources/resource_type.h"
@@ -119,12 +120,13 @@ bool ExplainManifests(const Args& args, xds::ExplainRequest request, xds::Explai
   if (unreadable) return false;
   xds::BuildOptions options;
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
-  xds::BuildResult built =
-      xds::BuildSnapshot(manifests.resources, manifests.authorities, /*previous=*/nullptr, options);
+  // GRPCRoutes and Services are explained as what they generate.
+  const ManifestBuild built = BuildManifests(manifests, options);
   // A missing resource that a rejected object declares says which and why.
   std::map<xds::ObjectRef, const xds::ResourceObject*> objects;
   for (const xds::ResourceObject& object : manifests.resources) objects[object.ref] = &object;
-  for (const xds::ObjectStatus& status : built.statuses) {
+  for (const auto& status_ptr : built.builder->Statuses()) {
+    const xds::ObjectStatus& status = *status_ptr;
     if (status.accepted || status.served_name.empty()) continue;
     auto object = objects.find(status.ref);
     if (object == objects.end() || !object->second->spec.has_value()) continue;
@@ -139,7 +141,7 @@ bool ExplainManifests(const Args& args, xds::ExplainRequest request, xds::Explai
     }
     request.rejected[{std::string(type->alias()), status.served_name}] = why;
   }
-  absl::StatusOr<xds::ExplainResult> explained = xds::Explain(*built.snapshot, request);
+  absl::StatusOr<xds::ExplainResult> explained = xds::Explain(*built.builder->snapshot(), request);
   if (!explained.ok()) {
     err << "facet explain: " << explained.status().message() << "\n";
     return false;

@@ -1,11 +1,16 @@
 #include "controller/cli/validate_command.h"
 
+#include <algorithm>
 #include <memory>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "controller/gateway/model/gateway_status.h"
+#include "controller/sources/manifest/manifest_build.h"
 #include "controller/sources/manifest/manifest_loader.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/snapshot/builder.h"
@@ -22,8 +27,11 @@ constexpr char kUsage[] =
     "  rule the server applies. Prints one line per problem:\n"
     "    namespace/name: field: reason            (rejected)\n"
     "    namespace/name: field: warning: reason   (served, but worth fixing)\n"
-    "  GRPCRoutes and XdsVariantPolicies are checked too; a problem with a Service,\n"
-    "  EndpointSlice or ReferenceGrant is a warning (Facet ignores the object).\n"
+    "  GRPCRoutes attached to a Service print their status, one line per cause:\n"
+    "    namespace/name: field: Accepted=False Reason: message            (rejected)\n"
+    "    namespace/name: field: warning: ResolvedRefs=False Reason: message\n"
+    "  XdsVariantPolicies are checked too; a problem with a Service, EndpointSlice or\n"
+    "  ReferenceGrant is a warning (Facet ignores the object).\n"
     "  A resource with conditional elements (@when) is followed by the variants it compiles to:\n"
     "    namespace/name: spec.variants[0].resource: compiles to N variants\n"
     "      label: constraints; includes: paths of the @when elements it includes\n"
@@ -59,13 +67,13 @@ void PrintCompiledVariants(const xds::ObjectStatus& status, std::ostream& out) {
 // its time, the builder's state another 3% (12,000 objects; LLVM's
 // -disable-free does the same for the compiler). Reachable from a static, so
 // leak checkers do not report it. Thread-compatible.
-void KeepUntilExit(ManifestSet manifests, std::unique_ptr<xds::IncrementalBuilder> builder) {
+void KeepUntilExit(ManifestSet manifests, ManifestBuild build) {
   struct Kept {
     ManifestSet manifests;
-    std::unique_ptr<xds::IncrementalBuilder> builder;
+    ManifestBuild build;
   };
   static auto* const kept = new std::vector<std::unique_ptr<Kept>>();
-  kept->push_back(std::make_unique<Kept>(Kept{std::move(manifests), std::move(builder)}));
+  kept->push_back(std::make_unique<Kept>(Kept{std::move(manifests), std::move(build)}));
 }
 
 }  // namespace
@@ -119,13 +127,14 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   xds::BuildOptions options;
   // Offline, authorities are enforced only when the input declares some.
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
-  // What BuildSnapshot decides, without the snapshot: the statuses are all
-  // that is reported.
-  auto builder = std::make_unique<xds::IncrementalBuilder>(options);
-  for (const xds::AuthorityObject& object : manifests.authorities) builder->Upsert(object);
-  for (const xds::ResourceObject& object : manifests.resources) builder->Upsert(object);
-  builder->BuildUntilDecided();
-  const std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses = builder->Statuses();
+  ManifestBuild build = BuildManifests(manifests, options);
+  // The objects read; those generated from Gateway API objects apart (what
+  // they say reaches the GRPCRoutes' statuses below).
+  std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses;
+  std::vector<std::shared_ptr<const xds::ObjectStatus>> generated;
+  for (std::shared_ptr<const xds::ObjectStatus>& status : build.builder->Statuses()) {
+    (status->ref.kind == xds::kGeneratedKind ? generated : statuses).push_back(std::move(status));
+  }
   size_t objects = statuses.size();
   size_t accepted = 0;
   int object_errors = 0;
@@ -152,11 +161,73 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
     if (!status.accepted) rejected = true;
     if (status.accepted) PrintCompiledVariants(status, out);
   }
-  // The Gateway API objects and XdsVariantPolicies as read (their
-  // translation comes later). A GRPCRoute or policy with errors is not
-  // Accepted: the input is rejected. Services, EndpointSlices and
-  // ReferenceGrants are not Facet's: one with errors is ignored, a warning.
+  // The objects generated from the Gateway API objects: what they say
+  // reaches the GRPCRoutes' statuses below (a name an XdsResource holds is
+  // Conflicted there), but for an error of the translation's own making.
+  for (const auto& status : generated) {
+    for (const xds::Finding& finding : status->findings) {
+      if (finding.severity != xds::Severity::kError || finding.reason == "DuplicateName") continue;
+      print(status->ref, finding, /*is_warning=*/false, "");
+      rejected = true;
+    }
+  }
+  // A GRPCRoute attached to a Service prints its status: a line per cause of
+  // a condition that is not True (Accepted=False rejects the input,
+  // ResolvedRefs=False is a warning), and the notes of True ones as
+  // warnings; a cause several parents share once, with the reason of the
+  // first parent the route attached to (a parent that rejects the route
+  // lists the route's own causes under its reason too).
+  auto print_route = [&](const gateway::GatewayStatus& status) {
+    bool route_accepted = true;
+    std::set<std::pair<std::string, std::string>> printed;  // Field, message.
+    std::vector<const gateway::ParentStatus*> parents;
+    for (bool attached : {true, false}) {
+      for (const gateway::ParentStatus& parent : status.parents) {
+        const bool rejected = std::any_of(
+            parent.conditions.begin(), parent.conditions.end(), [](const auto& condition) {
+              return condition.type == gateway::kConditionAccepted &&
+                     (condition.reason == gateway::kReasonNoMatchingParent ||
+                      condition.reason == gateway::kReasonConsumerRoutesDisabled);
+            });
+        if (rejected != attached) parents.push_back(&parent);
+      }
+    }
+    for (const gateway::ParentStatus* parent : parents) {
+      for (const gateway::Condition& condition : parent->conditions) {
+        const bool is_true = condition.status == gateway::kStatusTrue;
+        const bool is_error = !is_true && condition.type == gateway::kConditionAccepted;
+        route_accepted = route_accepted && !is_error;
+        const std::string prefix = is_true ? ""
+                                           : absl::StrCat(condition.type, "=", condition.status,
+                                                          " ", condition.reason, ": ");
+        for (const gateway::ConditionCause& cause : condition.causes) {
+          if (!printed.emplace(cause.field, cause.message).second) continue;
+          print(status.object,
+                {is_error ? xds::Severity::kError : xds::Severity::kWarning, condition.reason,
+                 cause.field, cause.message},
+                !is_error, EscapeText(prefix));
+        }
+      }
+    }
+    return route_accepted;
+  };
+  // The Gateway API objects and XdsVariantPolicies as read. A GRPCRoute
+  // with no Service parent, or a policy, with errors is not Accepted: the
+  // input is rejected. Services, EndpointSlices and ReferenceGrants are not
+  // Facet's: one with errors is ignored, a warning.
   for (const gateway::GatewayObject& object : manifests.gateway_objects) {
+    if (object.ref.kind == gateway::kGrpcRouteKind) {
+      const auto status = build.front_end->StatusOf(object.ref);
+      if (status != nullptr && !status->parents.empty()) {
+        ++objects;
+        if (print_route(*status)) {
+          ++accepted;
+        } else {
+          rejected = true;
+        }
+        continue;
+      }
+    }
     const bool read_only = gateway::IsReadOnlyKind(object.ref.kind);
     const std::string ignored = absl::StrCat("ignored: invalid ", object.ref.kind, ": ");
     for (const xds::Finding& finding : object.findings) {
@@ -174,7 +245,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   err << "facet validate: " << manifests.files.size() << " files, " << objects
       << " objects: " << accepted << " valid, " << objects - accepted << " rejected; "
       << object_errors << " errors, " << warning_count << " warnings\n";
-  KeepUntilExit(std::move(manifests), std::move(builder));
+  KeepUntilExit(std::move(manifests), std::move(build));
   if (unreadable) return kValidateUnreadable;
   return rejected ? kValidateRejected : kValidateOk;
 }

@@ -212,12 +212,64 @@ spec:
 )")}});
   Outcome outcome = Validate({dir.string()});
   EXPECT_EQ(outcome.code, kValidateRejected) << outcome.out;
-  EXPECT_THAT(outcome.out, HasSubstr("demo/greeter: spec.rules[0].name: \"Bad_Name\" does not "
-                                     "match"));
+  EXPECT_THAT(outcome.out, HasSubstr("demo/greeter: spec.rules[0].name: Accepted=False "
+                                     "UnsupportedValue: \"Bad_Name\" does not match"));
   EXPECT_THAT(outcome.out, HasSubstr("demo/canary: spec.extra: "));
   EXPECT_THAT(outcome.out, Not(HasSubstr("warning")));
   EXPECT_THAT(outcome.err, HasSubstr("2 objects: 0 valid, 2 rejected"));
   fs::remove_all(dir);
+}
+
+TEST(ValidateFixturesTest, RouteStatusIsPrintedOncePerCauseWhateverItsParents) {
+  // Two ports, both parents of the route: one line for the route's problem,
+  // one per parent for what only that parent says.
+  const fs::path dir = WriteDirectory("route-status", {{"objects.yaml", R"(apiVersion: v1
+kind: Service
+metadata: {name: greeter, namespace: demo}
+spec: {ports: [{name: grpc, port: 50051}, {name: admin, port: 8080}]}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: greeter, namespace: demo}
+spec:
+  parentRefs: [{group: '', kind: Service, name: greeter}, {group: '', kind: Service, name: gone}]
+  hostnames: [greeter.example.com]
+  rules:
+  - filters: [{type: RequestHeaderModifier, requestHeaderModifier: {set: [{name: a, value: b}]}}]
+    backendRefs: [{name: greeter, port: 50051}]
+)"}});
+  Outcome outcome = Validate({dir.string()});
+  EXPECT_EQ(outcome.code, kValidateRejected) << outcome.out;
+  EXPECT_EQ(outcome.out,
+            "demo/greeter: spec.rules[0].filters[0]: Accepted=False IncompatibleFilters: "
+            "RequestHeaderModifier filter is not supported: proxyless gRPC clients cannot modify "
+            "headers (no gRFC gives them a filter for it); remove it\n"
+            "demo/greeter: spec.parentRefs[1]: Accepted=False NoMatchingParent: Service demo/gone "
+            "does not exist\n");
+  EXPECT_THAT(outcome.err, HasSubstr("1 objects: 0 valid, 1 rejected; 2 errors, 0 warnings"));
+  fs::remove_all(dir);
+}
+
+TEST(ValidateFixturesTest, RouteOfAnotherControllerPrintsOnlyWhatTheCrdRefuses) {
+  // Attached to a Gateway only: not Facet's route, its filter no concern.
+  constexpr char kGatewayRoute[] =
+      "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\n"
+      "metadata: {name: edge, namespace: demo}\n"
+      "spec:\n  parentRefs: [{name: gateway}]\n  rules:\n  - filters: [{type: "
+      "RequestMirror, requestMirror: {backendRef: {name: greeter, port: 50051}}}]\n";
+  const fs::path dir = WriteDirectory("gateway-route", {{"objects.yaml", kGatewayRoute}});
+  Outcome outcome = Validate({dir.string()});
+  EXPECT_EQ(outcome.code, kValidateOk) << outcome.out;
+  EXPECT_EQ(outcome.out, "");
+  // What the CRD refuses is refused whoever the parent is.
+  const fs::path broken =
+      WriteDirectory("gateway-route-broken",
+                     {{"objects.yaml", absl::StrCat(kGatewayRoute, "    name: Bad_Name\n")}});
+  outcome = Validate({broken.string()});
+  EXPECT_EQ(outcome.code, kValidateRejected) << outcome.out;
+  EXPECT_THAT(outcome.out, HasSubstr("demo/edge: spec.rules[0].name: \"Bad_Name\" does not match"));
+  fs::remove_all(dir);
+  fs::remove_all(broken);
 }
 
 TEST(ValidateFixturesTest, AServiceDefinedInTwoFilesIsAWarningARouteAnError) {
