@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 #include <variant>
 
@@ -74,8 +75,12 @@ GatewayStatus RouteStatus(const GatewayObject& route, const TranslatedRoute& tra
     condition.message = absl::StrCat("Fall Back: ", ConditionMessage(condition.causes));
   } else {
     effective.accepted = translated.accepted;
-    effective.accepted.causes.push_back({"", absl::StrCat("generation ", fallback->generation,
-                                                          ", the last accepted, keeps serving")});
+    // Manifests often carry no generation: then the two look alike.
+    effective.accepted.causes.push_back(
+        {"", fallback->generation == route.generation
+                 ? std::string("its last accepted revision keeps serving")
+                 : absl::StrCat("generation ", fallback->generation,
+                                ", the last accepted, keeps serving")});
     effective.accepted.message = ConditionMessage(effective.accepted.causes);
     effective.resolved_refs = fallback->resolved_refs;
   }

@@ -31,10 +31,14 @@ const std::string& LocationOf(const FileObject& object) {
   return std::visit([](const auto& o) -> const std::string& { return o.location; }, object.object);
 }
 
-// Whether an object read from a file reaches the builder: Gateway API
-// objects are read, but nothing translates them yet (see Define()).
-bool Serves(const xds::ObjectRef& ref) {
-  return ref.kind == xds::kXdsResourceKind || ref.kind == xds::kXdsAuthorityKind;
+// Whether an object read from a file is served (directly, or through what
+// the Gateway API front end generates): XdsVariantPolicies are read, but
+// nothing translates them yet.
+bool Serves(const xds::ObjectRef& ref) { return ref.kind != gateway::kXdsVariantPolicyKind; }
+
+// Whether the Gateway API front end holds the object (not the builder).
+bool IsGatewayObject(const xds::ObjectRef& ref) {
+  return ref.kind != xds::kXdsResourceKind && ref.kind != xds::kXdsAuthorityKind;
 }
 
 int64_t Millis(std::chrono::milliseconds d) { return static_cast<int64_t>(d.count()); }
@@ -55,7 +59,11 @@ ManifestDirSource::ManifestDirSource(Options options, xds::SnapshotStore& store)
         publishing.build = options_.build;
         publishing.on_published = options_.on_published;
         return publishing;
-      }()) {
+      }()),
+      front_end_(options_.gateway) {
+  // An invalid edit of a GRPCRoute leaves the last accepted one serving, as
+  // for an XdsResource; no history outlives the process.
+  front_end_.SetLastGoodLookup([](const xds::ObjectRef&) { return std::nullopt; });
   stop_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (!options_.force_poll) {
     inotify_fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -426,8 +434,6 @@ bool ManifestDirSource::Withdraws(const xds::IncrementalBuilder::Result& result)
 
 void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& path,
                                FileObject* object) {
-  // Gateway API objects are read but not served yet: nothing translates them.
-  if (std::holds_alternative<gateway::GatewayObject>(object->object)) return;
   std::set<std::string>& files = definers_[ref];
   const bool added = files.insert(path).second;
   const std::string& serving = *files.begin();
@@ -442,6 +448,15 @@ void ManifestDirSource::Define(const xds::ObjectRef& ref, const std::string& pat
   needs_upsert_.erase(ref);
   if (auto* resource = std::get_if<xds::ResourceObject>(&object->object)) {
     publisher_.builder().Upsert(std::move(*resource));
+  } else if (auto* gateway_object = std::get_if<gateway::GatewayObject>(&object->object)) {
+    {
+      absl::MutexLock lock(&mu_);
+      GatewayObjectReport& report = gateway_objects_[ref];
+      report.ref = ref;
+      report.location = gateway_object->location;
+      report.generation = gateway_object->generation;
+    }
+    front_end_.Upsert(std::move(*gateway_object));
   } else {
     publisher_.builder().Upsert(std::get<xds::AuthorityObject>(std::move(object->object)));
   }
@@ -457,8 +472,13 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
   if (it->second.empty()) {
     definers_.erase(it);
     needs_upsert_.erase(ref);
-    publisher_.builder().Remove(ref);
+    if (IsGatewayObject(ref)) {
+      front_end_.Remove(ref);
+    } else {
+      publisher_.builder().Remove(ref);
+    }
     absl::MutexLock lock(&mu_);
+    gateway_objects_.erase(ref);
     stats_.removals++;
     return;
   }
@@ -472,17 +492,54 @@ void ManifestDirSource::Undefine(const xds::ObjectRef& ref, const std::string& p
 
 bool ManifestDirSource::BuildAndPublish(Undo* undo, Clock::time_point now,
                                         absl::Time changed_at) {
+  front_end_.Flush(publisher_.builder());
+  bool reconciled = false;
   const Publisher::Outcome outcome =
       publisher_.BuildAndPublish(changed_at, [&](const xds::IncrementalBuilder::Result& result) {
+        // The front end sees every build, this one too if it is built again.
+        ReconcileGateway(result);
+        reconciled = true;
         if (undo->empty() || !Withdraws(result)) return false;
         // Not published: the files' previous objects come back, and the
         // build from them serves what was served.
         Restore(*undo, now);
         undo->clear();
+        front_end_.Flush(publisher_.builder());
+        reconciled = false;
         return true;
       });
+  if (outcome.built && !reconciled) ReconcileGateway(outcome.result);
   if (outcome.published) undo->clear();  // What was published is not undone.
   return outcome.deferred();
+}
+
+void ManifestDirSource::ReconcileGateway(const xds::IncrementalBuilder::Result& result) {
+  const std::vector<std::shared_ptr<const gateway::GatewayStatus>> changed =
+      front_end_.Reconcile(publisher_.builder(), result);
+  if (changed.empty()) return;
+  for (const auto& status : changed) {
+    bool accepted = true;
+    for (const gateway::ParentStatus& parent : status->parents) {
+      for (const gateway::Condition& condition : parent.conditions) {
+        if (condition.status == gateway::kStatusTrue) continue;
+        accepted = accepted && condition.type != gateway::kConditionAccepted;
+        spdlog::warn("GRPCRoute {}: {}={} {}: {}", Logged(status->object), condition.type,
+                     condition.status, condition.reason, Logged(condition.message));
+      }
+    }
+    if (accepted && !status->parents.empty()) {
+      spdlog::info("GRPCRoute {}: accepted by {} parents", Logged(status->object),
+                   status->parents.size());
+    }
+  }
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  for (const auto& status : changed) {
+    auto it = gateway_objects_.find(status->object);
+    if (it == gateway_objects_.end()) continue;
+    it->second.status = status;
+    it->second.status_since = now;
+  }
 }
 
 std::vector<std::string> ManifestDirSource::authorities() const {
@@ -497,6 +554,14 @@ std::vector<std::string> ManifestDirSource::authorities() const {
 
 std::vector<std::shared_ptr<const xds::ObjectStatus>> ManifestDirSource::statuses() const {
   return publisher_.statuses();
+}
+
+std::vector<ManifestDirSource::GatewayObjectReport> ManifestDirSource::gateway_objects() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<GatewayObjectReport> out;
+  out.reserve(gateway_objects_.size());
+  for (const auto& [ref, report] : gateway_objects_) out.push_back(report);
+  return out;
 }
 
 ManifestDirSource::Stats ManifestDirSource::stats() const {

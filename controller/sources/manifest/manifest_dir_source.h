@@ -20,6 +20,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controller/gateway/front_end/gateway_front_end.h"
+#include "controller/gateway/model/gateway_status.h"
+#include "controller/gateway/translate/service_port.h"
 #include "controller/sources/manifest/manifest_loader.h"
 #include "controller/sources/publisher/publisher.h"
 #include "xds_server/snapshot/builder.h"
@@ -31,12 +34,15 @@ namespace facet::controller {
 // Watches the directory with inotify (completed writes, renames, deletions;
 // never IN_MODIFY), or polls it where inotify is unavailable. Each changed
 // file is re-read and compared object by object with what it defined; only
-// objects that were added, changed or removed reach the IncrementalBuilder.
-// A re-read that would withdraw anything (a file being rewritten in place
-// reads as empty or as a prefix) is held back whole until the file has been
-// quiet for `removal_settle` and a re-read confirms it: one that no longer
-// defines some of the file's objects (Gateway API objects, which serve
-// nothing yet, do not count), and one whose build would serve fewer
+// objects that were added, changed or removed reach the IncrementalBuilder,
+// the Gateway API objects through a GatewayFrontEnd (flushed before each
+// build; a GRPCRoute generation that is not accepted leaves the last
+// accepted one serving). A re-read that would withdraw anything (a file
+// being rewritten in place reads as empty or as a prefix) is held back whole
+// until the file has been quiet for `removal_settle` and a re-read confirms
+// it: one that no longer defines some of the file's objects
+// (XdsVariantPolicies, which serve nothing yet, do not count), and one whose
+// build would serve fewer
 // variants of any object (a cut revision, or an unchanged object whose
 // reference stops resolving). Such a build is undone before it is published,
 // by re-applying the files' previous texts. Deleting or renaming a file away
@@ -72,6 +78,18 @@ class ManifestDirSource {
     }();
     // Told what each published snapshot took (see Publisher::Options).
     std::function<void(const PublishTiming&)> on_published;
+    // How Gateway API objects are translated.
+    gateway::TranslateOptions gateway;
+  };
+
+  // A Gateway API object the directory defines, and what Facet says of it.
+  struct GatewayObjectReport {
+    xds::ObjectRef ref;
+    std::string location;
+    int64_t generation = 0;
+    // A GRPCRoute's status once translated; null otherwise.
+    std::shared_ptr<const gateway::GatewayStatus> status;
+    absl::Time status_since;  // When `status` last changed.
   };
 
   // The publisher's counters (builds, published, validated objects, ...)
@@ -95,6 +113,9 @@ class ManifestDirSource {
   std::vector<std::string> authorities() const;
   // Returns the status of every object, sorted by reference.
   std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses() const;
+  // Returns every Gateway API object the directory defines, sorted by
+  // reference.
+  std::vector<GatewayObjectReport> gateway_objects() const;
   // Returns how many snapshots were built.
   int64_t builds() const { return stats().builds; }
   Stats stats() const;
@@ -147,6 +168,8 @@ class ManifestDirSource {
   bool BuildAndPublish(Undo* undo, Clock::time_point now, absl::Time changed_at);
   // Whether `result` serves fewer variants of some object than before.
   bool Withdraws(const xds::IncrementalBuilder::Result& result) const;
+  // Takes the GRPCRoute statuses `result` changed from the front end.
+  void ReconcileGateway(const xds::IncrementalBuilder::Result& result);
   // Re-applies the previous texts in `undo` and holds those files.
   void Restore(const Undo& undo, Clock::time_point now);
 
@@ -155,6 +178,7 @@ class ManifestDirSource {
   // thread-safe accessors.
   Publisher publisher_;
   // Worker thread only (and Start(), before the worker exists):
+  gateway::GatewayFrontEnd front_end_;
   // When the first change not yet built was seen.
   std::optional<absl::Time> batch_start_;
   std::map<std::string, FileState> files_;
@@ -175,6 +199,7 @@ class ManifestDirSource {
 
   mutable absl::Mutex mu_;
   Stats stats_ ABSL_GUARDED_BY(mu_);  // Its PublishStats part is the publisher's.
+  std::map<xds::ObjectRef, GatewayObjectReport> gateway_objects_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopping_{false};
   std::thread worker_;
 };

@@ -11,7 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controller/sources/manifest/manifest_build.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
+#include "envoy/config/route/v3/route.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -149,37 +151,103 @@ TEST_F(ManifestDirSourceTest, PublishesOnStartAndFollowsEditsAdditionsAndDeletio
   }));
 }
 
-TEST_F(ManifestDirSourceTest, ReadsGatewayObjectsWithoutServingThem) {
-  Write("a.yaml", Endpoints("a", 1) + R"(---
+// A Service with a slice, and a GRPCRoute on it sending Echo calls to it
+// (`method` is the route's method match, flow YAML).
+std::string Greeter(const std::string& method = "{service: Echo}") {
+  return absl::StrCat(R"(---
 apiVersion: v1
 kind: Service
-metadata: {name: a, namespace: demo}
+metadata: {name: greeter, namespace: demo}
 spec: {ports: [{name: grpc, port: 7070}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: greeter-1, namespace: demo, labels: {kubernetes.io/service-name: greeter}}
+addressType: IPv4
+ports: [{name: grpc, port: 9000}]
+endpoints: [{addresses: [10.0.0.1]}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
-metadata: {name: a, namespace: demo}
-spec: {parentRefs: [{group: "", kind: Service, name: a}]}
+metadata: {name: greeter, namespace: demo}
+spec:
+  parentRefs: [{group: "", kind: Service, name: greeter}]
+  rules: [{matches: [{method: )",
+                      method, R"(}], backendRefs: [{name: greeter, port: 7070}]}]
 )");
-  xds::SnapshotStore store;
-  auto source = Start(store);
-  EXPECT_EQ(PortOf(*store.Current(), "a"), 1u);
-  // Only the XdsResource reaches the builder; nothing translates the rest yet.
-  EXPECT_EQ(source->stats().upserts, 1);
-  ASSERT_EQ(source->statuses().size(), 1u);
-  EXPECT_EQ(source->statuses()[0]->ref.kind, xds::kXdsResourceKind);
 }
 
-TEST_F(ManifestDirSourceTest, DroppingGatewayObjectsDoesNotHoldTheFile) {
-  // Nothing is served from them yet, so their removal waits for nothing:
-  // the edit beside it is published at once, not after removal_settle.
-  const std::string route = R"(---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
+constexpr char kGreeterName[] = "greeter.demo.svc.cluster.local:7070";
+
+// The names of the routes of the RouteConfiguration `name` serves.
+std::vector<std::string> RouteNames(const xds::Snapshot& snapshot, const std::string& name) {
+  const xds::ServedResource* resource = snapshot.Find(xds::RouteConfigurationType(), name);
+  if (resource == nullptr) return {};
+  envoy::config::route::v3::RouteConfiguration config;
+  config.ParseFromString(resource->variants[0]->serialized);
+  std::vector<std::string> out;
+  for (const auto& route : config.virtual_hosts(0).routes()) out.push_back(route.name());
+  return out;
+}
+
+TEST_F(ManifestDirSourceTest, ServesGatewayObjectsThroughTheFrontEnd) {
+  Write("a.yaml", Endpoints("a", 1) + Greeter());
+  xds::SnapshotStore store;
+  Published published(store);
+  auto source = Start(store);
+  EXPECT_EQ(PortOf(*store.Current(), "a"), 1u);
+  EXPECT_EQ(PortOf(*store.Current(), kGreeterName), 9000u);
+  EXPECT_THAT(RouteNames(*store.Current(), kGreeterName),
+              ::testing::ElementsAre("demo/greeter/rules[0]", "facet/no-route"));
+  std::vector<ManifestDirSource::GatewayObjectReport> objects = source->gateway_objects();
+  ASSERT_EQ(objects.size(), 3u);
+  EXPECT_EQ(objects[0].ref.kind, "EndpointSlice");
+  EXPECT_EQ(objects[1].ref.kind, "GRPCRoute");
+  EXPECT_EQ(objects[2].ref.kind, "Service");
+  ASSERT_NE(objects[1].status, nullptr);
+  EXPECT_EQ(objects[1].status->parents.at(0).conditions.at(0).status, gateway::kStatusTrue);
+  EXPECT_EQ(objects[0].status, nullptr);
+
+  // An invalid edit: the last accepted route keeps serving, and says so.
+  Write("a.yaml", Endpoints("a", 2) + Greeter("{type: RegularExpression, service: '('}"));
+  ASSERT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  EXPECT_THAT(RouteNames(*store.Current(), kGreeterName),
+              ::testing::ElementsAre("demo/greeter/rules[0]", "facet/no-route"));
+  objects = source->gateway_objects();
+  const gateway::Condition& accepted = objects[1].status->parents.at(0).conditions.at(0);
+  EXPECT_EQ(accepted.status, gateway::kStatusFalse);
+  EXPECT_THAT(accepted.message, ::testing::HasSubstr("last accepted revision keeps serving"));
+
+  // The file gone: everything it generated goes.
+  fs::remove(dir_ / "a.yaml");
+  ASSERT_TRUE(published.WaitFor(
+      [](const xds::Snapshot& s) { return s.Find(xds::ListenerType(), kGreeterName) == nullptr; }));
+  EXPECT_TRUE(source->gateway_objects().empty());
+  EXPECT_TRUE(source->statuses().empty());
+}
+
+TEST_F(ManifestDirSourceTest, FirstSnapshotIsWhatValidateBuilds) {
+  Write("a.yaml", Endpoints("a", 1) + Greeter());
+  Write("b.yaml", Endpoints("b", 2));
+  xds::SnapshotStore store;
+  auto source = Start(store);
+  const ManifestBuild offline =
+      BuildManifests(LoadManifests({dir_.string()}), ManifestDirSource::Options().build);
+  EXPECT_EQ(store.Current()->version(), offline.builder->snapshot()->version());
+}
+
+TEST_F(ManifestDirSourceTest, DroppingAPolicyDoesNotHoldTheFile) {
+  // Nothing is served from it yet, so its removal waits for nothing: the
+  // edit beside it is published at once, not after removal_settle.
+  const std::string policy = R"(---
+apiVersion: facet.dev/v1alpha1
+kind: XdsVariantPolicy
 metadata: {name: a, namespace: demo}
-spec: {parentRefs: [{group: "", kind: Service, name: a}]}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: a}]
+  when: {env: prod}
 )";
-  Write("a.yaml", Endpoints("a", 1) + route);
+  Write("a.yaml", Endpoints("a", 1) + policy);
   xds::SnapshotStore store;
   Published published(store);
   ManifestDirSource::Options options = InotifyOnly();
@@ -190,9 +258,27 @@ spec: {parentRefs: [{group: "", kind: Service, name: a}]}
   EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
   EXPECT_EQ(source->stats().held_removals, 0);
   // Back again: read as new.
-  Write("a.yaml", Endpoints("a", 3) + route);
+  Write("a.yaml", Endpoints("a", 3) + policy);
   EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 3; }));
   EXPECT_EQ(source->stats().held_removals, 0);
+}
+
+TEST_F(ManifestDirSourceTest, DroppingAServiceHoldsTheFileAsAnyServedObject) {
+  // The Service serves its ports: a read without it may be a file cut short.
+  Write("a.yaml", Endpoints("a", 1) + Greeter());
+  xds::SnapshotStore store;
+  Published published(store);
+  ManifestDirSource::Options options =
+      Batching(std::chrono::milliseconds(1), std::chrono::milliseconds(5));
+  options.removal_settle = std::chrono::milliseconds(300);
+  auto source = Start(store, options);
+  ASSERT_EQ(PortOf(*store.Current(), kGreeterName), 9000u);
+  const absl::Time written = absl::Now();
+  Write("a.yaml", Endpoints("a", 2));
+  ASSERT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  EXPECT_GE(absl::Now() - written, absl::Milliseconds(300));
+  EXPECT_EQ(source->stats().held_removals, 1);
+  EXPECT_EQ(store.Current()->Find(xds::ListenerType(), kGreeterName), nullptr);
 }
 
 TEST_F(ManifestDirSourceTest, InvalidEditsKeepTheLastGoodVersion) {
@@ -266,20 +352,22 @@ std::vector<std::string> ServiceDocuments(const std::string& s, int port) {
                         name, ", namespace: demo}\nspec:\n  type: ", type, "\n  name: ", served,
                         "\n  variants:\n  - resource: ", resource, "\n");
   };
-  const std::string hcm =
-      absl::StrCat("{api_listener: {api_listener: {\"@type\": type.googleapis.com/"
-                   "envoy.extensions.filters.network.http_connection_manager.v3."
-                   "HttpConnectionManager, rds: {route_config_name: ",
-                   s, ", config_source: {ads: {}, resource_api_version: V3}}, http_filters: [{name: "
-                   "envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/"
-                   "envoy.extensions.filters.http.router.v3.Router}}]}}}");
+  const std::string hcm = absl::StrCat(
+      "{api_listener: {api_listener: {\"@type\": type.googleapis.com/"
+      "envoy.extensions.filters.network.http_connection_manager.v3."
+      "HttpConnectionManager, rds: {route_config_name: ",
+      s,
+      ", config_source: {ads: {}, resource_api_version: V3}}, http_filters: [{name: "
+      "envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/"
+      "envoy.extensions.filters.http.router.v3.Router}}]}}}");
   const std::string cluster =
       "{type: EDS, eds_cluster_config: {eds_config: {ads: {}, resource_api_version: V3}}}";
   auto endpoints = [](int p) {
-    return absl::StrCat("{endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: "
-                        "[{endpoint: {address: {socket_address: {address: 127.0.0.1, "
-                        "port_value: ",
-                        p, "}}}}]}]}");
+    return absl::StrCat(
+        "{endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: "
+        "[{endpoint: {address: {socket_address: {address: 127.0.0.1, "
+        "port_value: ",
+        p, "}}}}]}]}");
   };
   return {
       object(s + "-listener", "listener", s, hcm),
@@ -539,8 +627,8 @@ TEST_F(ManifestDirSourceTest, ObjectsDroppedFromAFileAreRemovedOnceItIsQuiet) {
   options.removal_settle = std::chrono::milliseconds(50);
   auto source = Start(store, options);
   std::vector<std::string> documents = ServiceDocuments("svc", 2001);
-  documents.pop_back();                      // Drops the endpoints svc-b ...
-  documents.erase(documents.begin() + 3);    // ... and the cluster svc-b.
+  documents.pop_back();                    // Drops the endpoints svc-b ...
+  documents.erase(documents.begin() + 3);  // ... and the cluster svc-b.
   Write("svc.yaml", Join(documents));
   EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
     return s.Find(xds::ClusterLoadAssignmentType(), "svc-b") == nullptr &&
