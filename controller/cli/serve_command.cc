@@ -5,19 +5,26 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
+#include "controller/gateway/model/gateway_status.h"
+#include "controller/kubernetes/status/gateway_status.h"
 #include "controller/server/admin/admin_server.h"
 #include "controller/server/metrics/metrics.h"
 #include "controller/cli/flags.h"
 #include "controller/cli/serving_runner.h"
 #include "controller/sources/manifest/manifest_dir_source.h"
 #include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
 #include "xds_server/common/struct_json.h"
+#include "xds_server/json/yaml_json.h"
 
 namespace facet::controller {
 namespace {
@@ -54,8 +61,50 @@ std::string ClientBootstrap(const std::string& xds_address,
   return json::MessageToJson(bootstrap, /*pretty=*/true);
 }
 
+// Renders GRPCRoute statuses as `facet controller` writes them
+// (DesiredRouteStatus), each merged into the one rendered before, so that a
+// condition keeps its lastTransitionTime (the time the source saw the
+// status change) while it stays. Thread-safe.
+class RouteStatusRenderer {
+ public:
+  // Returns the status of every report that has one, as JSON, by reference.
+  std::map<xds::ObjectRef, google::protobuf::Value> Render(
+      const std::vector<ManifestDirSource::GatewayObjectReport>& reports) {
+    absl::MutexLock lock(&mu_);
+    std::map<xds::ObjectRef, google::protobuf::Value> out;
+    std::set<xds::ObjectRef> present;
+    for (const ManifestDirSource::GatewayObjectReport& report : reports) {
+      if (report.status == nullptr) continue;
+      present.insert(report.ref);
+      Entry& entry = entries_[report.ref];
+      if (entry.status != report.status) {
+        entry.status = report.status;
+        entry.yaml = DesiredRouteStatus(entry.yaml, *report.status, gateway::kControllerName,
+                                        report.status_since);
+        absl::StatusOr<std::string> json = json::YamlToJson(entry.yaml, "status");
+        entry.value.Clear();
+        if (json.ok()) (void)google::protobuf::util::JsonStringToMessage(*json, &entry.value);
+      }
+      out.emplace(report.ref, entry.value);
+    }
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      it = present.count(it->first) > 0 ? std::next(it) : entries_.erase(it);
+    }
+    return out;
+  }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const gateway::GatewayStatus> status;
+    YAML::Node yaml;
+    google::protobuf::Value value;
+  };
+  absl::Mutex mu_;
+  std::map<xds::ObjectRef, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
 std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& ads,
-                       const xds::SnapshotStore& store) {
+                       const xds::SnapshotStore& store, RouteStatusRenderer& routes) {
   const auto clients = ads.ClientsPerVariant();
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<xds::NackRecord>> nacks;
   for (const auto& record : ads.nacks()) {
@@ -124,6 +173,23 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
     }
     *objects->add_values() = object;
   }
+  // The Gateway API objects the directory defines, GRPCRoutes with the
+  // status the controller would write.
+  const std::vector<ManifestDirSource::GatewayObjectReport> reports = source.gateway_objects();
+  std::map<xds::ObjectRef, Value> route_statuses = routes.Render(reports);
+  auto* gateway_objects = fields["gateway_objects"].mutable_list_value();
+  for (const ManifestDirSource::GatewayObjectReport& report : reports) {
+    Value object;
+    auto& o = *object.mutable_struct_value()->mutable_fields();
+    o["object"] = StringValue(report.ref.ToString());
+    o["kind"] = StringValue(report.ref.kind);
+    o["location"] = StringValue(report.location);
+    o["generation"] = NumberValue(static_cast<double>(report.generation));
+    if (auto it = route_statuses.find(report.ref); it != route_statuses.end()) {
+      o["status"] = std::move(it->second);
+    }
+    *gateway_objects->add_values() = object;
+  }
   return json::MessageToJson(root, /*pretty=*/true) + "\n";
 }
 
@@ -176,11 +242,11 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     AddManifestSourceMetrics(run.metrics(), source);
 
     ServingParts parts;
-    parts.routes = {
-        {"/status",
-         [&source, &ads, &store] {
-           return AdminResponse{200, "application/json", StatusJson(source, ads, store)};
-         }}};
+    auto& route_statuses = run.Own(std::make_unique<RouteStatusRenderer>());
+    parts.routes = {{"/status", [&source, &ads, &store, &route_statuses] {
+                       return AdminResponse{200, "application/json",
+                                            StatusJson(source, ads, store, route_statuses)};
+                     }}};
     parts.announce = [&out, &flags, &source](const ServingAddresses& addresses) {
       out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << addresses.xds
           << addresses.admin_suffix << "\n"
