@@ -508,7 +508,11 @@ bool ManifestDirSource::BuildAndPublish(Undo* undo, Clock::time_point now,
         reconciled = false;
         return true;
       });
-  if (outcome.built && !reconciled) ReconcileGateway(outcome.result);
+  // Without a build (the front end's output was what the builder held), a
+  // route's status may still have changed.
+  if (!reconciled) {
+    ReconcileGateway(outcome.built ? outcome.result : xds::IncrementalBuilder::Result());
+  }
   if (outcome.published) undo->clear();  // What was published is not undone.
   return outcome.deferred();
 }
@@ -521,7 +525,11 @@ void ManifestDirSource::ReconcileGateway(const xds::IncrementalBuilder::Result& 
     bool accepted = true;
     for (const gateway::ParentStatus& parent : status->parents) {
       for (const gateway::Condition& condition : parent.conditions) {
-        if (condition.status == gateway::kStatusTrue) continue;
+        // PartiallyInvalid says what is wrong when it is True.
+        if ((condition.status == gateway::kStatusTrue) !=
+            (condition.type == gateway::kConditionPartiallyInvalid)) {
+          continue;
+        }
         accepted = accepted && condition.type != gateway::kConditionAccepted;
         spdlog::warn("GRPCRoute {}: {}={} {}: {}", Logged(status->object), condition.type,
                      condition.status, condition.reason, Logged(condition.message));
