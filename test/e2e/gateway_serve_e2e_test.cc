@@ -1,0 +1,196 @@
+// End-to-end: `facet serve` on a directory of Gateway API objects
+// (testdata/gateway-serve.yaml.tmpl: Services, EndpointSlices to e2e
+// backends, a GRPCRoute), called through both real xDS clients (gRPC C++
+// 1.51 and grpc-js-xds 1.14) with wait-for-ready on, dialling
+// xds:///S.N.svc.cluster.local:P: a Service without a route reaches its own
+// endpoints; the route's method and header matches pick the backend, and a
+// call no rule matches fails UNIMPLEMENTED. `facet validate` accepts the
+// directory and /status shows each object, the route with its status.
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "test/e2e/e2e_harness.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::e2e {
+namespace {
+
+using ::facet::testing::IsOk;
+using ::testing::Each;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr char kPlain[] = "xds:///plain.e2e.svc.cluster.local:50051";
+constexpr char kEcho[] = "xds:///echo.e2e.svc.cluster.local:7070";
+
+std::string KindName(ClientKind kind) { return kind == ClientKind::kCpp ? "cpp" : "node"; }
+
+// "ok <id>" or "fail <CODE>" (the failure's message dropped).
+std::string Outcome(const std::string& line) {
+  if (!absl::StartsWith(line, "fail ")) return line;
+  return line.substr(0, line.find(':'));
+}
+
+class GatewayServeTest : public ::testing::TestWithParam<ClientKind> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == ClientKind::kNode) {
+      if (std::string reason = E2eHarness::NodeClientUnavailableReason(); !reason.empty()) {
+        GTEST_SKIP() << reason;
+      }
+    }
+    absl::StatusOr<std::unique_ptr<E2eHarness>> harness = E2eHarness::Create();
+    ASSERT_THAT(harness, IsOk());
+    harness_ = *std::move(harness);
+    ASSERT_THAT(harness_->StartBackends({"plain", "v1", "v2", "v3"}), IsOk());
+    ASSERT_THAT(harness_->WriteManifest("gateway-serve.yaml.tmpl", "gateway.yaml"), IsOk());
+    absl::StatusOr<std::string> validated = harness_->ValidateManifests();
+    ASSERT_THAT(validated, IsOk());
+    EXPECT_THAT(*validated, HasSubstr("1 valid, 0 rejected; 0 errors, 0 warnings"));
+    ASSERT_THAT(harness_->StartFacet(), IsOk());
+    absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
+        {.node_id = "gateway-" + KindName(GetParam()), .metadata = {}, .authorities = {}});
+    ASSERT_THAT(bootstrap, IsOk());
+    bootstrap_ = *bootstrap;
+  }
+
+  void TearDown() override {
+    if (harness_ == nullptr) return;
+    EXPECT_THAT(harness_->StopFacet(), IsOk()) << "facet serve must exit 0 on SIGTERM";
+    if (HasFailure()) {
+      harness_->KeepTempDir();
+      std::cerr << "e2e: kept " << harness_->dir() << "\nfacet stderr:\n"
+                << harness_->FacetLog() << "\n";
+    }
+  }
+
+  // Calls `methods` in turn on `target`, `count` rounds, once per metadata
+  // set; returns each call's outcome in order.
+  std::vector<std::string> Outcomes(const std::string& target, std::vector<std::string> methods,
+                                    int count,
+                                    std::vector<std::map<std::string, std::string>> metadata = {}) {
+    const size_t calls = count * methods.size() * std::max<size_t>(1, metadata.size());
+    absl::StatusOr<ClientRun> run = harness_->RunClient({.kind = GetParam(),
+                                                         .target = target,
+                                                         .bootstrap_path = bootstrap_,
+                                                         .count = count,
+                                                         .rpc_timeout = absl::Seconds(10),
+                                                         .methods = std::move(methods),
+                                                         .metadata = std::move(metadata),
+                                                         .outcomes = true});
+    if (!run.ok()) {
+      ADD_FAILURE() << run.status();
+      return {};
+    }
+    EXPECT_TRUE(run->exit.Succeeded()) << run->ToString();
+    EXPECT_THAT(run->lines, SizeIs(calls)) << run->ToString();
+    std::vector<std::string> out;
+    for (const std::string& line : run->lines) out.push_back(Outcome(line));
+    return out;
+  }
+
+  // Returns the GRPCRoute's status as /status shows it (null when absent).
+  nlohmann::json RouteStatus() {
+    absl::StatusOr<std::string> text = harness_->AdminGet(E2eHarness::kFacet, "/status");
+    if (!text.ok()) return nullptr;
+    const nlohmann::json status = nlohmann::json::parse(*text);
+    for (const nlohmann::json& object : status["gateway_objects"]) {
+      if (object["kind"] == "GRPCRoute" && object.contains("status")) return object["status"];
+    }
+    return nullptr;
+  }
+
+  std::unique_ptr<E2eHarness> harness_;
+  std::string bootstrap_;
+};
+
+const std::vector<std::string> kMethods = {"/facet.test.Echo/Echo", "/facet.test.Echo/EchoTwo",
+                                           "/facet.test.Echo/EchoThree"};
+
+// MeshBasic: a Service no GRPCRoute names is served to its own endpoints.
+TEST_P(GatewayServeTest, ServiceWithoutRouteIsServed) {
+  EXPECT_THAT(Outcomes(kPlain, {"/facet.test.Echo/Whoami", "/other.Service/Anything"}, 3),
+              Each("ok plain"));
+}
+
+// GRPCExactMethodMatching and a header match on the same method.
+TEST_P(GatewayServeTest, MethodAndHeaderRouting) {
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, kMethods, 2, {{}, {{"env", "canary"}}}), ", "),
+            absl::StrJoin({"ok v1", "ok v2", "fail UNIMPLEMENTED",  // No metadata.
+                           "ok v3", "ok v2", "fail UNIMPLEMENTED",  // env: canary.
+                           "ok v1", "ok v2", "fail UNIMPLEMENTED",  // Second round.
+                           "ok v3", "ok v2", "fail UNIMPLEMENTED"},
+                          ", "));
+}
+
+// /status lists the Gateway API objects; the route with its status.
+TEST_P(GatewayServeTest, StatusShowsTheRouteAccepted) {
+  absl::StatusOr<std::string> text = harness_->AdminGet(E2eHarness::kFacet, "/status");
+  ASSERT_THAT(text, IsOk());
+  const nlohmann::json status = nlohmann::json::parse(*text);
+  std::map<std::string, int> kinds;
+  nlohmann::json route;
+  for (const nlohmann::json& object : status["gateway_objects"]) {
+    ++kinds[object["kind"].get<std::string>()];
+    if (object["kind"] == "GRPCRoute") route = object;
+  }
+  EXPECT_EQ(kinds,
+            (std::map<std::string, int>{{"EndpointSlice", 4}, {"GRPCRoute", 1}, {"Service", 5}}));
+  ASSERT_TRUE(route.contains("status")) << *text;
+  const nlohmann::json& parent = route["status"]["parents"][0];
+  EXPECT_EQ(parent["controllerName"], "facet.dev/gateway-controller");
+  EXPECT_EQ(parent["parentRef"]["name"], "echo");
+  for (const nlohmann::json& condition : parent["conditions"]) {
+    EXPECT_EQ(condition["status"], "True") << condition.dump();
+  }
+}
+
+// An edit that makes one rule invalid (a method regex that is not RE2):
+// the last accepted route keeps serving, and /status says so (Fall Back).
+TEST_P(GatewayServeTest, PartiallyInvalidEditFallsBackToTheLastAccepted) {
+  absl::StatusOr<std::string> text = harness_->RenderManifest("gateway-serve.yaml.tmpl");
+  ASSERT_THAT(text, IsOk());
+  const std::string valid = "{method: {service: facet.test.Echo, method: EchoTwo}}";
+  ASSERT_THAT(*text, HasSubstr(valid));
+  const std::string invalid = absl::StrReplaceAll(
+      *text, {{valid,
+               "{method: {type: RegularExpression, service: facet.test.Echo, method: "
+               "\"(\"}}"}});
+  const std::filesystem::path file = std::filesystem::path(harness_->manifest_dir()) / "gateway";
+  std::ofstream(file.string() + ".tmp") << invalid;
+  std::filesystem::rename(file.string() + ".tmp", file.string() + ".yaml");
+  nlohmann::json conditions;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); absl::Now() < deadline;
+       absl::SleepFor(absl::Milliseconds(50))) {
+    const nlohmann::json status = RouteStatus();
+    if (status.is_null()) continue;
+    conditions = status["parents"][0]["conditions"];
+    if (conditions.size() == 3) break;
+  }
+  ASSERT_EQ(conditions.size(), 3u) << conditions.dump();
+  EXPECT_EQ(conditions[0]["type"], "Accepted");
+  EXPECT_EQ(conditions[0]["status"], "True");
+  EXPECT_EQ(conditions[2]["type"], "PartiallyInvalid");
+  EXPECT_EQ(conditions[2]["status"], "True");
+  EXPECT_EQ(conditions[2]["reason"], "UnsupportedValue");
+  EXPECT_THAT(conditions[2]["message"].get<std::string>(),
+              HasSubstr("Fall Back: spec.rules[1].matches[0].method.method: "));
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, kMethods, 1), ", "), "ok v1, ok v2, fail UNIMPLEMENTED");
+}
+
+INSTANTIATE_TEST_SUITE_P(Clients, GatewayServeTest,
+                         ::testing::Values(ClientKind::kCpp, ClientKind::kNode),
+                         [](const auto& info) { return KindName(info.param); });
+
+}  // namespace
+}  // namespace facet::e2e
