@@ -1,9 +1,11 @@
 #include "controller/sources/manifest/manifest_build.h"
 
-#include <filesystem>
-#include <fstream>
 #include <string>
+#include <utility>
+#include <variant>
 
+#include "absl/strings/str_cat.h"
+#include "controller/sources/manifest/gateway_test_manifests.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/resources/resource_type.h"
@@ -11,62 +13,37 @@
 namespace facet::controller {
 namespace {
 
-namespace fs = std::filesystem;
+using ::facet::controller::testing::GreeterManifests;
+using ::facet::controller::testing::kGreeterName;
 
-constexpr char kGreeter[] = R"(apiVersion: v1
-kind: Service
-metadata: {name: greeter, namespace: demo}
-spec: {ports: [{name: grpc, port: 50051}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: greeter-1, namespace: demo, labels: {kubernetes.io/service-name: greeter}}
-addressType: IPv4
-ports: [{name: grpc, port: 9000}]
-endpoints: [{addresses: [10.0.0.1]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
-metadata: {name: greeter, namespace: demo}
-spec:
-  parentRefs: [{group: "", kind: Service, name: greeter, port: 50051}]
-  rules: [{matches: [{method: METHOD}], backendRefs: [{name: greeter, port: 50051}]}]
----
+// An XdsResource Cluster whose endpoints are the generated assignment.
+constexpr char kOtherCluster[] = R"(---
 apiVersion: facet.dev/v1alpha1
 kind: XdsResource
 metadata: {name: other, namespace: demo}
-spec: {type: cluster, name: other, variants: [{resource: {type: EDS, eds_cluster_config: {eds_config: {ads: {}}, service_name: "greeter.demo.svc.cluster.local:50051"}}}]}
+spec: {type: cluster, name: other, variants: [{resource: {type: EDS, eds_cluster_config: {eds_config: {ads: {}}, service_name: "greeter.demo.svc.cluster.local:7070"}}}]}
 )";
 
-class ManifestBuildTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::path(::testing::TempDir()) /
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+// Builds the objects of `text`, one manifest file.
+ManifestBuild Build(const std::string& text) {
+  ManifestFile file = ParseManifestText(text, "greeter.yaml", /*fingerprints=*/false);
+  EXPECT_TRUE(file.problems.empty());
+  ManifestSet manifests;
+  for (FileObject& object : file.objects) {
+    if (auto* resource = std::get_if<xds::ResourceObject>(&object.object)) {
+      manifests.resources.push_back(std::move(*resource));
+    } else if (auto* gateway_object = std::get_if<gateway::GatewayObject>(&object.object)) {
+      manifests.gateway_objects.push_back(std::move(*gateway_object));
+    }
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  return BuildManifests(manifests, xds::BuildOptions{});
+}
 
-  // Builds kGreeter with the route's method match `method` (flow YAML).
-  ManifestBuild Build(const std::string& method) {
-    std::string text = kGreeter;
-    text.replace(text.find("METHOD"), 6, method);
-    std::ofstream(dir_ / "greeter.yaml") << text;
-    const ManifestSet manifests = LoadManifests({dir_.string()});
-    EXPECT_TRUE(manifests.problems.empty());
-    return BuildManifests(manifests, xds::BuildOptions{});
-  }
-
-  fs::path dir_;
-};
-
-TEST_F(ManifestBuildTest, ServesGeneratedObjectsBesideXdsResources) {
-  const ManifestBuild build = Build("{service: Greeter}");
+TEST(ManifestBuildTest, ServesGeneratedObjectsBesideXdsResources) {
+  const ManifestBuild build = Build(absl::StrCat(GreeterManifests(), kOtherCluster));
   const xds::Snapshot& snapshot = *build.builder->snapshot();
-  const std::string name = "greeter.demo.svc.cluster.local:50051";
   for (const xds::ResourceType* type : xds::AllResourceTypes()) {
-    EXPECT_NE(snapshot.Find(*type, name), nullptr) << type->alias();
+    EXPECT_NE(snapshot.Find(*type, kGreeterName), nullptr) << type->alias();
   }
   // The XdsResource refers to a generated assignment.
   EXPECT_NE(snapshot.Find(xds::ClusterType(), "other"), nullptr);
@@ -77,15 +54,13 @@ TEST_F(ManifestBuildTest, ServesGeneratedObjectsBesideXdsResources) {
   EXPECT_EQ(status->parents[0].conditions[0].status, gateway::kStatusTrue);
 }
 
-TEST_F(ManifestBuildTest, RouteThatIsNotAcceptedServesNothingOffline) {
-  const ManifestBuild build = Build("{type: RegularExpression, service: '('}");
+TEST(ManifestBuildTest, RouteThatIsNotAcceptedServesNothingOffline) {
+  const ManifestBuild build = Build(GreeterManifests("{type: RegularExpression, service: '('}"));
   const auto status = build.front_end->StatusOf({"GRPCRoute", "demo", "greeter"});
   ASSERT_NE(status, nullptr);
   EXPECT_EQ(status->parents[0].conditions[0].status, gateway::kStatusFalse);
   // The port keeps its default route.
-  EXPECT_NE(build.builder->snapshot()->Find(xds::RouteConfigurationType(),
-                                            "greeter.demo.svc.cluster.local:50051"),
-            nullptr);
+  EXPECT_NE(build.builder->snapshot()->Find(xds::RouteConfigurationType(), kGreeterName), nullptr);
   EXPECT_EQ(build.builder->rejected_count(), 0);
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controller/sources/manifest/gateway_test_manifests.h"
 #include "controller/sources/manifest/manifest_build.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "envoy/config/route/v3/route.pb.h"
@@ -21,6 +22,8 @@ namespace facet::controller {
 namespace {
 
 namespace fs = std::filesystem;
+using ::facet::controller::testing::GreeterManifests;
+using ::facet::controller::testing::kGreeterName;
 
 constexpr char kEndpoints[] = R"(apiVersion: facet.dev/v1alpha1
 kind: XdsResource
@@ -151,34 +154,6 @@ TEST_F(ManifestDirSourceTest, PublishesOnStartAndFollowsEditsAdditionsAndDeletio
   }));
 }
 
-// A Service with a slice, and a GRPCRoute on it sending Echo calls to it
-// (`method` is the route's method match, flow YAML).
-std::string Greeter(const std::string& method = "{service: Echo}") {
-  return absl::StrCat(R"(---
-apiVersion: v1
-kind: Service
-metadata: {name: greeter, namespace: demo}
-spec: {ports: [{name: grpc, port: 7070}]}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {name: greeter-1, namespace: demo, labels: {kubernetes.io/service-name: greeter}}
-addressType: IPv4
-ports: [{name: grpc, port: 9000}]
-endpoints: [{addresses: [10.0.0.1]}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GRPCRoute
-metadata: {name: greeter, namespace: demo}
-spec:
-  parentRefs: [{group: "", kind: Service, name: greeter}]
-  rules: [{matches: [{method: )",
-                      method, R"(}], backendRefs: [{name: greeter, port: 7070}]}]
-)");
-}
-
-constexpr char kGreeterName[] = "greeter.demo.svc.cluster.local:7070";
-
 // The names of the routes of the RouteConfiguration `name` serves.
 std::vector<std::string> RouteNames(const xds::Snapshot& snapshot, const std::string& name) {
   const xds::ServedResource* resource = snapshot.Find(xds::RouteConfigurationType(), name);
@@ -191,7 +166,7 @@ std::vector<std::string> RouteNames(const xds::Snapshot& snapshot, const std::st
 }
 
 TEST_F(ManifestDirSourceTest, ServesGatewayObjectsThroughTheFrontEnd) {
-  Write("a.yaml", Endpoints("a", 1) + Greeter());
+  Write("a.yaml", Endpoints("a", 1) + GreeterManifests());
   xds::SnapshotStore store;
   Published published(store);
   auto source = Start(store);
@@ -209,7 +184,7 @@ TEST_F(ManifestDirSourceTest, ServesGatewayObjectsThroughTheFrontEnd) {
   EXPECT_EQ(objects[0].status, nullptr);
 
   // An invalid edit: the last accepted route keeps serving, and says so.
-  Write("a.yaml", Endpoints("a", 2) + Greeter("{type: RegularExpression, service: '('}"));
+  Write("a.yaml", Endpoints("a", 2) + GreeterManifests("{type: RegularExpression, service: '('}"));
   ASSERT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
   EXPECT_THAT(RouteNames(*store.Current(), kGreeterName),
               ::testing::ElementsAre("demo/greeter/rules[0]", "facet/no-route"));
@@ -227,7 +202,7 @@ TEST_F(ManifestDirSourceTest, ServesGatewayObjectsThroughTheFrontEnd) {
 }
 
 TEST_F(ManifestDirSourceTest, FirstSnapshotIsWhatValidateBuilds) {
-  Write("a.yaml", Endpoints("a", 1) + Greeter());
+  Write("a.yaml", Endpoints("a", 1) + GreeterManifests());
   Write("b.yaml", Endpoints("b", 2));
   xds::SnapshotStore store;
   auto source = Start(store);
@@ -265,7 +240,7 @@ spec:
 
 TEST_F(ManifestDirSourceTest, DroppingAServiceHoldsTheFileAsAnyServedObject) {
   // The Service serves its ports: a read without it may be a file cut short.
-  Write("a.yaml", Endpoints("a", 1) + Greeter());
+  Write("a.yaml", Endpoints("a", 1) + GreeterManifests());
   xds::SnapshotStore store;
   Published published(store);
   ManifestDirSource::Options options =
@@ -352,22 +327,20 @@ std::vector<std::string> ServiceDocuments(const std::string& s, int port) {
                         name, ", namespace: demo}\nspec:\n  type: ", type, "\n  name: ", served,
                         "\n  variants:\n  - resource: ", resource, "\n");
   };
-  const std::string hcm = absl::StrCat(
-      "{api_listener: {api_listener: {\"@type\": type.googleapis.com/"
-      "envoy.extensions.filters.network.http_connection_manager.v3."
-      "HttpConnectionManager, rds: {route_config_name: ",
-      s,
-      ", config_source: {ads: {}, resource_api_version: V3}}, http_filters: [{name: "
-      "envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/"
-      "envoy.extensions.filters.http.router.v3.Router}}]}}}");
+  const std::string hcm =
+      absl::StrCat("{api_listener: {api_listener: {\"@type\": type.googleapis.com/"
+                   "envoy.extensions.filters.network.http_connection_manager.v3."
+                   "HttpConnectionManager, rds: {route_config_name: ",
+                   s, ", config_source: {ads: {}, resource_api_version: V3}}, http_filters: [{name: "
+                   "envoy.filters.http.router, typed_config: {\"@type\": type.googleapis.com/"
+                   "envoy.extensions.filters.http.router.v3.Router}}]}}}");
   const std::string cluster =
       "{type: EDS, eds_cluster_config: {eds_config: {ads: {}, resource_api_version: V3}}}";
   auto endpoints = [](int p) {
-    return absl::StrCat(
-        "{endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: "
-        "[{endpoint: {address: {socket_address: {address: 127.0.0.1, "
-        "port_value: ",
-        p, "}}}}]}]}");
+    return absl::StrCat("{endpoints: [{locality: {}, load_balancing_weight: 1, lb_endpoints: "
+                        "[{endpoint: {address: {socket_address: {address: 127.0.0.1, "
+                        "port_value: ",
+                        p, "}}}}]}]}");
   };
   return {
       object(s + "-listener", "listener", s, hcm),
@@ -627,8 +600,8 @@ TEST_F(ManifestDirSourceTest, ObjectsDroppedFromAFileAreRemovedOnceItIsQuiet) {
   options.removal_settle = std::chrono::milliseconds(50);
   auto source = Start(store, options);
   std::vector<std::string> documents = ServiceDocuments("svc", 2001);
-  documents.pop_back();                    // Drops the endpoints svc-b ...
-  documents.erase(documents.begin() + 3);  // ... and the cluster svc-b.
+  documents.pop_back();                      // Drops the endpoints svc-b ...
+  documents.erase(documents.begin() + 3);    // ... and the cluster svc-b.
   Write("svc.yaml", Join(documents));
   EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) {
     return s.Find(xds::ClusterLoadAssignmentType(), "svc-b") == nullptr &&
