@@ -1,12 +1,19 @@
 #include "test/e2e/client_checks.h"
 
+#include <iostream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "xds_server/common/status_matchers.h"
 
 namespace facet::e2e {
 
+using ::facet::testing::IsOk;
 using ::testing::Each;
+using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
 using ::testing::SizeIs;
 
@@ -51,6 +58,48 @@ void ExpectSwitchedOnce(const std::vector<std::string>& lines, const std::string
         << "line " << i << " of:\n  " << absl::StrJoin(lines, "\n  ");
   }
   EXPECT_TRUE(switched) << "never reached " << to;
+}
+
+std::string ClientKindName(ClientKind kind) { return kind == ClientKind::kCpp ? "cpp" : "node"; }
+
+std::string OutcomeOf(const std::string& line) {
+  if (!absl::StartsWith(line, "fail ")) return line;
+  return line.substr(0, line.find(':'));
+}
+
+void ServedManifestTest::Serve(const std::vector<std::string>& backends,
+                               absl::string_view template_name, absl::string_view file_name,
+                               absl::string_view summary, absl::string_view node_id) {
+  if (GetParam() == ClientKind::kNode) {
+    if (std::string reason = E2eHarness::NodeClientUnavailableReason(); !reason.empty()) {
+      GTEST_SKIP() << reason;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<E2eHarness>> harness = E2eHarness::Create();
+  ASSERT_THAT(harness, IsOk());
+  harness_ = *std::move(harness);
+  ASSERT_THAT(harness_->StartBackends(backends), IsOk());
+  ASSERT_THAT(harness_->WriteManifest(template_name, file_name), IsOk());
+  absl::StatusOr<std::string> validated = harness_->ValidateManifests();
+  ASSERT_THAT(validated, IsOk());
+  EXPECT_THAT(*validated, HasSubstr(summary));
+  ASSERT_THAT(harness_->StartFacet(), IsOk());
+  absl::StatusOr<std::string> bootstrap =
+      harness_->WriteBootstrap({.node_id = absl::StrCat(node_id, "-", ClientKindName(GetParam())),
+                                .metadata = {},
+                                .authorities = {}});
+  ASSERT_THAT(bootstrap, IsOk());
+  bootstrap_ = *bootstrap;
+}
+
+void ServedManifestTest::TearDown() {
+  if (harness_ == nullptr) return;
+  EXPECT_THAT(harness_->StopFacet(), IsOk()) << "facet serve must exit 0 on SIGTERM";
+  if (HasFailure()) {
+    harness_->KeepTempDir();
+    std::cerr << "e2e: kept " << harness_->dir() << "\nfacet stderr:\n"
+              << harness_->FacetLog() << "\n";
+  }
 }
 
 }  // namespace facet::e2e

@@ -3,10 +3,14 @@
 #ifndef FACET_TEST_E2E_CLIENT_CHECKS_H_
 #define FACET_TEST_E2E_CLIENT_CHECKS_H_
 
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "gtest/gtest.h"
 #include "test/e2e/e2e_harness.h"
 #include "test/e2e/process.h"
 
@@ -27,6 +31,33 @@ std::vector<std::string> FinishContinuousRun(Process& client,
 // and nothing else: one switch, never back.
 void ExpectSwitchedOnce(const std::vector<std::string>& lines, const std::string& from,
                         const std::string& to);
+
+// Returns "cpp" or "node".
+std::string ClientKindName(ClientKind kind);
+
+// Returns "ok <id>" or "fail <CODE>" for a client's outcome line (the
+// failure's message dropped).
+std::string OutcomeOf(const std::string& line);
+
+// A suite that runs each test with each real client (the parameter)
+// against one `facet serve` on a manifest directory.
+class ServedManifestTest : public ::testing::TestWithParam<ClientKind> {
+ protected:
+  // Skips a Node run where the Node client is not installed; starts
+  // `backends`, writes `template_name` (E2eHarness::WriteManifest) as
+  // `file_name`, expects `facet validate` of it to print `summary`, starts
+  // `facet serve` on it and writes bootstrap_ (node id "<node_id>-<kind>").
+  // Call from SetUp() and stop on a fatal failure.
+  void Serve(const std::vector<std::string>& backends, absl::string_view template_name,
+             absl::string_view file_name, absl::string_view summary, absl::string_view node_id);
+
+  // Expects `facet serve` to exit 0 on SIGTERM; after a failure keeps the
+  // temporary directory and prints the server's log.
+  void TearDown() override;
+
+  std::unique_ptr<E2eHarness> harness_;
+  std::string bootstrap_;
+};
 
 }  // namespace facet::e2e
 

@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "test/e2e/client_checks.h"
 #include "test/e2e/e2e_harness.h"
 #include "xds_server/common/status_matchers.h"
 
@@ -33,45 +33,11 @@ using ::testing::SizeIs;
 constexpr char kPlain[] = "xds:///plain.e2e.svc.cluster.local:50051";
 constexpr char kEcho[] = "xds:///echo.e2e.svc.cluster.local:7070";
 
-std::string KindName(ClientKind kind) { return kind == ClientKind::kCpp ? "cpp" : "node"; }
-
-// "ok <id>" or "fail <CODE>" (the failure's message dropped).
-std::string Outcome(const std::string& line) {
-  if (!absl::StartsWith(line, "fail ")) return line;
-  return line.substr(0, line.find(':'));
-}
-
-class GatewayServeTest : public ::testing::TestWithParam<ClientKind> {
+class GatewayServeTest : public ServedManifestTest {
  protected:
   void SetUp() override {
-    if (GetParam() == ClientKind::kNode) {
-      if (std::string reason = E2eHarness::NodeClientUnavailableReason(); !reason.empty()) {
-        GTEST_SKIP() << reason;
-      }
-    }
-    absl::StatusOr<std::unique_ptr<E2eHarness>> harness = E2eHarness::Create();
-    ASSERT_THAT(harness, IsOk());
-    harness_ = *std::move(harness);
-    ASSERT_THAT(harness_->StartBackends({"plain", "v1", "v2", "v3"}), IsOk());
-    ASSERT_THAT(harness_->WriteManifest("gateway-serve.yaml.tmpl", "gateway.yaml"), IsOk());
-    absl::StatusOr<std::string> validated = harness_->ValidateManifests();
-    ASSERT_THAT(validated, IsOk());
-    EXPECT_THAT(*validated, HasSubstr("1 valid, 0 rejected; 0 errors, 0 warnings"));
-    ASSERT_THAT(harness_->StartFacet(), IsOk());
-    absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
-        {.node_id = "gateway-" + KindName(GetParam()), .metadata = {}, .authorities = {}});
-    ASSERT_THAT(bootstrap, IsOk());
-    bootstrap_ = *bootstrap;
-  }
-
-  void TearDown() override {
-    if (harness_ == nullptr) return;
-    EXPECT_THAT(harness_->StopFacet(), IsOk()) << "facet serve must exit 0 on SIGTERM";
-    if (HasFailure()) {
-      harness_->KeepTempDir();
-      std::cerr << "e2e: kept " << harness_->dir() << "\nfacet stderr:\n"
-                << harness_->FacetLog() << "\n";
-    }
+    Serve({"plain", "v1", "v2", "v3"}, "gateway-serve.yaml.tmpl", "gateway.yaml",
+          "1 valid, 0 rejected; 0 errors, 0 warnings", "gateway");
   }
 
   // Calls `methods` in turn on `target`, `count` rounds, once per metadata
@@ -95,7 +61,7 @@ class GatewayServeTest : public ::testing::TestWithParam<ClientKind> {
     EXPECT_TRUE(run->exit.Succeeded()) << run->ToString();
     EXPECT_THAT(run->lines, SizeIs(calls)) << run->ToString();
     std::vector<std::string> out;
-    for (const std::string& line : run->lines) out.push_back(Outcome(line));
+    for (const std::string& line : run->lines) out.push_back(OutcomeOf(line));
     return out;
   }
 
@@ -109,9 +75,6 @@ class GatewayServeTest : public ::testing::TestWithParam<ClientKind> {
     }
     return nullptr;
   }
-
-  std::unique_ptr<E2eHarness> harness_;
-  std::string bootstrap_;
 };
 
 const std::vector<std::string> kMethods = {"/facet.test.Echo/Echo", "/facet.test.Echo/EchoTwo",
@@ -190,7 +153,7 @@ TEST_P(GatewayServeTest, PartiallyInvalidEditFallsBackToTheLastAccepted) {
 
 INSTANTIATE_TEST_SUITE_P(Clients, GatewayServeTest,
                          ::testing::Values(ClientKind::kCpp, ClientKind::kNode),
-                         [](const auto& info) { return KindName(info.param); });
+                         [](const auto& info) { return ClientKindName(info.param); });
 
 }  // namespace
 }  // namespace facet::e2e

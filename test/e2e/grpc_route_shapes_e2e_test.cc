@@ -11,21 +11,19 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/e2e/client_checks.h"
 #include "test/e2e/e2e_harness.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::e2e {
 namespace {
 
-using ::facet::testing::IsOk;
 using ::testing::Each;
-using ::testing::HasSubstr;
 using ::testing::SizeIs;
 
 constexpr char kTarget[] = "xds:///shapes.e2e.svc.cluster.local:50051";
@@ -33,53 +31,18 @@ constexpr char kTarget[] = "xds:///shapes.e2e.svc.cluster.local:50051";
 constexpr char kTargetWithoutFaultFilter[] = "xds:///shapes-no-fault";
 constexpr absl::Duration kRpcTimeout = absl::Seconds(10);
 
-// Returns "ok <id>" or "fail <CODE>" for a client's outcome line (the
-// failure's message dropped).
-std::string Outcome(const std::string& line) {
-  if (!absl::StartsWith(line, "fail ")) return line;
-  return line.substr(0, line.find(':'));
-}
-
-std::string KindName(ClientKind kind) { return kind == ClientKind::kCpp ? "cpp" : "node"; }
-
 // One call and the outcome it must have.
 struct Expected {
   std::string method;
   std::string outcome;  // "ok <backend id>" or "fail <CODE>"
 };
 
-class GrpcRouteShapesTest : public ::testing::TestWithParam<ClientKind> {
+class GrpcRouteShapesTest : public ServedManifestTest {
  protected:
+  // Facet accepts every shape, without a warning.
   void SetUp() override {
-    if (GetParam() == ClientKind::kNode) {
-      if (std::string reason = E2eHarness::NodeClientUnavailableReason(); !reason.empty()) {
-        GTEST_SKIP() << reason;
-      }
-    }
-    absl::StatusOr<std::unique_ptr<E2eHarness>> harness = E2eHarness::Create();
-    ASSERT_THAT(harness, IsOk());
-    harness_ = *std::move(harness);
-    ASSERT_THAT(harness_->StartBackends({"v1", "v2", "v3", "other", "loose", "trap"}), IsOk());
-    ASSERT_THAT(harness_->WriteManifest("grpc-route-shapes.yaml.tmpl", "shapes.yaml"), IsOk());
-    // Facet accepts every shape, without a warning.
-    absl::StatusOr<std::string> validated = harness_->ValidateManifests();
-    ASSERT_THAT(validated, IsOk());
-    EXPECT_THAT(*validated, HasSubstr("17 valid, 0 rejected; 0 errors, 0 warnings"));
-    ASSERT_THAT(harness_->StartFacet(), IsOk());
-    absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
-        {.node_id = "shapes-" + KindName(GetParam()), .metadata = {}, .authorities = {}});
-    ASSERT_THAT(bootstrap, IsOk());
-    bootstrap_ = *bootstrap;
-  }
-
-  void TearDown() override {
-    if (harness_ == nullptr) return;
-    EXPECT_THAT(harness_->StopFacet(), IsOk()) << "facet serve must exit 0 on SIGTERM";
-    if (HasFailure()) {
-      harness_->KeepTempDir();
-      std::cerr << "e2e: kept " << harness_->dir() << "\nfacet stderr:\n"
-                << harness_->FacetLog() << "\n";
-    }
+    Serve({"v1", "v2", "v3", "other", "loose", "trap"}, "grpc-route-shapes.yaml.tmpl",
+          "shapes.yaml", "17 valid, 0 rejected; 0 errors, 0 warnings", "shapes");
   }
 
   // Returns a client of the kind under test on `target` making `count` rounds
@@ -102,8 +65,8 @@ class GrpcRouteShapesTest : public ::testing::TestWithParam<ClientKind> {
   std::vector<std::vector<std::string>> RunOutcomes(const std::vector<ClientOptions>& clients) {
     const absl::Time start = absl::Now();
     absl::StatusOr<std::vector<ClientRun>> runs = harness_->RunClients(clients);
-    std::cerr << "e2e: " << clients.size() << " " << KindName(GetParam()) << " client run(s) in "
-              << absl::FormatDuration(absl::Now() - start) << "\n";
+    std::cerr << "e2e: " << clients.size() << " " << ClientKindName(GetParam())
+              << " client run(s) in " << absl::FormatDuration(absl::Now() - start) << "\n";
     std::vector<std::vector<std::string>> outcomes(clients.size());
     if (!runs.ok()) {
       ADD_FAILURE() << runs.status();
@@ -115,7 +78,7 @@ class GrpcRouteShapesTest : public ::testing::TestWithParam<ClientKind> {
       const size_t sets = std::max<size_t>(1, clients[i].metadata.size());
       EXPECT_THAT(run.lines, SizeIs(clients[i].count * sets * clients[i].methods.size()))
           << run.ToString();
-      for (const std::string& line : run.lines) outcomes[i].push_back(Outcome(line));
+      for (const std::string& line : run.lines) outcomes[i].push_back(OutcomeOf(line));
     }
     return outcomes;
   }
@@ -133,9 +96,6 @@ class GrpcRouteShapesTest : public ::testing::TestWithParam<ClientKind> {
     std::vector<std::vector<std::string>> got = RunOutcomes({Client(methods, 1, {metadata})});
     EXPECT_EQ(got[0], wanted) << "methods: " << absl::StrJoin(methods, " ");
   }
-
-  std::unique_ptr<E2eHarness> harness_;
-  std::string bootstrap_;
 };
 
 // A route-level fault abort (grpc_status 12, 100 %) fails the call with
@@ -173,8 +133,8 @@ TEST_P(GrpcRouteShapesTest, SplitWithAbortingWeightFailsItsShareUnavailable) {
       RunOutcomes({Client({"/facet.test.Echo/Split"}, 60)});
   std::map<std::string, int> counts;
   for (const std::string& outcome : outcomes[0]) ++counts[outcome];
-  std::cerr << "e2e: " << KindName(GetParam()) << " split of 60: " << counts["ok v2"] << " v2, "
-            << counts["fail UNAVAILABLE"] << " UNAVAILABLE\n";
+  std::cerr << "e2e: " << ClientKindName(GetParam()) << " split of 60: " << counts["ok v2"]
+            << " v2, " << counts["fail UNAVAILABLE"] << " UNAVAILABLE\n";
   EXPECT_GT(counts["ok v2"], 0);
   EXPECT_GT(counts["fail UNAVAILABLE"], 0);
   EXPECT_EQ(counts["ok v2"] + counts["fail UNAVAILABLE"], 60) << absl::StrJoin(outcomes[0], ", ");
