@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/common/log_text.h"
 
@@ -21,15 +22,17 @@ std::string Logged(const xds::ObjectRef& ref) { return xds::SafeForLog(ref.ToStr
 
 // Logs the findings of the objects whose status changed: a build's log, like
 // its cost, follows the change.
+// A finding of the whole object (no field, as a generated object's) names
+// no field.
 void ReportFindings(const xds::IncrementalBuilder::Result& result) {
   for (const auto& status : result.changed_statuses) {
     for (const xds::Finding& finding : status->findings) {
+      const std::string field =
+          finding.field.empty() ? "" : absl::StrCat(xds::SafeForLog(finding.field), ": ");
       if (finding.severity == xds::Severity::kError) {
-        spdlog::error("{}: {}: {}", Logged(status->ref), xds::SafeForLog(finding.field),
-                      Logged(finding.message));
+        spdlog::error("{}: {}{}", Logged(status->ref), field, Logged(finding.message));
       } else {
-        spdlog::warn("{}: {}: warning: {}", Logged(status->ref), xds::SafeForLog(finding.field),
-                     Logged(finding.message));
+        spdlog::warn("{}: {}warning: {}", Logged(status->ref), field, Logged(finding.message));
       }
     }
     if (!status->accepted && status->serving_previous) {

@@ -160,5 +160,20 @@ TEST_F(PublisherTest, LogsFindingsAtTheirSeverityWithAuthorsTextEscaped) {
   EXPECT_THAT(text, HasSubstr("snapshot built in "));
 }
 
+TEST_F(PublisherTest, LogsAFindingOfTheWholeObjectWithoutAnEmptyField) {
+  Publisher& publisher = Make();
+  xds::ResourceObject object = Endpoints(80);
+  object.findings.push_back({.severity = xds::Severity::kWarning,
+                             .reason = "NoEndpoints",
+                             .field = "",
+                             .message = "Service web has no ready endpoints"});
+  publisher.builder().Upsert(std::move(object));
+  LogCapture log;
+  publisher.BuildAndPublish(now_);
+
+  EXPECT_THAT(log.text(), HasSubstr("demo/web-endpoints: warning: Service web has no ready endpoints"));
+  EXPECT_THAT(log.text(), Not(HasSubstr(": : ")));
+}
+
 }  // namespace
 }  // namespace facet::controller
