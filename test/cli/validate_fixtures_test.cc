@@ -71,6 +71,14 @@ TEST(ValidateFixturesTest, ExamplesAreValidWithoutWarnings) {
   EXPECT_THAT(outcome.err, HasSubstr(" 0 rejected"));
 }
 
+// docs/gateway-api.md's walkthrough starts with this.
+TEST(ValidateFixturesTest, GatewayExampleIsValidWithoutWarnings) {
+  Outcome outcome = Validate({std::string(FACET_SOURCE_DIR) + "/examples/gateway"});
+  EXPECT_EQ(outcome.code, kValidateOk) << outcome.out << outcome.err;
+  EXPECT_EQ(outcome.out, "");
+  EXPECT_THAT(outcome.err, HasSubstr("1 valid, 0 rejected; 0 errors, 0 warnings"));
+}
+
 TEST(ValidateFixturesTest, EveryInvalidFixtureIsRejectedForItsReason) {
   std::vector<fs::path> files = Fixtures("test/testdata/invalid");
   ASSERT_GE(files.size(), 20u);
