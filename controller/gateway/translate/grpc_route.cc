@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <utility>
 #include <variant>
 
@@ -64,16 +65,6 @@ void AddFilterProblems(const std::vector<RouteFilter>& filters, std::vector<Prob
          {filter.field, absl::StrCat(filter.type.empty() ? "this" : filter.type,
                                      " filter is not supported: ", why, "; remove it")}});
   }
-}
-
-// Returns "{and_constraints: {constraints: [a, b]}}", or whichever is set.
-std::optional<YAML::Node> Both(const std::optional<YAML::Node>& a, const YAML::Node* b) {
-  if (!a.has_value()) return b == nullptr ? std::nullopt : std::optional<YAML::Node>(*b);
-  if (b == nullptr) return a;
-  YAML::Node both;
-  both["and_constraints"]["constraints"].push_back(*a);
-  both["and_constraints"]["constraints"].push_back(*b);
-  return both;
 }
 
 // The route action of `rule` with its backends resolved; records the
@@ -184,14 +175,7 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
     if (matches.empty()) matches.push_back(MatchEverything());
     YAML::Node action;
     AddAction(route, rule, lookup, options, &unresolved, &action);
-    const YAML::Node* rule_condition = nullptr;
-    if (conditions != nullptr) {
-      if (auto it = conditions->rules.find(i); it != conditions->rules.end()) {
-        rule_condition = &it->second;
-      }
-    }
-    const std::optional<YAML::Node> condition =
-        Both(conditions != nullptr ? conditions->route : std::nullopt, rule_condition);
+    const std::optional<YAML::Node> condition = RuleCondition(conditions, i);
     for (size_t j = 0; j < matches.size(); ++j) {
       TranslatedMatch& match = matches[j];
       for (ConditionCause& problem : match.problems) {
@@ -231,6 +215,35 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
   return out;
 }
 
+std::optional<YAML::Node> RuleCondition(const RouteConditions* conditions, size_t rule) {
+  if (conditions == nullptr) return std::nullopt;
+  auto it = conditions->rules.find(rule);
+  if (it == conditions->rules.end()) return conditions->route;
+  if (!conditions->route.has_value()) return it->second;
+  YAML::Node both;
+  both["and_constraints"]["constraints"].push_back(*conditions->route);
+  both["and_constraints"]["constraints"].push_back(it->second);
+  return both;
+}
+
+YAML::Node AnyOf(const std::vector<YAML::Node>& conditions) {
+  std::set<std::string> seen;
+  YAML::Node list(YAML::NodeType::Sequence);
+  for (const YAML::Node& condition : conditions) {
+    if (seen.insert(YAML::Dump(condition)).second) list.push_back(condition);
+  }
+  if (list.size() == 1) return list[0];
+  YAML::Node any;
+  any["or_constraints"]["constraints"] = list;
+  return any;
+}
+
+YAML::Node NoneOf(const YAML::Node& condition) {
+  YAML::Node none;
+  none["not_constraints"] = condition;
+  return none;
+}
+
 std::string ConditionMessage(const std::vector<ConditionCause>& causes) {
   return absl::StrJoin(causes, "; ", [](std::string* out, const ConditionCause& cause) {
     absl::StrAppend(out, cause.field, cause.field.empty() ? "" : ": ", cause.message);
@@ -262,6 +275,10 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
   ParentTranslation out;
   std::vector<XdsRoute> merged;
   std::vector<std::string> served;  // The accepted routes, "ns/name".
+  // The conditions of the accepted routes conditional as a whole; whether
+  // every accepted route is.
+  std::vector<YAML::Node> route_conditions;
+  bool every_route_conditional = true;
   ParentResolution attached;
   attached.outcome = ParentResolution::Outcome::kAttached;
   attached.service = service.ref;
@@ -277,6 +294,11 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
     }
     if (translated.accepted.status != kStatusTrue) continue;
     served.push_back(absl::StrCat(entry.route->ref.namespace_, "/", entry.route->ref.name));
+    if (entry.conditions != nullptr && entry.conditions->route.has_value()) {
+      route_conditions.push_back(*entry.conditions->route);
+    } else {
+      every_route_conditional = false;
+    }
     merged.insert(merged.end(), translated.routes.begin(), translated.routes.end());
   }
   if (served.empty()) {
@@ -306,7 +328,19 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
     no_route["match"]["prefix"] = String("");
     no_route["route"]["cluster"] = String(kUnroutableName);
     no_route["typed_per_filter_config"] = AbortConfig(kUnimplemented);
+    if (every_route_conditional) {
+      no_route[xds::kWhenConstraintsField] = YAML::Clone(AnyOf(route_conditions));
+    }
     host["routes"].push_back(no_route);
+  }
+  if (every_route_conditional) {
+    // Clients no route is for get the Service's own endpoints, as if no
+    // GRPCRoute were attached (GEP-1294's default mesh behaviour).
+    YAML::Node fallback = YAML::Clone(DefaultRouteConfiguration(service, port, options)
+                                          .spec->variants.front()
+                                          .resource["virtual_hosts"][0]["routes"][0]);
+    fallback[xds::kWhenConstraintsField] = YAML::Clone(NoneOf(AnyOf(route_conditions)));
+    host["routes"].push_back(fallback);
   }
   YAML::Node config;
   config["virtual_hosts"].push_back(host);

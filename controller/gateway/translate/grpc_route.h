@@ -37,10 +37,27 @@ inline constexpr int kUnavailable = 14;
 // "@whenConstraints" (the AND of both when both apply), and the
 // RouteConfiguration is compiled into exclusive, covering variants by
 // xds::CompileConditions, as "@when" in an XdsResource is.
+//
+// When every route on a parent is conditional as a whole, the parent's
+// default route (kDefaultRouteName, to the Service's own Cluster) is kept
+// for the clients no condition selects (the complement of their OR, design
+// §3.3), and kNoRouteName is for the others only.
 struct RouteConditions {
   std::optional<YAML::Node> route;
   std::map<size_t, YAML::Node> rules;
 };
+
+// Returns the condition of the xDS routes of rule `rule` under
+// `conditions` (may be null): the route's and the rule's, ANDed when both
+// are set; nullopt when neither is.
+std::optional<YAML::Node> RuleCondition(const RouteConditions* conditions, size_t rule);
+
+// Returns the OR of `conditions` (not empty; one is itself), equal ones
+// once.
+YAML::Node AnyOf(const std::vector<YAML::Node>& conditions);
+
+// Returns the negation of `condition`.
+YAML::Node NoneOf(const YAML::Node& condition);
 
 // One xDS route of a GRPCRoute.
 struct XdsRoute {
