@@ -1,7 +1,11 @@
 #include "controller/gateway/front_end/gateway_front_end.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 #include "controller/gateway/front_end/route_status.h"
 #include "controller/gateway/translate/grpc_route.h"
@@ -41,6 +45,20 @@ void AddDuplicates(const xds::IncrementalBuilder& builder, const xds::ObjectRef&
   }
 }
 
+// Whether `policy` (an XdsVariantPolicy) can apply: its spec is valid.
+bool ValidPolicy(const GatewayObject& policy) {
+  return !policy.has_errors() && std::get<VariantPolicy>(policy.spec).constraints.has_value();
+}
+
+// The GRPCRoutes `policy` targets.
+std::set<xds::ObjectRef> TargetsOf(const GatewayObject& policy) {
+  std::set<xds::ObjectRef> targets;
+  for (const ObjectReference& target : std::get<VariantPolicy>(policy.spec).target_refs) {
+    targets.insert({kGrpcRouteKind, NamespaceOf(target, policy.ref.namespace_), target.name});
+  }
+  return targets;
+}
+
 }  // namespace
 
 GatewayFrontEnd::GatewayFrontEnd(TranslateOptions options) : options_(std::move(options)) {}
@@ -49,6 +67,11 @@ GatewayFrontEnd::~GatewayFrontEnd() = default;
 
 const GatewayObject* GatewayFrontEnd::RouteEntry::served() const {
   if (accepted.value_or(false)) return &current;
+  return fallback.has_value() ? &*fallback : nullptr;
+}
+
+const GatewayObject* GatewayFrontEnd::PolicyEntry::effective() const {
+  if (ValidPolicy(current)) return &current;
   return fallback.has_value() ? &*fallback : nullptr;
 }
 
@@ -84,12 +107,27 @@ void GatewayFrontEnd::Upsert(GatewayObject object) {
     entry.upserted = true;
     dirty_routes_.insert(ref);
   } else if (ref.kind == kXdsVariantPolicyKind) {
-    std::set<xds::ObjectRef> targets;
-    for (const ObjectReference& target : std::get<VariantPolicy>(object.spec).target_refs) {
-      targets.insert({kGrpcRouteKind, NamespaceOf(target, ref.namespace_), target.name});
+    PolicyEntry& entry = policies_[ref];
+    const bool held = entry.current.ref.kind == kXdsVariantPolicyKind;
+    if (last_good_lookup_ && held && ValidPolicy(entry.current)) {
+      entry.fallback = std::move(entry.current);  // The last accepted, until this one is.
     }
+    entry.current = std::move(object);
+    if (ValidPolicy(entry.current)) entry.fallback.reset();
+    entry.upserted = true;
+    entry.looked_up = false;
+    // The old and new targets resolve their policies again.
+    for (const xds::ObjectRef& route : policies_by_route_.KeysOf(ref)) {
+      dirty_policy_routes_.insert(route);
+    }
+    std::set<xds::ObjectRef> targets = TargetsOf(entry.current);
+    if (entry.fallback.has_value()) {
+      for (const xds::ObjectRef& route : TargetsOf(*entry.fallback)) targets.insert(route);
+    }
+    dirty_policy_routes_.insert(targets.begin(), targets.end());
     policies_by_route_.Set(ref, std::move(targets));
-    policies_[ref] = std::move(object);
+    dirty_policies_.insert(ref);
+    dirty_policy_statuses_.insert(ref);
   }
 }
 
@@ -110,6 +148,7 @@ void GatewayFrontEnd::Remove(const xds::ObjectRef& ref) {
   } else if (ref.kind == kGrpcRouteKind) {
     auto it = routes_.find(ref);
     if (it == routes_.end()) return;
+    MarkPolicyTargets(ref);
     for (const auto& [parent, indices] : it->second.attached) dirty_parents_.insert(parent);
     routes_by_parent_service_.Erase(ref);
     routes_by_backend_service_.Erase(ref);
@@ -119,8 +158,14 @@ void GatewayFrontEnd::Remove(const xds::ObjectRef& ref) {
     dirty_statuses_.erase(ref);
     accepted_.erase(ref);
   } else if (ref.kind == kXdsVariantPolicyKind) {
+    if (policies_.erase(ref) == 0) return;
+    for (const xds::ObjectRef& route : policies_by_route_.KeysOf(ref)) {
+      dirty_policy_routes_.insert(route);
+    }
     policies_by_route_.Erase(ref);
-    policies_.erase(ref);
+    dirty_policies_.erase(ref);
+    dirty_policy_statuses_.erase(ref);
+    accepted_.erase(ref);
   }
 }
 
@@ -130,7 +175,8 @@ void GatewayFrontEnd::SetLastGoodLookup(LastGoodLookup lookup) {
 
 bool GatewayFrontEnd::has_pending() const {
   return !dirty_services_.empty() || !dirty_endpoints_.empty() || !dirty_routes_.empty() ||
-         !dirty_parents_.empty() || unroutable_ == routes_.empty();
+         !dirty_parents_.empty() || !dirty_policies_.empty() || !dirty_policy_routes_.empty() ||
+         unroutable_ == routes_.empty();
 }
 
 void GatewayFrontEnd::MarkGrantedRoutes(const GatewayObject& grant) {
@@ -334,6 +380,91 @@ void GatewayFrontEnd::ResolveRoute(const xds::ObjectRef& ref, RouteEntry& entry,
   }
   Reindex(ref, entry);
   dirty_statuses_.insert(ref);
+  // Its rules and parents: what its policies target and their ancestors.
+  MarkPolicyTargets(ref);
+}
+
+void GatewayFrontEnd::MarkPolicyTargets(const xds::ObjectRef& route) {
+  for (const xds::ObjectRef& policy : policies_by_route_.ValuesOf(route)) {
+    for (const xds::ObjectRef& target : policies_by_route_.KeysOf(policy)) {
+      dirty_policy_routes_.insert(target);
+    }
+  }
+}
+
+std::vector<GatewayFrontEnd::PolicyAncestor> GatewayFrontEnd::Ancestors(
+    const GatewayObject& policy) const {
+  std::vector<PolicyAncestor> out;
+  const GatewayLookup lookup = Lookup();
+  const std::vector<ObjectReference>& targets = std::get<VariantPolicy>(policy.spec).target_refs;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    const std::string& ns = NamespaceOf(targets[i], policy.ref.namespace_);
+    const size_t before = out.size();
+    auto route = routes_.find({kGrpcRouteKind, ns, targets[i].name});
+    if (route != routes_.end()) {
+      const GatewayObject& current = route->second.current;
+      for (const ObjectReference& parent : std::get<GrpcRoute>(current.spec).parent_refs) {
+        const ParentResolution resolution = ResolveParentRef(ns, parent, lookup);
+        if (resolution.outcome == ParentResolution::Outcome::kNotFacets) continue;
+        PolicyAncestor& ancestor = out.emplace_back();
+        ancestor.target = i;
+        ancestor.ref = parent;
+        if (resolution.outcome != ParentResolution::Outcome::kAttached) continue;
+        for (int port : resolution.ports) ancestor.ports.push_back({resolution.service, port});
+      }
+    }
+    if (out.size() == before) {
+      // A missing route, or one without a Service parent: the route itself.
+      PolicyAncestor& ancestor = out.emplace_back();
+      ancestor.target = i;
+      ancestor.ref.group = kGatewayGroup;
+      ancestor.ref.kind = kGrpcRouteKind;
+      ancestor.ref.namespace_ = ns;
+      ancestor.ref.name = targets[i].name;
+      ancestor.ref.field = targets[i].field;
+    }
+  }
+  return out;
+}
+
+const GatewayObject* GatewayFrontEnd::ApplicablePolicy(const PolicyEntry& entry) const {
+  const GatewayObject* policy = entry.effective();
+  if (policy == nullptr || Ancestors(*policy).size() > kMaxPolicyAncestors) return nullptr;
+  return policy;
+}
+
+void GatewayFrontEnd::ResolvePolicies(const xds::ObjectRef& route, FlushStats* stats) {
+  ++stats->policy_routes;
+  const std::set<xds::ObjectRef>& on_route = policies_by_route_.ValuesOf(route);
+  std::vector<const GatewayObject*> applicable;
+  for (const xds::ObjectRef& policy : on_route) {
+    dirty_policy_statuses_.insert(policy);
+    if (const GatewayObject* applies = ApplicablePolicy(policies_.at(policy))) {
+      applicable.push_back(applies);
+    }
+  }
+  auto entry = routes_.find(route);
+  const GatewayObject* rules = nullptr;  // The generation whose rules targets name.
+  if (entry != routes_.end()) {
+    rules = entry->second.served();
+    if (rules == nullptr) rules = &entry->second.current;
+  }
+  RoutePolicies resolved;
+  if (!applicable.empty()) resolved = ResolveRoutePolicies(route, rules, applicable);
+  // The parents are translated again when the conditions change.
+  auto it = route_policies_.find(route);
+  const bool changed =
+      it == route_policies_.end()
+          ? !resolved.applied.empty()
+          : !SameApplied(it->second.applied, resolved.applied);
+  if (changed && entry != routes_.end()) {
+    for (const auto& [parent, indices] : entry->second.attached) dirty_parents_.insert(parent);
+  }
+  if (on_route.empty()) {
+    route_policies_.erase(route);
+  } else {
+    route_policies_.insert_or_assign(route, std::move(resolved));
+  }
 }
 
 void GatewayFrontEnd::FlushEndpoints(const xds::ObjectRef& key, xds::IncrementalBuilder& builder,
@@ -352,9 +483,19 @@ void GatewayFrontEnd::FlushParent(const PortKey& parent, xds::IncrementalBuilder
                                   FlushStats* stats) {
   const auto& [key, number] = parent;
   auto generated = generated_ports_.find(key);
-  if (generated == generated_ports_.end() || generated->second.count(number) == 0) return;
+  ParentPolicies policies;
+  auto before = parent_policies_.find(parent);
+  if (before != parent_policies_.end()) {
+    // Their ancestor here may change.
+    dirty_policy_statuses_.insert(before->second.applied.begin(), before->second.applied.end());
+  }
+  if (generated == generated_ports_.end() || generated->second.count(number) == 0) {
+    if (before != parent_policies_.end()) parent_policies_.erase(before);
+    return;
+  }
   const GatewayObject& service = *ServiceOf(key);
   std::vector<AttachedRoute> routes;
+  std::vector<ParentRoutePolicies> route_policies;
   for (const xds::ObjectRef& route : routes_by_parent_service_.ValuesOf(key)) {
     const RouteEntry& entry = routes_.at(route);
     auto it = entry.attached.find(parent);
@@ -362,10 +503,39 @@ void GatewayFrontEnd::FlushParent(const PortKey& parent, xds::IncrementalBuilder
     AttachedRoute& attached = routes.emplace_back();
     attached.route = entry.served();
     attached.parent_refs = it->second;
+    auto resolved = route_policies_.find(route);
+    route_policies.push_back(
+        {attached.route, resolved == route_policies_.end() || resolved->second.applied.empty()
+                             ? nullptr
+                             : &resolved->second.applied});
+  }
+  // The conditions of the policies that win their targets, within the
+  // compiler's bound.
+  policies.left_out = PoliciesPastBound(route_policies);
+  std::vector<RouteConditions> conditions;
+  conditions.reserve(routes.size());
+  for (size_t i = 0; i < routes.size(); ++i) {
+    if (route_policies[i].applied == nullptr) continue;
+    for (const AppliedPolicy& applied : *route_policies[i].applied) {
+      policies.applied.insert(applied.policy);
+    }
+    conditions.push_back(ConditionsOf(*route_policies[i].applied, policies.left_out));
+    if (conditions.back().route.has_value() || !conditions.back().rules.empty()) {
+      routes[i].conditions = &conditions.back();
+    }
   }
   ++stats->parents;
   ParentTranslation translation =
       TranslateParent(service, *PortOf(service, number), routes, Lookup(), options_);
+  if (translation.route_configuration.spec.has_value()) {
+    policies.variants = translation.route_configuration.spec->variants.size();
+  }
+  dirty_policy_statuses_.insert(policies.applied.begin(), policies.applied.end());
+  if (policies.applied.empty()) {
+    if (before != parent_policies_.end()) parent_policies_.erase(before);
+  } else {
+    parent_policies_.insert_or_assign(parent, std::move(policies));
+  }
   Put(std::move(translation.route_configuration), builder, stats);
 }
 
@@ -379,6 +549,30 @@ FlushStats GatewayFrontEnd::Flush(xds::IncrementalBuilder& builder) {
   dirty_services_.clear();
   for (const xds::ObjectRef& ref : dirty_routes_) ResolveRoute(ref, routes_.at(ref), &stats);
   dirty_routes_.clear();
+  // Policies: the generation that applies, then the targets' conditions.
+  for (const xds::ObjectRef& ref : dirty_policies_) {
+    PolicyEntry& entry = policies_.at(ref);
+    if (ValidPolicy(entry.current)) {
+      if (entry.upserted) accepted_.insert(ref);
+    } else if (last_good_lookup_ && !entry.fallback.has_value() && !entry.looked_up) {
+      // Seen invalid first (a restart): the last accepted one recorded
+      // elsewhere, if it is valid here too.
+      entry.looked_up = true;
+      std::optional<GatewayObject> last_good = last_good_lookup_(ref);
+      if (last_good.has_value() && last_good->ref == ref &&
+          std::holds_alternative<VariantPolicy>(last_good->spec) && ValidPolicy(*last_good)) {
+        std::set<xds::ObjectRef> targets = policies_by_route_.KeysOf(ref);
+        for (const xds::ObjectRef& route : TargetsOf(*last_good)) targets.insert(route);
+        dirty_policy_routes_.insert(targets.begin(), targets.end());
+        policies_by_route_.Set(ref, std::move(targets));
+        entry.fallback = std::move(last_good);
+      }
+    }
+    entry.upserted = false;
+  }
+  dirty_policies_.clear();
+  for (const xds::ObjectRef& route : dirty_policy_routes_) ResolvePolicies(route, &stats);
+  dirty_policy_routes_.clear();
   for (const xds::ObjectRef& service : dirty_endpoints_) {
     FlushEndpoints(service, builder, &stats);
   }
@@ -403,6 +597,8 @@ std::vector<std::shared_ptr<const GatewayStatus>> GatewayFrontEnd::Reconcile(
     const xds::IncrementalBuilder& builder, const xds::IncrementalBuilder::Result& result) {
   std::set<xds::ObjectRef> reached = std::move(dirty_statuses_);
   dirty_statuses_.clear();
+  std::set<xds::ObjectRef> policies = std::move(dirty_policy_statuses_);
+  dirty_policy_statuses_.clear();
   for (const std::shared_ptr<const xds::ObjectStatus>& status : result.changed_statuses) {
     auto owner = owners_.find(status->ref);
     if (owner == owners_.end()) continue;
@@ -410,6 +606,13 @@ std::vector<std::shared_ptr<const GatewayStatus>> GatewayFrontEnd::Reconcile(
         owner->second.backend ? routes_by_backend_service_.ValuesOf(owner->second.service)
                               : routes_by_parent_service_.ValuesOf(owner->second.service);
     reached.insert(routes.begin(), routes.end());
+    if (owner->second.backend) continue;
+    // The policies on those routes: the builder's word on the
+    // RouteConfiguration their conditions are compiled into.
+    for (const xds::ObjectRef& route : routes) {
+      const std::set<xds::ObjectRef>& on_route = policies_by_route_.ValuesOf(route);
+      policies.insert(on_route.begin(), on_route.end());
+    }
   }
   std::vector<std::shared_ptr<const GatewayStatus>> out;
   for (const xds::ObjectRef& ref : reached) {
@@ -434,7 +637,122 @@ std::vector<std::shared_ptr<const GatewayStatus>> GatewayFrontEnd::Reconcile(
     entry.status = std::make_shared<const GatewayStatus>(std::move(status));
     out.push_back(entry.status);
   }
+  for (const xds::ObjectRef& ref : policies) {
+    auto it = policies_.find(ref);
+    if (it == policies_.end()) continue;
+    PolicyEntry& entry = it->second;
+    GatewayStatus status = PolicyStatus(ref, entry, builder);
+    if (entry.status != nullptr && *entry.status == status) continue;
+    entry.status = std::make_shared<const GatewayStatus>(std::move(status));
+    out.push_back(entry.status);
+  }
   return out;
+}
+
+GatewayStatus GatewayFrontEnd::PolicyStatus(const xds::ObjectRef& ref, const PolicyEntry& entry,
+                                            const xds::IncrementalBuilder& builder) const {
+  const GatewayObject& current = entry.current;
+  const std::vector<ObjectReference>& targets = std::get<VariantPolicy>(current.spec).target_refs;
+  GatewayStatus status;
+  status.object = ref;
+  status.generation = current.generation;
+  const std::vector<PolicyAncestor> ancestors = Ancestors(current);
+  // Causes that keep the whole policy from applying.
+  std::vector<ConditionCause> invalid;
+  if (!ValidPolicy(current)) {
+    for (const xds::Finding& finding : current.findings) {
+      if (finding.severity == xds::Severity::kError) {
+        invalid.push_back({finding.field, finding.message});
+      }
+    }
+    if (entry.fallback.has_value()) {
+      invalid.push_back(
+          {"", absl::StrCat("its last accepted generation (", entry.fallback->generation,
+                            ") keeps applying")});
+    }
+  } else if (ancestors.size() > kMaxPolicyAncestors) {
+    invalid.push_back(
+        {"spec.targetRefs",
+         absl::StrCat("the targeted GRPCRoutes have ", ancestors.size(),
+                      " ancestors (their Service parents) and a policy may have at most ",
+                      kMaxPolicyAncestors, ": the policy is not applied")});
+  }
+  for (const PolicyAncestor& ancestor : ancestors) {
+    if (status.ancestors.size() == kMaxPolicyAncestors) break;
+    const std::string& field = targets.at(ancestor.target).field;
+    AncestorStatus& entry_status = status.ancestors.emplace_back();
+    entry_status.ancestor_ref = ancestor.ref;
+    Condition accepted;
+    accepted.type = kConditionAccepted;
+    accepted.observed_generation = current.generation;
+    accepted.status = kStatusFalse;
+    if (!invalid.empty()) {
+      accepted.reason = kReasonInvalid;
+      accepted.causes = invalid;
+    } else {
+      const TargetOutcome* outcome = nullptr;
+      const std::string& ns = NamespaceOf(targets[ancestor.target], ref.namespace_);
+      auto resolved = route_policies_.find({kGrpcRouteKind, ns, targets[ancestor.target].name});
+      if (resolved != route_policies_.end()) {
+        for (const TargetOutcome& candidate : resolved->second.outcomes) {
+          if (candidate.policy == ref && candidate.target == ancestor.target) outcome = &candidate;
+        }
+      }
+      if (outcome == nullptr) {
+        accepted.reason = kReasonTargetNotFound;
+        accepted.causes = {{field, "the target is not resolved"}};
+      } else if (outcome->reason != kReasonAccepted) {
+        accepted.reason = outcome->reason;
+        accepted.causes = {{field, outcome->message}};
+      } else {
+        std::vector<std::string> compiled;
+        for (const PortKey& port : ancestor.ports) {
+          const std::string name =
+              ServicePortName(port.first, port.second, options_.cluster_domain);
+          auto parent = parent_policies_.find(port);
+          if (parent == parent_policies_.end()) continue;
+          if (parent->second.left_out.count(ref) > 0) {
+            accepted.causes.push_back(
+                {field, absl::StrCat("RouteConfiguration ", name, " would have more than ",
+                                     kMaxConditionsPerRouteConfiguration,
+                                     " distinct conditions; the newest policies, this one "
+                                     "among them, are left out there")});
+            continue;
+          }
+          const std::shared_ptr<const xds::ObjectStatus> built =
+              builder.StatusOf(GeneratedRef(port.first.namespace_, "route", name));
+          bool rejected = false;
+          if (built != nullptr) {
+            for (const xds::Finding& finding : built->findings) {
+              if (finding.severity != xds::Severity::kError || finding.reason == kDuplicateName) {
+                continue;
+              }
+              rejected = true;
+              accepted.causes.push_back(
+                  {field, absl::StrCat("RouteConfiguration ", name, ": ", finding.message)});
+            }
+          }
+          if (!rejected) {
+            compiled.push_back(absl::StrCat("RouteConfiguration ", name, " compiles to ",
+                                            parent->second.variants, " variants"));
+          }
+        }
+        if (!accepted.causes.empty()) {
+          accepted.reason = kReasonInvalid;
+        } else {
+          accepted.status = kStatusTrue;
+          accepted.reason = kReasonAccepted;
+          accepted.message = compiled.empty()
+                                 ? outcome->message
+                                 : absl::StrCat(outcome->message, ": ",
+                                                absl::StrJoin(compiled, ", "));
+        }
+      }
+    }
+    if (accepted.status == kStatusFalse) accepted.message = ConditionMessage(accepted.causes);
+    entry_status.conditions.push_back(std::move(accepted));
+  }
+  return status;
 }
 
 std::vector<std::shared_ptr<const GatewayStatus>> GatewayFrontEnd::Statuses() const {
@@ -442,10 +760,17 @@ std::vector<std::shared_ptr<const GatewayStatus>> GatewayFrontEnd::Statuses() co
   for (const auto& [ref, entry] : routes_) {
     if (entry.status != nullptr) out.push_back(entry.status);
   }
+  for (const auto& [ref, entry] : policies_) {
+    if (entry.status != nullptr) out.push_back(entry.status);
+  }
   return out;
 }
 
 std::shared_ptr<const GatewayStatus> GatewayFrontEnd::StatusOf(const xds::ObjectRef& ref) const {
+  if (ref.kind == kXdsVariantPolicyKind) {
+    auto it = policies_.find(ref);
+    return it == policies_.end() ? nullptr : it->second.status;
+  }
   auto it = routes_.find(ref);
   return it == routes_.end() ? nullptr : it->second.status;
 }

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "controller/gateway/translate/translate_test_util.h"
 #include "envoy/config/route/v3/route.pb.h"
 #include "gmock/gmock.h"
@@ -60,12 +62,24 @@ GatewayObject Grant(const std::string& name, const std::string& ns, const std::s
       "}], to: [{group: '', kind: Service}]}"));
 }
 
-GatewayObject Policy(const std::string& name, const std::string& route) {
+// An XdsVariantPolicy demo/`name` on `targets` ("route" or "route/rule",
+// comma-separated) with `when`, created at `created` ("" unset).
+GatewayObject Policy(const std::string& name, const std::string& targets,
+                     const std::string& when = "{env: prod}", const std::string& created = "",
+                     int64_t generation = 1) {
+  std::vector<std::string> refs;
+  for (absl::string_view target : absl::StrSplit(targets, ',')) {
+    std::vector<std::string> parts = absl::StrSplit(target, '/');
+    refs.push_back(absl::StrCat("{group: gateway.networking.k8s.io, kind: GRPCRoute, name: ",
+                                parts[0],
+                                parts.size() > 1 ? absl::StrCat(", sectionName: ", parts[1]) : "",
+                                "}"));
+  }
   return Parse(absl::StrCat(
       "apiVersion: facet.dev/v1alpha1\nkind: XdsVariantPolicy\nmetadata: {name: ", name,
-      ", namespace: demo}\nspec: {targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, "
-      "name: ",
-      route, "}], when: {env: prod}}"));
+      ", namespace: demo, generation: ", generation,
+      created.empty() ? "" : absl::StrCat(", creationTimestamp: \"", created, "\""),
+      "}\nspec: {targetRefs: [", absl::StrJoin(refs, ", "), "], when: ", when, "}"));
 }
 
 constexpr char kEchoPorts[] = "{ports: [{name: grpc, port: 7070}, {name: admin, port: 8080}]}";
@@ -101,6 +115,15 @@ std::vector<std::string> Names(const std::vector<xds::ObjectRef>& refs) {
 std::vector<std::string> Sorted(std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// The Accepted condition of a policy's ancestor.
+const Condition* PolicyAccepted(const GatewayStatus& status, size_t ancestor = 0) {
+  if (ancestor >= status.ancestors.size()) return nullptr;
+  for (const Condition& condition : status.ancestors[ancestor].conditions) {
+    if (condition.type == kConditionAccepted) return &condition;
+  }
+  return nullptr;
 }
 
 const Condition* Find(const GatewayStatus& status, const std::string& type, size_t parent = 0) {
@@ -160,6 +183,36 @@ class GatewayFrontEndTest : public ::testing::Test {
   std::shared_ptr<const GatewayStatus> StatusOf(const std::string& route,
                                                 const std::string& ns = "demo") {
     return front_end_.StatusOf({kGrpcRouteKind, ns, route});
+  }
+
+  std::shared_ptr<const GatewayStatus> PolicyStatusOf(const std::string& policy) {
+    return front_end_.StatusOf({kXdsVariantPolicyKind, "demo", policy});
+  }
+
+  // "Reason: message" of a policy's first ancestor.
+  std::string PolicyOutcome(const std::string& policy, size_t ancestor = 0) {
+    const auto status = PolicyStatusOf(policy);
+    if (status == nullptr) return "<no status>";
+    const Condition* accepted = PolicyAccepted(*status, ancestor);
+    return accepted == nullptr ? "<no ancestor>"
+                               : absl::StrCat(accepted->reason, ": ", accepted->message);
+  }
+
+  // The route names of each variant of the RouteConfiguration `name`, in
+  // variant order.
+  std::vector<std::vector<std::string>> ServedVariants(const std::string& name) {
+    const xds::ServedResource* served =
+        builder_.snapshot()->Find(xds::RouteConfigurationType(), name);
+    if (served == nullptr) return {};
+    std::vector<std::vector<std::string>> out;
+    for (const auto& variant : served->variants) {
+      envoy::config::route::v3::RouteConfiguration config;
+      EXPECT_TRUE(config.ParseFromString(variant->serialized));
+      std::vector<std::string>& names = out.emplace_back();
+      for (const auto& route : config.virtual_hosts(0).routes()) names.push_back(route.name());
+    }
+    std::sort(out.begin(), out.end());
+    return out;
   }
 
   std::vector<std::string> ChangedRoutes() const {
@@ -316,13 +369,180 @@ TEST_F(GatewayFrontEndTest, GrantReachesOnlyTheRoutesFromTheNamespacesItNames) {
   EXPECT_EQ(Find(*StatusOf("cross"), kConditionResolvedRefs)->reason, kReasonRefNotPermitted);
 }
 
-TEST_F(GatewayFrontEndTest, PoliciesAreIndexedButTranslateNothingYet) {
+TEST_F(GatewayFrontEndTest, PolicyEditReachesOnlyItsTargetsParents) {
   AddWorld();
+  front_end_.Upsert(Cross());
+  Flush();
+  front_end_.TakeAccepted();
   front_end_.Upsert(Policy("prod-only", "split"));
-  EXPECT_FALSE(front_end_.has_pending());
-  EXPECT_THAT(Flush().upserted, IsEmpty());
+  EXPECT_TRUE(front_end_.has_pending());
+  FlushStats stats = Flush();
+  EXPECT_THAT(Names(stats.upserted), ElementsAre(G("route", "echo", 7070)));
+  EXPECT_EQ(stats.policy_routes, 1);
+  EXPECT_EQ(stats.routes, 0);
+  // Clients with env=prod get the route, the others the Service's own
+  // endpoints (every route on the parent is conditional).
+  EXPECT_THAT(ServedVariants("echo.demo.svc.cluster.local:7070"),
+              ElementsAre(ElementsAre("demo/split/rules[0]", "facet/no-route"),
+                          ElementsAre("facet/default")));
+  EXPECT_THAT(ChangedRoutes(), ElementsAre("prod-only"));
+  EXPECT_EQ(changed_[0]->object.kind, kXdsVariantPolicyKind);
+  EXPECT_EQ(PolicyOutcome("prod-only"),
+            "Accepted: applies to GRPCRoute demo/split: RouteConfiguration "
+            "echo.demo.svc.cluster.local:7070 compiles to 2 variants");
+  EXPECT_EQ(PolicyStatusOf("prod-only")->ancestors[0].ancestor_ref.name, "echo");
+  EXPECT_THAT(front_end_.Statuses(), SizeIs(3));  // Two routes, one policy.
+  EXPECT_THAT(front_end_.TakeAccepted(),
+              ElementsAre(xds::ObjectRef{kXdsVariantPolicyKind, "demo", "prod-only"}));
+
+  // A `when` edit: the same RouteConfiguration again, nothing else.
+  front_end_.Upsert(Policy("prod-only", "split", "{env: [prod, staging]}"));
+  stats = Flush();
+  EXPECT_THAT(Names(stats.upserted), ElementsAre(G("route", "echo", 7070)));
+  EXPECT_EQ(result_.validated_objects, 1);
+
+  // Moved to the route on the other port: both parents, nothing else.
+  front_end_.Upsert(Policy("prod-only", "cross"));
+  stats = Flush();
+  EXPECT_THAT(Names(stats.upserted),
+              ElementsAre(G("route", "echo", 7070), G("route", "echo", 8080)));
+  EXPECT_EQ(stats.policy_routes, 2);
+  EXPECT_THAT(ServedRoutes("echo.demo.svc.cluster.local:7070"),
+              ElementsAre("demo/split/rules[0]", "facet/no-route"));
+
+  // Removed: its target's parent only, unconditional again.
   front_end_.Remove({kXdsVariantPolicyKind, "demo", "prod-only"});
-  EXPECT_FALSE(front_end_.has_pending());
+  stats = Flush();
+  EXPECT_THAT(Names(stats.upserted), ElementsAre(G("route", "echo", 8080)));
+  EXPECT_THAT(ServedRoutes("echo.demo.svc.cluster.local:8080"), ElementsAre("demo/cross/rules[0]"));
+  EXPECT_EQ(front_end_.StatusOf({kXdsVariantPolicyKind, "demo", "prod-only"}), nullptr);
+}
+
+TEST_F(GatewayFrontEndTest, OlderPolicyWinsAndTheOtherIsConflicted) {
+  AddWorld();
+  front_end_.Upsert(Policy("new", "split", "{env: dev}", "2026-03-01T00:00:00Z"));
+  front_end_.Upsert(Policy("old", "split", "{env: prod}", "2026-01-01T00:00:00Z"));
+  Flush();
+  EXPECT_THAT(PolicyOutcome("new"), ::testing::StartsWith("Conflicted: spec.targetRefs[0]: "
+                                                          "demo/old (older) targets GRPCRoute "
+                                                          "demo/split"));
+  EXPECT_THAT(PolicyOutcome("old"), ::testing::StartsWith("Accepted: "));
+  EXPECT_EQ(PolicyAccepted(*PolicyStatusOf("new"))->status, kStatusFalse);
+  // The winner leaves: the other applies.
+  front_end_.Remove({kXdsVariantPolicyKind, "demo", "old"});
+  Flush();
+  EXPECT_THAT(PolicyOutcome("new"), ::testing::StartsWith("Accepted: "));
+  EXPECT_THAT(ChangedRoutes(), ElementsAre("new"));
+}
+
+TEST_F(GatewayFrontEndTest, MissingRouteOrRuleIsTargetNotFoundUntilItComes) {
+  AddWorld();
+  front_end_.Upsert(Policy("rule", "split/canary"));
+  front_end_.Upsert(Policy("route", "absent"));
+  FlushStats stats = Flush();
+  EXPECT_THAT(stats.upserted, IsEmpty());
+  EXPECT_EQ(PolicyOutcome("rule"),
+            "TargetNotFound: spec.targetRefs[0]: GRPCRoute demo/split has no rule named canary");
+  EXPECT_EQ(PolicyOutcome("route"),
+            "TargetNotFound: spec.targetRefs[0]: GRPCRoute demo/absent does not exist");
+  EXPECT_EQ(PolicyStatusOf("route")->ancestors[0].ancestor_ref.kind, kGrpcRouteKind);
+  // The rule gets its name: the policy applies.
+  front_end_.Upsert(Route("split",
+                          "{parentRefs: [{group: '', kind: Service, name: echo, port: 7070}], "
+                          "rules: [{name: canary, matches: [{method: {service: Echo}}], "
+                          "backendRefs: [{name: echo-v2, port: 7070}]}]}"));
+  Flush();
+  EXPECT_THAT(PolicyOutcome("rule"), ::testing::StartsWith("Accepted: applies to GRPCRoute "
+                                                           "demo/split rule canary"));
+  EXPECT_THAT(ServedVariants("echo.demo.svc.cluster.local:7070"),
+              ElementsAre(ElementsAre("demo/split/canary", "facet/no-route"),
+                          ElementsAre("facet/no-route")));
+}
+
+TEST_F(GatewayFrontEndTest, InvalidPolicyAppliesNowhereWithoutLastGood) {
+  AddWorld();
+  front_end_.Upsert(Policy("bad", "split", "{env: {bogus: x}}"));
+  Flush();
+  EXPECT_THAT(PolicyOutcome("bad"), ::testing::StartsWith("Invalid: spec.when"));
+  EXPECT_THAT(ServedRoutes("echo.demo.svc.cluster.local:7070"),
+              ElementsAre("demo/split/rules[0]", "facet/no-route"));
+  EXPECT_THAT(front_end_.TakeAccepted(), ElementsAre(xds::ObjectRef{kGrpcRouteKind, "demo",
+                                                                    "split"}));
+}
+
+TEST_F(GatewayFrontEndTest, InvalidPolicyEditKeepsTheLastAcceptedWhen) {
+  front_end_.SetLastGoodLookup([](const xds::ObjectRef&) { return std::nullopt; });
+  AddWorld();
+  front_end_.Upsert(Policy("prod-only", "split", "{env: prod}", "", 1));
+  Flush();
+  const auto variants = ServedVariants("echo.demo.svc.cluster.local:7070");
+  ASSERT_THAT(variants, SizeIs(2));
+  front_end_.Upsert(Policy("prod-only", "split", "{env: {bogus: x}}", "", 2));
+  Flush();
+  EXPECT_EQ(ServedVariants("echo.demo.svc.cluster.local:7070"), variants);
+  EXPECT_THAT(PolicyOutcome("prod-only"), HasSubstr("its last accepted generation (1) keeps "
+                                                    "applying"));
+  EXPECT_EQ(PolicyAccepted(*PolicyStatusOf("prod-only"))->reason, kReasonInvalid);
+}
+
+TEST_F(GatewayFrontEndTest, LookupIsAskedForAPolicySeenInvalidFirst) {
+  int asked = 0;
+  front_end_.SetLastGoodLookup([&](const xds::ObjectRef& ref) -> std::optional<GatewayObject> {
+    if (ref.kind != kXdsVariantPolicyKind) return std::nullopt;
+    ++asked;
+    return Policy("prod-only", "split", "{env: prod}", "", 1);
+  });
+  front_end_.Upsert(Policy("prod-only", "split", "{env: {bogus: x}}", "", 2));
+  AddWorld();
+  EXPECT_EQ(asked, 1);
+  EXPECT_THAT(ServedVariants("echo.demo.svc.cluster.local:7070"), SizeIs(2));
+  EXPECT_THAT(PolicyOutcome("prod-only"), HasSubstr("(1) keeps applying"));
+}
+
+TEST_F(GatewayFrontEndTest, PolicyWithMoreThan16AncestorsIsNotApplied) {
+  AddWorld();
+  std::vector<std::string> parents;
+  for (int i = 0; i < 17; ++i) {
+    parents.push_back(absl::StrCat("{group: '', kind: Service, name: s", i, "}"));
+  }
+  front_end_.Upsert(Route("wide", absl::StrCat("{parentRefs: [", absl::StrJoin(parents, ", "),
+                                               "], rules: [{backendRefs: [{name: echo-v1, "
+                                               "port: 7070}]}]}")));
+  front_end_.Upsert(Policy("wide", "wide,split"));
+  Flush();
+  const auto status = PolicyStatusOf("wide");
+  ASSERT_NE(status, nullptr);
+  EXPECT_THAT(status->ancestors, SizeIs(16));
+  EXPECT_THAT(PolicyOutcome("wide"), HasSubstr("have 18 ancestors"));
+  EXPECT_THAT(ServedRoutes("echo.demo.svc.cluster.local:7070"),
+              ElementsAre("demo/split/rules[0]", "facet/no-route"));
+}
+
+TEST_F(GatewayFrontEndTest, PoliciesPastTheConditionBoundAreInvalidThere) {
+  AddWorld();
+  // 17 routes on echo:8080, each with a rule-level policy of its own
+  // (created in order): the newest is left out.
+  for (int i = 0; i < 17; ++i) {
+    const std::string name = absl::StrCat("r", i);
+    front_end_.Upsert(Route(name, absl::StrCat("{parentRefs: [{group: '', kind: Service, name: "
+                                               "echo, port: 8080}], rules: [{name: x, matches: "
+                                               "[{method: {service: S",
+                                               i, "}}], backendRefs: [{name: echo-v1, port: "
+                                                  "7070}]}]}")));
+    front_end_.Upsert(Policy(name, name + "/x", absl::StrCat("{env: e", i, "}"),
+                             absl::StrCat("2026-01-", i < 9 ? "0" : "", i + 1, "T00:00:00Z")));
+  }
+  Flush();
+  EXPECT_EQ(builder_.rejected_count(), 0);
+  EXPECT_THAT(PolicyOutcome("r15"), ::testing::StartsWith("Accepted: "));
+  EXPECT_THAT(PolicyOutcome("r16"),
+              ::testing::StartsWith("Invalid: spec.targetRefs[0]: RouteConfiguration "
+                                    "echo.demo.svc.cluster.local:8080 would have more than 16 "
+                                    "distinct conditions"));
+  // One fewer: every policy applies.
+  front_end_.Remove({kXdsVariantPolicyKind, "demo", "r0"});
+  Flush();
+  EXPECT_THAT(PolicyOutcome("r16"), ::testing::StartsWith("Accepted: "));
 }
 
 TEST_F(GatewayFrontEndTest, LastRouteGoneRestoresTheDefaultAndDropsTheUnroutablePair) {
@@ -536,6 +756,15 @@ std::vector<Template> RandomWorld() {
        "7070}]}]}",
        "{parentRefs: [{group: '', kind: Service, name: echo, port: 7070}, {name: gw}], rules: "
        "[{backendRefs: [{name: far, namespace: other, port: 7070}, {name: v1, port: 9090}]}]}"}));
+  auto policy = [](const std::string& name, std::vector<GatewayObject> variants) {
+    return Template{{kXdsVariantPolicyKind, "demo", name}, std::move(variants)};
+  };
+  out.push_back(policy("p", {Policy("p", "a", "{env: prod}", "2026-01-02T00:00:00Z"),
+                             Policy("p", "a,b", "{env: dev}", "2026-01-02T00:00:00Z"),
+                             Policy("p", "b", "{env: {bogus: x}}", "2026-01-02T00:00:00Z"),
+                             Policy("p", "a/x,missing", "{version: v2}", "2026-01-02T00:00:00Z")}));
+  out.push_back(policy("q", {Policy("q", "a", "{env: staging}", "2026-01-01T00:00:00Z"),
+                             Policy("q", "b", "[{env: prod}, {team: x}]")}));
   out.push_back(
       route("c", "other",
             {"{parentRefs: [{group: '', kind: Service, name: far}], rules: [{backendRefs: [{name: "
@@ -588,7 +817,12 @@ TEST(GatewayFrontEndRandomTest, MatchesATranslationFromScratchAfterEveryEdit) {
 
     ASSERT_EQ(builder.rejected_count(), 0);
     ASSERT_EQ(builder.object_count(), fresh_builder.object_count());
-    ASSERT_EQ(result.snapshot->version(), whole.snapshot->version());
+    // With nothing generated (only slices, grants and policies held), a
+    // builder that held objects and one that never did differ in how they
+    // spell the empty snapshot's version.
+    if (builder.object_count() > 0) {
+      ASSERT_EQ(result.snapshot->version(), whole.snapshot->version());
+    }
     std::set<xds::ObjectRef> changed;
     std::map<xds::ObjectRef, GatewayStatus> now;
     for (const auto& status : fresh.Statuses()) {
