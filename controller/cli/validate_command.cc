@@ -30,8 +30,10 @@ constexpr char kUsage[] =
     "  GRPCRoutes attached to a Service print their status, one line per cause:\n"
     "    namespace/name: field: Accepted=False Reason: message            (rejected)\n"
     "    namespace/name: field: warning: ResolvedRefs=False Reason: message\n"
-    "  XdsVariantPolicies are checked too; a problem with a Service, EndpointSlice or\n"
-    "  ReferenceGrant is a warning (Facet ignores the object).\n"
+    "  XdsVariantPolicies print their status the same way, one line per target not applied:\n"
+    "    namespace/name: spec.targetRefs[0]: Accepted=False Reason: message   (rejected)\n"
+    "  A problem with a Service, EndpointSlice or ReferenceGrant is a warning (Facet\n"
+    "  ignores the object).\n"
     "  A resource with conditional elements (@when) is followed by the variants it compiles to:\n"
     "    namespace/name: spec.variants[0].resource: compiles to N variants\n"
     "      label: constraints; includes: paths of the @when elements it includes\n"
@@ -211,6 +213,28 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
     }
     return route_accepted;
   };
+  // An XdsVariantPolicy prints its status: a line per cause of an ancestor
+  // that is not Accepted (Conflicted, TargetNotFound, Invalid), each cause
+  // once; any of them rejects the input.
+  auto print_policy = [&](const gateway::GatewayStatus& status) {
+    bool policy_accepted = true;
+    std::set<std::pair<std::string, std::string>> printed;  // Field, message.
+    for (const gateway::AncestorStatus& ancestor : status.ancestors) {
+      for (const gateway::Condition& condition : ancestor.conditions) {
+        if (condition.status == gateway::kStatusTrue) continue;
+        policy_accepted = false;
+        const std::string prefix =
+            absl::StrCat(condition.type, "=", condition.status, " ", condition.reason, ": ");
+        for (const gateway::ConditionCause& cause : condition.causes) {
+          if (!printed.emplace(cause.field, cause.message).second) continue;
+          print(status.object,
+                {xds::Severity::kError, condition.reason, cause.field, cause.message},
+                /*is_warning=*/false, EscapeText(prefix));
+        }
+      }
+    }
+    return policy_accepted;
+  };
   // The Gateway API objects and XdsVariantPolicies as read. A GRPCRoute
   // with no Service parent, or a policy, with errors is not Accepted: the
   // input is rejected. Services, EndpointSlices and ReferenceGrants are not
@@ -221,6 +245,22 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
       if (status != nullptr && !status->parents.empty()) {
         ++objects;
         if (print_route(*status)) {
+          ++accepted;
+        } else {
+          rejected = true;
+        }
+        continue;
+      }
+    }
+    // A policy that parsed prints its status; one with errors its findings.
+    if (object.ref.kind == gateway::kXdsVariantPolicyKind && !object.has_errors()) {
+      const auto status = build.front_end->StatusOf(object.ref);
+      if (status != nullptr && !status->ancestors.empty()) {
+        ++objects;
+        for (const xds::Finding& finding : object.findings) {
+          print(object.ref, finding, /*is_warning=*/true, "");
+        }
+        if (print_policy(*status)) {
           ++accepted;
         } else {
           rejected = true;

@@ -64,5 +64,32 @@ TEST(ManifestBuildTest, RouteThatIsNotAcceptedServesNothingOffline) {
   EXPECT_EQ(build.builder->rejected_count(), 0);
 }
 
+// An XdsVariantPolicy making demo/greeter conditional as a whole.
+constexpr char kProdPolicy[] = R"(---
+apiVersion: facet.dev/v1alpha1
+kind: XdsVariantPolicy
+metadata: {name: prod-only, namespace: demo}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: greeter}]
+  when: {env: prod}
+)";
+
+TEST(ManifestBuildTest, PolicyCompilesTheRouteConfigurationIntoVariants) {
+  const ManifestBuild build = Build(absl::StrCat(GreeterManifests(), kProdPolicy));
+  EXPECT_EQ(build.builder->rejected_count(), 0);
+  const xds::ServedResource* served =
+      build.builder->snapshot()->Find(xds::RouteConfigurationType(), kGreeterName);
+  ASSERT_NE(served, nullptr);
+  EXPECT_EQ(served->variants.size(), 2u);  // env=prod: the route; the others: the default.
+  const auto status = build.front_end->StatusOf({"XdsVariantPolicy", "demo", "prod-only"});
+  ASSERT_NE(status, nullptr);
+  ASSERT_EQ(status->ancestors.size(), 1u);
+  EXPECT_EQ(status->ancestors[0].ancestor_ref.name, "greeter");
+  EXPECT_EQ(status->ancestors[0].conditions[0].status, gateway::kStatusTrue);
+  EXPECT_EQ(status->ancestors[0].conditions[0].message,
+            "applies to GRPCRoute demo/greeter: RouteConfiguration "
+            "greeter.demo.svc.cluster.local:7070 compiles to 2 variants");
+}
+
 }  // namespace
 }  // namespace facet::controller
