@@ -61,8 +61,8 @@ std::string ClientBootstrap(const std::string& xds_address,
   return json::MessageToJson(bootstrap, /*pretty=*/true);
 }
 
-// Renders GRPCRoute statuses as `facet controller` writes them
-// (DesiredRouteStatus), each merged into the one rendered before, so that a
+// Renders GRPCRoute and XdsVariantPolicy statuses as `facet controller`
+// writes them (DesiredRouteStatus, DesiredPolicyStatus), each merged into the one rendered before, so that a
 // condition keeps its lastTransitionTime (the time the source saw the
 // status change) while it stays. Thread-safe.
 class RouteStatusRenderer {
@@ -79,8 +79,12 @@ class RouteStatusRenderer {
       Entry& entry = entries_[report.ref];
       if (entry.status != report.status) {
         entry.status = report.status;
-        entry.yaml = DesiredRouteStatus(entry.yaml, *report.status, gateway::kControllerName,
-                                        report.status_since);
+        entry.yaml =
+            report.ref.kind == gateway::kXdsVariantPolicyKind
+                ? DesiredPolicyStatus(entry.yaml, *report.status, gateway::kControllerName,
+                                      report.status_since)
+                : DesiredRouteStatus(entry.yaml, *report.status, gateway::kControllerName,
+                                     report.status_since);
         absl::StatusOr<std::string> json = json::YamlToJson(entry.yaml, "status");
         entry.value.Clear();
         if (json.ok()) (void)google::protobuf::util::JsonStringToMessage(*json, &entry.value);
@@ -173,8 +177,8 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
     }
     *objects->add_values() = object;
   }
-  // The Gateway API objects the directory defines, GRPCRoutes with the
-  // status the controller would write.
+  // The Gateway API objects the directory defines, GRPCRoutes and
+  // XdsVariantPolicies with the status the controller would write.
   const std::vector<ManifestDirSource::GatewayObjectReport> reports = source.gateway_objects();
   std::map<xds::ObjectRef, Value> route_statuses = routes.Render(reports);
   auto* gateway_objects = fields["gateway_objects"].mutable_list_value();

@@ -32,9 +32,9 @@ const std::string& LocationOf(const FileObject& object) {
 }
 
 // Whether an object read from a file is served (directly, or through what
-// the Gateway API front end generates): XdsVariantPolicies are read, but
-// nothing translates them yet.
-bool Serves(const xds::ObjectRef& ref) { return ref.kind != gateway::kXdsVariantPolicyKind; }
+// the Gateway API front end generates): every kind read is, XdsVariantPolicies
+// through the variants of their targets' RouteConfigurations.
+bool Serves(const xds::ObjectRef&) { return true; }
 
 // Whether the Gateway API front end holds the object (not the builder).
 bool IsGatewayObject(const xds::ObjectRef& ref) {
@@ -538,6 +538,19 @@ void ManifestDirSource::ReconcileGateway(const xds::IncrementalBuilder::Result& 
     if (accepted && !status->parents.empty()) {
       spdlog::info("GRPCRoute {}: accepted by {} parents", Logged(status->object),
                    status->parents.size());
+    }
+    bool applied = true;
+    for (const gateway::AncestorStatus& ancestor : status->ancestors) {
+      for (const gateway::Condition& condition : ancestor.conditions) {
+        if (condition.status == gateway::kStatusTrue) continue;
+        applied = false;
+        spdlog::warn("XdsVariantPolicy {}: {}={} {}: {}", Logged(status->object), condition.type,
+                     condition.status, condition.reason, Logged(condition.message));
+      }
+    }
+    if (applied && !status->ancestors.empty()) {
+      spdlog::info("XdsVariantPolicy {}: accepted for {} ancestors", Logged(status->object),
+                   status->ancestors.size());
     }
   }
   const absl::Time now = absl::Now();

@@ -40,8 +40,7 @@ namespace facet::controller {
 // accepted one serving). A re-read that would withdraw anything (a file
 // being rewritten in place reads as empty or as a prefix) is held back whole
 // until the file has been quiet for `removal_settle` and a re-read confirms
-// it: one that no longer defines some of the file's objects
-// (XdsVariantPolicies, which serve nothing yet, do not count), and one whose
+// it: one that no longer defines some of the file's objects, and one whose
 // build would serve fewer
 // variants of any object (a cut revision, or an unchanged object whose
 // reference stops resolving). Such a build is undone before it is published,

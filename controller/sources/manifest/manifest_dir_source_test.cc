@@ -211,31 +211,39 @@ TEST_F(ManifestDirSourceTest, FirstSnapshotIsWhatValidateBuilds) {
   EXPECT_EQ(store.Current()->version(), offline.builder->snapshot()->version());
 }
 
-TEST_F(ManifestDirSourceTest, DroppingAPolicyDoesNotHoldTheFile) {
-  // Nothing is served from it yet, so its removal waits for nothing: the
-  // edit beside it is published at once, not after removal_settle.
+TEST_F(ManifestDirSourceTest, DroppingAPolicyHoldsTheFileAsAnyServedObject) {
+  // It makes its target's routes conditional: a read without it may be a
+  // file cut short. Its status is listed while it is defined.
   const std::string policy = R"(---
 apiVersion: facet.dev/v1alpha1
 kind: XdsVariantPolicy
-metadata: {name: a, namespace: demo}
+metadata: {name: prod-only, namespace: demo}
 spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: a}]
+  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: greeter}]
   when: {env: prod}
 )";
-  Write("a.yaml", Endpoints("a", 1) + policy);
+  Write("a.yaml", Endpoints("a", 1) + GreeterManifests() + policy);
   xds::SnapshotStore store;
   Published published(store);
-  ManifestDirSource::Options options = InotifyOnly();
-  options.removal_settle = std::chrono::seconds(30);  // Longer than the test.
+  ManifestDirSource::Options options =
+      Batching(std::chrono::milliseconds(1), std::chrono::milliseconds(5));
+  options.removal_settle = std::chrono::milliseconds(300);
   auto source = Start(store, options);
   ASSERT_EQ(PortOf(*store.Current(), "a"), 1u);
-  Write("a.yaml", Endpoints("a", 2));
-  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
-  EXPECT_EQ(source->stats().held_removals, 0);
-  // Back again: read as new.
-  Write("a.yaml", Endpoints("a", 3) + policy);
-  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 3; }));
-  EXPECT_EQ(source->stats().held_removals, 0);
+  bool listed = false;
+  for (const auto& report : source->gateway_objects()) {
+    if (report.ref.kind != "XdsVariantPolicy") continue;
+    listed = true;
+    ASSERT_NE(report.status, nullptr);
+    ASSERT_EQ(report.status->ancestors.size(), 1u);
+    EXPECT_EQ(report.status->ancestors[0].conditions[0].status, "True");
+  }
+  EXPECT_TRUE(listed);
+  const absl::Time written = absl::Now();
+  Write("a.yaml", Endpoints("a", 2) + GreeterManifests());
+  ASSERT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "a") == 2; }));
+  EXPECT_GE(absl::Now() - written, absl::Milliseconds(300));
+  EXPECT_EQ(source->stats().held_removals, 1);
 }
 
 TEST_F(ManifestDirSourceTest, DroppingAServiceHoldsTheFileAsAnyServedObject) {
