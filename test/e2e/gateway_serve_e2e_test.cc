@@ -5,14 +5,20 @@
 // xds:///S.N.svc.cluster.local:P: a Service without a route reaches its own
 // endpoints; the route's method and header matches pick the backend, and a
 // call no rule matches fails UNIMPLEMENTED. `facet validate` accepts the
-// directory and /status shows each object, the route with its status.
+// directory and /status shows each object, the route with its status. An
+// XdsVariantPolicy written beside them makes the route's canary rule exist
+// only for clients whose node metadata says env=prod, and editing its
+// `when` switches a running client without a failed call.
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -64,6 +70,72 @@ class GatewayServeTest : public ServedManifestTest {
     for (const std::string& line : run->lines) out.push_back(OutcomeOf(line));
     return out;
   }
+
+  // Writes the XdsVariantPolicy demo-canary on the route's canary rule with
+  // `when` (flow YAML) as policy.yaml, atomically.
+  void WritePolicy(const std::string& when) {
+    const std::filesystem::path file =
+        std::filesystem::path(harness_->manifest_dir()) / "policy.yaml";
+    std::ofstream(file.string() + ".tmp")
+        << "apiVersion: facet.dev/v1alpha1\nkind: XdsVariantPolicy\n"
+           "metadata: {name: canary-policy, namespace: e2e}\n"
+           "spec:\n"
+           "  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: echo, "
+           "sectionName: canary}]\n"
+           "  when: "
+        << when << "\n";
+    std::filesystem::rename(file.string() + ".tmp", file);
+  }
+
+  // Returns a bootstrap whose node metadata has env=`env`.
+  std::string BootstrapFor(const std::string& env) {
+    absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
+        {.node_id = absl::StrCat("gateway-", env, "-", ClientKindName(GetParam())),
+         .metadata = {{"env", env}},
+         .authorities = {}});
+    EXPECT_THAT(bootstrap, IsOk());
+    return bootstrap.ok() ? *bootstrap : "";
+  }
+
+  // Calls Echo with the canary header through `bootstrap` until it is
+  // answered by `backend` (a client at a time: a new policy file is held
+  // until it is quiet); returns whether it was within 30 s.
+  bool WaitForCanaryAnsweredBy(const std::string& bootstrap, const std::string& backend) {
+    std::string last;
+    for (const absl::Time deadline = absl::Now() + absl::Seconds(30); absl::Now() < deadline;
+         absl::SleepFor(absl::Milliseconds(100))) {
+      absl::StatusOr<ClientRun> run = harness_->RunClient({.kind = GetParam(),
+                                                           .target = kEcho,
+                                                           .bootstrap_path = bootstrap,
+                                                           .count = 1,
+                                                           .rpc_timeout = absl::Seconds(10),
+                                                           .methods = {kEchoMethod},
+                                                           .metadata = {kCanary},
+                                                           .outcomes = true});
+      if (!run.ok() || run->lines.size() != 1) continue;
+      last = OutcomeOf(run->lines[0]);
+      if (last == "ok " + backend) return true;
+    }
+    ADD_FAILURE() << "never answered by " << backend << "; last: " << last;
+    return false;
+  }
+
+  // Returns the XdsVariantPolicy's status as /status shows it (null when
+  // absent).
+  nlohmann::json PolicyStatus() {
+    absl::StatusOr<std::string> text = harness_->AdminGet(E2eHarness::kFacet, "/status");
+    if (!text.ok()) return nullptr;
+    const nlohmann::json status = nlohmann::json::parse(*text);
+    for (const nlohmann::json& object : status["gateway_objects"]) {
+      if (object["kind"] == "XdsVariantPolicy" && object.contains("status")) {
+        return object["status"];
+      }
+    }
+    return nullptr;
+  }
+
+  static constexpr char kEchoMethod[] = "/facet.test.Echo/Echo";
+  inline static const std::map<std::string, std::string> kCanary = {{"env", "canary"}};
 
   // Returns the GRPCRoute's status as /status shows it (null when absent).
   nlohmann::json RouteStatus() {
@@ -149,6 +221,75 @@ TEST_P(GatewayServeTest, PartiallyInvalidEditFallsBackToTheLastAccepted) {
   EXPECT_THAT(conditions[2]["message"].get<std::string>(),
               HasSubstr("Fall Back: spec.rules[1].matches[0].method.method: "));
   EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, kMethods, 1), ", "), "ok v1, ok v2, fail UNIMPLEMENTED");
+}
+
+// The canary rule (Echo with env: canary to v3) exists only for clients
+// with env=prod in their node metadata; an env=dev client's same call takes
+// the Echo rule (v1). /status shows the policy Accepted on the Service.
+TEST_P(GatewayServeTest, PolicyRuleOnlyForProd) {
+  WritePolicy("{env: prod}");
+  const std::string prod = BootstrapFor("prod");
+  const std::string dev = BootstrapFor("dev");
+  // Without the policy every client takes the canary rule.
+  ASSERT_TRUE(WaitForCanaryAnsweredBy(dev, "v1"));
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, {kEchoMethod}, 3, {kCanary}), ", "),
+            "ok v1, ok v1, ok v1")
+      << "no node metadata: not prod";
+  bootstrap_ = prod;
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, {kEchoMethod, "/facet.test.Echo/EchoTwo"}, 2,
+                                   {kCanary, {}}),
+                          ", "),
+            "ok v3, ok v2, ok v1, ok v2, ok v3, ok v2, ok v1, ok v2");
+  bootstrap_ = dev;
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, {kEchoMethod}, 3, {kCanary}), ", "),
+            "ok v1, ok v1, ok v1");
+  nlohmann::json status;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(10); absl::Now() < deadline;
+       absl::SleepFor(absl::Milliseconds(50))) {
+    status = PolicyStatus();
+    if (!status.is_null()) break;
+  }
+  ASSERT_FALSE(status.is_null());
+  const nlohmann::json& ancestor = status["ancestors"][0];
+  EXPECT_EQ(ancestor["controllerName"], "facet.dev/gateway-controller");
+  EXPECT_EQ(ancestor["ancestorRef"]["name"], "echo");
+  EXPECT_EQ(ancestor["conditions"][0]["type"], "Accepted");
+  EXPECT_EQ(ancestor["conditions"][0]["status"], "True") << ancestor.dump();
+}
+
+// The policy's `when` edited from env=prod to env=dev while an env=prod
+// client calls in a loop: it leaves the canary rule (v3) for the Echo rule
+// (v1) once, without a failed call.
+TEST_P(GatewayServeTest, LivePolicyEditNoFailedRpc) {
+  WritePolicy("{env: prod}");
+  const std::string prod = BootstrapFor("prod");
+  ASSERT_TRUE(WaitForCanaryAnsweredBy(BootstrapFor("dev"), "v1"));
+  absl::StatusOr<std::unique_ptr<Process>> client =
+      harness_->StartClient({.kind = GetParam(),
+                             .target = kEcho,
+                             .bootstrap_path = prod,
+                             .duration = absl::Seconds(8),
+                             .interval = absl::Milliseconds(20),
+                             .methods = {kEchoMethod},
+                             .metadata = {kCanary}});
+  ASSERT_THAT(client, IsOk());
+  auto count = [](absl::string_view out, absl::string_view line) {
+    int n = 0;
+    for (absl::string_view l : absl::StrSplit(out, '\n')) n += l == line ? 1 : 0;
+    return n;
+  };
+  // About a second of calls answered by v3.
+  ASSERT_THAT((*client)->WaitForStdout(
+                  [&](absl::string_view out) { return count(out, "ok v3") >= 50; },
+                  absl::Seconds(20)),
+              IsOk());
+  WritePolicy("{env: dev}");
+  EXPECT_THAT((*client)->WaitForStdout(
+                  [&](absl::string_view out) { return count(out, "ok v1") > 0; },
+                  absl::Seconds(5)),
+              IsOk())
+      << "the client did not switch to v1 within 5 s of the edit";
+  ExpectSwitchedOnce(FinishContinuousRun(**client), "v3", "v1");
 }
 
 INSTANTIATE_TEST_SUITE_P(Clients, GatewayServeTest,
