@@ -39,6 +39,17 @@ spec:
 )");
 }
 
+// An XdsVariantPolicy demo/prod-only (a document starting "---") making
+// GreeterManifests' route conditional as a whole: only for env=prod.
+inline constexpr char kGreeterPolicy[] = R"(---
+apiVersion: facet.dev/v1alpha1
+kind: XdsVariantPolicy
+metadata: {name: prod-only, namespace: demo}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: greeter}]
+  when: {env: prod}
+)";
+
 }  // namespace facet::controller::testing
 
 #endif  // FACET_CONTROLLER_SOURCES_MANIFEST_GATEWAY_TEST_MANIFESTS_H_

@@ -14,6 +14,7 @@ namespace facet::controller {
 namespace {
 
 using ::facet::controller::testing::GreeterManifests;
+using ::facet::controller::testing::kGreeterPolicy;
 using ::facet::controller::testing::kGreeterName;
 
 // An XdsResource Cluster whose endpoints are the generated assignment.
@@ -64,18 +65,8 @@ TEST(ManifestBuildTest, RouteThatIsNotAcceptedServesNothingOffline) {
   EXPECT_EQ(build.builder->rejected_count(), 0);
 }
 
-// An XdsVariantPolicy making demo/greeter conditional as a whole.
-constexpr char kProdPolicy[] = R"(---
-apiVersion: facet.dev/v1alpha1
-kind: XdsVariantPolicy
-metadata: {name: prod-only, namespace: demo}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: greeter}]
-  when: {env: prod}
-)";
-
 TEST(ManifestBuildTest, PolicyCompilesTheRouteConfigurationIntoVariants) {
-  const ManifestBuild build = Build(absl::StrCat(GreeterManifests(), kProdPolicy));
+  const ManifestBuild build = Build(absl::StrCat(GreeterManifests(), kGreeterPolicy));
   EXPECT_EQ(build.builder->rejected_count(), 0);
   const xds::ServedResource* served =
       build.builder->snapshot()->Find(xds::RouteConfigurationType(), kGreeterName);

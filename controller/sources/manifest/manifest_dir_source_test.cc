@@ -24,6 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::facet::controller::testing::GreeterManifests;
 using ::facet::controller::testing::kGreeterName;
+using ::facet::controller::testing::kGreeterPolicy;
 
 constexpr char kEndpoints[] = R"(apiVersion: facet.dev/v1alpha1
 kind: XdsResource
@@ -214,15 +215,7 @@ TEST_F(ManifestDirSourceTest, FirstSnapshotIsWhatValidateBuilds) {
 TEST_F(ManifestDirSourceTest, DroppingAPolicyHoldsTheFileAsAnyServedObject) {
   // It makes its target's routes conditional: a read without it may be a
   // file cut short. Its status is listed while it is defined.
-  const std::string policy = R"(---
-apiVersion: facet.dev/v1alpha1
-kind: XdsVariantPolicy
-metadata: {name: prod-only, namespace: demo}
-spec:
-  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: greeter}]
-  when: {env: prod}
-)";
-  Write("a.yaml", Endpoints("a", 1) + GreeterManifests() + policy);
+  Write("a.yaml", Endpoints("a", 1) + GreeterManifests() + kGreeterPolicy);
   xds::SnapshotStore store;
   Published published(store);
   ManifestDirSource::Options options =
