@@ -76,7 +76,7 @@ TEST(ValidateFixturesTest, GatewayExampleIsValidWithoutWarnings) {
   Outcome outcome = Validate({std::string(FACET_SOURCE_DIR) + "/examples/gateway"});
   EXPECT_EQ(outcome.code, kValidateOk) << outcome.out << outcome.err;
   EXPECT_EQ(outcome.out, "");
-  EXPECT_THAT(outcome.err, HasSubstr("1 valid, 0 rejected; 0 errors, 0 warnings"));
+  EXPECT_THAT(outcome.err, HasSubstr("2 objects: 2 valid, 0 rejected; 0 errors, 0 warnings"));
 }
 
 TEST(ValidateFixturesTest, EveryInvalidFixtureIsRejectedForItsReason) {
