@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <set>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "controller/kubernetes/client/kube_errors.h"
@@ -70,6 +73,20 @@ std::string KeyOf(const std::string& ns, const std::string& name) {
   return ns.empty() ? name : absl::StrCat(ns, "/", name);
 }
 
+// The collections Facet reads, served (and listed by discovery) before any
+// object is stored in them.
+constexpr const char* kKnownCollections[] = {
+    "/api/v1/services",
+    "/apis/apps/v1/controllerrevisions",
+    "/apis/coordination.k8s.io/v1/leases",
+    "/apis/discovery.k8s.io/v1/endpointslices",
+    "/apis/facet.dev/v1alpha1/xdsauthorities",
+    "/apis/facet.dev/v1alpha1/xdsresources",
+    "/apis/facet.dev/v1alpha1/xdsvariantpolicies",
+    "/apis/gateway.networking.k8s.io/v1/grpcroutes",
+    "/apis/gateway.networking.k8s.io/v1beta1/referencegrants",
+};
+
 std::string SpecText(const YAML::Node& node) {
   if (!node.IsDefined()) return "";
   YAML::Emitter out;
@@ -114,6 +131,51 @@ absl::StatusOr<FakeKubeClient::ParsedPath> FakeKubeClient::ParsePath(const std::
       "/", absl::StrJoin(segments.begin(), segments.begin() + prefix, "/"), "/", segments[plural]);
   parsed.rest.assign(segments.begin() + plural + 1, segments.end());
   return parsed;
+}
+
+void FakeKubeClient::SetServed(const std::string& collection, bool served) {
+  absl::MutexLock lock(&mu_);
+  if (served) {
+    not_served_.erase(collection);
+  } else {
+    not_served_.insert(collection);
+  }
+}
+
+absl::Status FakeKubeClient::ServedLocked(const std::string& what,
+                                          const std::string& collection) const {
+  if (not_served_.count(collection) == 0) return absl::OkStatus();
+  return ApiError(what, Info(404, "NotFound"), "the server could not find the requested resource");
+}
+
+std::optional<absl::StatusOr<YAML::Node>> FakeKubeClient::DiscoveryLocked(
+    const std::string& path) const {
+  const std::vector<std::string> segments = absl::StrSplit(path, '/', absl::SkipEmpty());
+  const bool core = !segments.empty() && segments[0] == "api";
+  if (segments.size() != (core ? 2u : 3u) || (!core && segments[0] != "apis")) return std::nullopt;
+  const std::string prefix = absl::StrCat("/", absl::StrJoin(segments, "/"), "/");
+  std::set<std::string> collections(std::begin(kKnownCollections), std::end(kKnownCollections));
+  for (const auto& [collection, objects] : objects_) collections.insert(collection);
+  YAML::Node resources(YAML::NodeType::Sequence);
+  for (const std::string& collection : collections) {
+    if (!absl::StartsWith(collection, prefix) || not_served_.count(collection) > 0) continue;
+    const std::string plural = collection.substr(prefix.size());
+    if (plural.find('/') != std::string::npos) continue;
+    YAML::Node resource;
+    resource["name"] = plural;
+    resource["namespaced"] = true;
+    resources.push_back(resource);
+  }
+  if (resources.size() == 0 && !core) {
+    return absl::StatusOr<YAML::Node>(ApiError(absl::StrCat("GET ", path), Info(404, "NotFound"),
+                                               "the server could not find the requested resource"));
+  }
+  YAML::Node list;
+  list["kind"] = "APIResourceList";
+  list["apiVersion"] = "v1";
+  list["groupVersion"] = core ? "v1" : absl::StrCat(segments[1], "/", segments[2]);
+  list["resources"] = resources;
+  return absl::StatusOr<YAML::Node>(list);
 }
 
 std::string FakeKubeClient::Put(const std::string& collection, const YAML::Node& object,
@@ -376,6 +438,7 @@ absl::StatusOr<FakeKubeClient::ListResult> FakeKubeClient::List(const std::strin
     return status;
   }
   ASSIGN_OR_RETURN(ParsedPath path, ParsePath(collection_path));
+  RETURN_IF_ERROR(ServedLocked(what, path.collection));
   if (!options.continue_token.empty() && !options.resource_version.empty()) {
     return ApiError(what, Info(400, "BadRequest"),
                     "specifying resource version is not allowed when using continue");
@@ -433,6 +496,7 @@ absl::StatusOr<std::unique_ptr<FakeKubeClient::WatchHandle>> FakeKubeClient::Wat
   ASSIGN_OR_RETURN(ParsedPath path, ParsePath(collection_path));
   absl::MutexLock lock(&mu_);
   watch_calls_.push_back({collection_path, options});
+  RETURN_IF_ERROR(ServedLocked(what, path.collection));
   auto sink = std::make_shared<WatchSink>(std::move(on_event), std::move(on_end));
   const uint64_t id = next_watch_id_++;
   auto handle = std::make_unique<Handle>(*this, id, sink);
@@ -497,12 +561,16 @@ absl::Status FakeKubeClient::Delete(const std::string& path) {
 
 absl::StatusOr<YAML::Node> FakeKubeClient::Get(const std::string& path) {
   const std::string what = absl::StrCat("GET ", path);
+  absl::MutexLock lock(&mu_);
+  if (std::optional<absl::StatusOr<YAML::Node>> discovery = DiscoveryLocked(path)) {
+    return *std::move(discovery);
+  }
   ASSIGN_OR_RETURN(ParsedPath parsed, ParsePath(path));
+  RETURN_IF_ERROR(ServedLocked(what, parsed.collection));
   if (parsed.rest.empty() || parsed.rest.size() > 2) {
     return ApiError(what, Info(404, "NotFound"),
                     "the server could not find the requested resource");
   }
-  absl::MutexLock lock(&mu_);
   const auto& stored = objects_[parsed.collection];
   const auto it = stored.find(KeyOf(parsed.ns, parsed.rest[0]));
   if (it == stored.end()) {

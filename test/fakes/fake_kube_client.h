@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ namespace facet::testing {
 // "/api/v1/PLURAL") for all namespaces, ".../namespaces/NS/PLURAL" for one;
 // an object adds "/NAME", its status "/NAME/status". Test-side methods take
 // the all-namespaces collection path.
+//
+// Discovery: GET "/api/v1" or "/apis/G/V" returns an APIResourceList naming
+// the plurals served there (the collections Facet reads, and every one that
+// holds objects), or 404 for a group version that serves none. A collection
+// marked not served (SetServed) is left out of it and answers 404 to list,
+// watch and get, as on a cluster without its CRD.
 //
 // Thread-safe. Watch callbacks run on the thread that causes the event (the
 // test thread, or the caller of Watch for history, synthetic ADDED events and
@@ -65,6 +72,9 @@ class FakeKubeClient final : public controller::kube::KubeClient {
               bool deliver = true);
   // Returns copies of the collection's objects keyed "namespace/name".
   std::map<std::string, YAML::Node> Objects(const std::string& collection) const;
+  // Marks the collection (all-namespaces path) served or not; every one is
+  // served until told otherwise.
+  void SetServed(const std::string& collection, bool served);
   // Returns the current global resourceVersion.
   std::string resource_version() const;
   // Forgets the event history up to now: watches from an older
@@ -154,6 +164,12 @@ class FakeKubeClient final : public controller::kube::KubeClient {
   };
 
   static absl::StatusOr<ParsedPath> ParsePath(const std::string& path);
+  // The APIResourceList of a group-version path, or nullopt when `path` is
+  // not one.
+  std::optional<absl::StatusOr<YAML::Node>> DiscoveryLocked(const std::string& path) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status ServedLocked(const std::string& what, const std::string& collection) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::string PutLocked(const std::string& collection, YAML::Node object, bool deliver)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordLocked(const std::string& collection, const std::string& ns, WatchEvent event,
@@ -169,6 +185,7 @@ class FakeKubeClient final : public controller::kube::KubeClient {
   // collection -> "namespace/name" -> object.
   std::map<std::string, std::map<std::string, YAML::Node>> objects_ ABSL_GUARDED_BY(mu_);
   std::vector<Recorded> history_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> not_served_ ABSL_GUARDED_BY(mu_);
   std::vector<OpenWatch> open_ ABSL_GUARDED_BY(mu_);
   uint64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<ListFault> list_faults_ ABSL_GUARDED_BY(mu_);
