@@ -420,6 +420,17 @@ TEST_F(GatewayStatusWriterTest, AConflictRereadsAndKeepsAnEntryAnotherController
       ElementsAre("istio.io/gateway-controller greeter", "facet.dev/gateway-controller greeter"));
 }
 
+TEST_F(GatewayStatusWriterTest, ARouteOfAnotherControllerIsNeverWritten) {
+  const std::string version = client_.resource_version();
+  EXPECT_THAT(writer_.SyncRouteStatus(Route({})), IsOkAndHolds(false));
+  EXPECT_EQ(client_.resource_version(), version);
+  EXPECT_FALSE(kube::Field(Stored(), "status").IsDefined());
+  // Once ours, an entry that leaves the spec is dropped.
+  EXPECT_THAT(writer_.SyncRouteStatus(Route({Parent("greeter")})), IsOkAndHolds(true));
+  EXPECT_THAT(writer_.SyncRouteStatus(Route({})), IsOkAndHolds(true));
+  EXPECT_THAT(Entries(kube::Field(Stored(), "status")), ElementsAre());
+}
+
 TEST_F(GatewayStatusWriterTest, WritesAPolicysAncestorsThroughItsPath) {
   client_.Put(kPolicies, Status(R"({apiVersion: facet.dev/v1alpha1, kind: XdsVariantPolicy,
       metadata: {name: canary, namespace: demo},

@@ -62,6 +62,16 @@ absl::StatusOr<google::protobuf::Value> ToValue(const YAML::Node& node) {
   return value;
 }
 
+// Whether `status.<list>` holds an entry of Facet's controller.
+bool HasEntriesOf(const YAML::Node& status, absl::string_view list) {
+  const YAML::Node entries = kube::Field(status, list);
+  if (!entries.IsDefined() || !entries.IsSequence()) return false;
+  for (const YAML::Node& entry : entries) {
+    if (kube::StringAt(entry, {"controllerName"}) == gateway::kControllerName) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 YAML::Node DesiredStatus(const xds::ObjectStatus& status, const YAML::Node& current,
@@ -245,16 +255,19 @@ absl::StatusOr<bool> StatusWriter::Sync(const xds::ObjectStatus& status,
 absl::StatusOr<bool> StatusWriter::SyncRouteStatus(const gateway::GatewayStatus& route,
                                                    const YAML::Node* cached) {
   return ReadModifyWrite(route.object, cached, [&](const YAML::Node& object) {
-    return DesiredRouteStatus(kube::Field(object, "status"), route, gateway::kControllerName,
-                              wall_now_());
+    const YAML::Node current = kube::Field(object, "status");
+    // Another controller's route: left as it is.
+    if (route.parents.empty() && !HasEntriesOf(current, "parents")) return current;
+    return DesiredRouteStatus(current, route, gateway::kControllerName, wall_now_());
   });
 }
 
 absl::StatusOr<bool> StatusWriter::SyncPolicyStatus(const gateway::GatewayStatus& policy,
                                                     const YAML::Node* cached) {
   return ReadModifyWrite(policy.object, cached, [&](const YAML::Node& object) {
-    return DesiredPolicyStatus(kube::Field(object, "status"), policy, gateway::kControllerName,
-                               wall_now_());
+    const YAML::Node current = kube::Field(object, "status");
+    if (policy.ancestors.empty() && !HasEntriesOf(current, "ancestors")) return current;
+    return DesiredPolicyStatus(current, policy, gateway::kControllerName, wall_now_());
   });
 }
 

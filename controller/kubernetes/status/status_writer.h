@@ -57,11 +57,14 @@ class StatusWriter {
                             int authority_resources = 0, const YAML::Node* cached = nullptr);
 
   // Writes a GRPCRoute's status as DesiredRouteStatus merges `route` into
-  // it (controllerName gateway::kControllerName), as Sync does.
+  // it (controllerName gateway::kControllerName), as Sync does. A route with
+  // no parent of Facet's, and no entry of Facet's stored, is another
+  // controller's: nothing is written.
   absl::StatusOr<bool> SyncRouteStatus(const gateway::GatewayStatus& route,
                                        const YAML::Node* cached = nullptr);
   // Writes an XdsVariantPolicy's status as DesiredPolicyStatus merges
-  // `policy` into it, as Sync does.
+  // `policy` into it, as Sync does (nothing when neither `policy` nor the
+  // stored status has an ancestor entry of Facet's).
   absl::StatusOr<bool> SyncPolicyStatus(const gateway::GatewayStatus& policy,
                                         const YAML::Node* cached = nullptr);
 
