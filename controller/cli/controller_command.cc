@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "absl/random/random.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "controller/server/admin/admin_server.h"
@@ -66,6 +67,18 @@ void AddKubeSourceMetrics(Metrics& metrics, const KubeSource& source,
       .Install([&source, elector] {
         return ControllerStats{source.stats(), elector == nullptr || elector->is_leader()};
       });
+  // One sample per Gateway API kind whose CRD discovery was asked about.
+  prometheus::Family<prometheus::Gauge>& available =
+      prometheus::BuildGauge()
+          .Name("facet_gateway_kind_available")
+          .Help("1 while the API server serves the Gateway API kind (its CRD is installed), "
+                "0 while it does not.")
+          .Register(metrics.registry());
+  metrics.OnScrape([&source, &available] {
+    for (const auto& [kind, served] : source.stats().gateway_kinds) {
+      available.Add({{"kind", kind}}).Set(served ? 1 : 0);
+    }
+  });
 }
 
 }  // namespace
@@ -78,6 +91,12 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   flags.Define("namespaces", "", "comma-separated namespaces to watch (empty: all)");
   flags.Define("allow-old-style-names", "true", "serve resources with non-xdstp names", true);
   flags.Define("leader-election", "true", "elect one replica to write status", true);
+  flags.Define("gateway-api", "true",
+               "serve Services, EndpointSlices and the GRPCRoutes, ReferenceGrants and "
+               "XdsVariantPolicies whose CRDs are installed (false: watch none of them)",
+               true);
+  flags.Define("cluster-domain", "cluster.local",
+               "the cluster's DNS domain, in generated names S.N.svc.<domain>:P");
   flags.Define("leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig's namespace)");
   flags.Define("leader-election-lease", "facet-controller", "name of the Lease");
   flags.Define("webhook-address", "",
@@ -91,6 +110,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
   }
   if (!flags.positional().empty()) return runner.UsageError("unexpected argument");
   if (std::optional<int> exit_code = runner.ReadServingFlags()) return *exit_code;
+  if (flags.Get("cluster-domain").empty()) return runner.UsageError("--cluster-domain is empty");
   if (!flags.Get("webhook-address").empty() &&
       (flags.Get("webhook-tls-cert").empty() || flags.Get("webhook-tls-key").empty())) {
     return runner.Fail(2, "--webhook-address needs --webhook-tls-cert and --webhook-tls-key");
@@ -145,6 +165,8 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
       source_options.namespaces = absl::StrSplit(flags.Get("namespaces"), ',', absl::SkipEmpty());
     }
     source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+    source_options.gateway_api = flags.GetBool("gateway-api");
+    source_options.gateway.cluster_domain = absl::AsciiStrToLower(flags.Get("cluster-domain"));
     source_options.on_published = ObserveSnapshotBuilds(run.metrics());
     KubeSource& source = run.Own(std::make_unique<KubeSource>(
         kube_client, store, &ads,

@@ -7,6 +7,9 @@
 #include <variant>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "controller/gateway/model/gateway_parser.h"
+#include "controller/kubernetes/client/api_discovery.h"
 #include "controller/kubernetes/endpoints/endpoint_slices.h"
 #include "controller/kubernetes/client/yaml_fields.h"
 #include "controller/objects/object_parser.h"
@@ -32,6 +35,54 @@ std::optional<YAML::Node> FindCached(
 // The watch-cache key of a namespaced object.
 std::string CacheKey(const xds::ObjectRef& ref) {
   return absl::StrCat(ref.namespace_, "/", ref.name);
+}
+
+// How soon discovery is asked again after it failed (the answer is needed
+// before the first publication).
+constexpr absl::Duration kDiscoveryRetry = absl::Seconds(1);
+
+constexpr char kEndpointSliceApiVersion[] = "discovery.k8s.io/v1";
+
+// `object` with its kind and apiVersion, filled in when the API left them
+// out (list items may lack them).
+YAML::Node WithKind(const YAML::Node& object, const std::string& kind,
+                    const std::string& api_version) {
+  if (!kube::StringAt(object, {"kind"}).empty()) return object;
+  YAML::Node copy = YAML::Clone(object);
+  copy["kind"] = kind;
+  copy["apiVersion"] = api_version;
+  return copy;
+}
+
+// Whether Facet's status of a GRPCRoute (or policy) says its generation
+// `generation` is accepted as a whole: every entry Accepted=True at it, none
+// PartiallyInvalid (then an older generation serves in its place).
+bool AcceptedAt(const gateway::GatewayStatus& status, int64_t generation) {
+  if (status.generation != generation) return false;
+  auto accepted = [generation](const std::vector<gateway::Condition>& conditions) {
+    bool accepted = false;
+    for (const gateway::Condition& condition : conditions) {
+      if (condition.type == gateway::kConditionPartiallyInvalid &&
+          condition.status == gateway::kStatusTrue) {
+        return false;
+      }
+      if (condition.type == gateway::kConditionAccepted) {
+        accepted = condition.status == gateway::kStatusTrue &&
+                   condition.observed_generation == generation;
+      }
+    }
+    return accepted;
+  };
+  size_t entries = 0;
+  for (const gateway::ParentStatus& parent : status.parents) {
+    if (!accepted(parent.conditions)) return false;
+    ++entries;
+  }
+  for (const gateway::AncestorStatus& ancestor : status.ancestors) {
+    if (!accepted(ancestor.conditions)) return false;
+    ++entries;
+  }
+  return entries > 0;
 }
 
 }  // namespace
@@ -90,6 +141,43 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
       make(CollectionPath(kXdsAuthorityPlural), kXdsAuthorityPlural, Kind::kAuthority);
   publisher_.builder().SetLastGoodLookup(
       [this](const xds::ObjectRef& ref) { return LastGood(ref); });
+  if (!options_.gateway_api) return;
+  front_end_ = std::make_unique<gateway::GatewayFrontEnd>(options_.gateway);
+  front_end_->SetLastGoodLookup([this](const xds::ObjectRef& ref) { return LastGoodGateway(ref); });
+  struct Watched {
+    Kind kind;
+    const char* kind_name;
+    const char* group_version;
+    const char* plural;
+    bool gated;
+  };
+  // Services first, routes last: the order of the first load.
+  const Watched watched[] = {
+      {Kind::kService, gateway::kServiceKind, "v1", "services", false},
+      {Kind::kReferenceGrant, gateway::kReferenceGrantKind, "gateway.networking.k8s.io/v1beta1",
+       "referencegrants", true},
+      {Kind::kVariantPolicy, gateway::kXdsVariantPolicyKind, kApiVersion, kXdsVariantPolicyPlural,
+       true},
+      {Kind::kGrpcRoute, gateway::kGrpcRouteKind, "gateway.networking.k8s.io/v1", "grpcroutes",
+       true},
+  };
+  for (const Watched& kind : watched) {
+    GatewayCollection& collection = gateway_collections_.emplace_back();
+    collection.kind = kind.kind;
+    collection.kind_name = kind.kind_name;
+    collection.group_version = kind.group_version;
+    collection.plural = kind.plural;
+    collection.gated = kind.gated;
+    const std::string base = kube::GroupVersionPath(kind.group_version);
+    if (options_.namespaces.empty()) {
+      collection.reflectors.push_back(
+          make(absl::StrCat(base, "/", kind.plural), kind.plural, kind.kind));
+    }
+    for (const std::string& ns : options_.namespaces) {
+      collection.reflectors.push_back(make(absl::StrCat(base, "/namespaces/", ns, "/", kind.plural),
+                                           absl::StrCat(kind.plural, " in ", ns), kind.kind));
+    }
+  }
 }
 
 KubeSource::~KubeSource() { Stop(); }
@@ -113,6 +201,9 @@ void KubeSource::Stop() {
   for (auto& reflector : revision_reflectors_) reflector->Stop();
   for (auto& reflector : slice_reflectors_) reflector->Stop();
   if (authority_reflector_) authority_reflector_->Stop();
+  for (GatewayCollection& collection : gateway_collections_) {
+    for (auto& reflector : collection.reflectors) reflector->Stop();
+  }
 }
 
 std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
@@ -170,6 +261,7 @@ void KubeSource::Run() {
   while (true) {
     bool build = false;
     bool status = false;
+    DiscoverGatewayKinds();
     {
       absl::MutexLock lock(&mu_);
       auto wake = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -180,6 +272,9 @@ void KubeSource::Run() {
         timeout = std::min(timeout, std::max(absl::ZeroDuration(),
                                              options_.status_backlog_retry -
                                                  (clock_->Now() - last_status_sync_)));
+      }
+      if (std::optional<absl::Duration> discovery = NextGatewayDiscovery()) {
+        timeout = std::min(timeout, *discovery);
       }
       mu_.AwaitWithTimeout(absl::Condition(&wake), timeout);
       if (stopping_) return;
@@ -204,7 +299,7 @@ void KubeSource::Run() {
     for (const auto& reflector : resource_reflectors_) synced = synced && reflector->has_synced();
     for (const auto& reflector : revision_reflectors_) synced = synced && reflector->has_synced();
     for (const auto& reflector : slice_reflectors_) synced = synced && reflector->has_synced();
-    if (!synced) continue;  // Never publish a partial view of the cluster.
+    if (!synced || !GatewaySynced()) continue;  // Never publish a partial view of the cluster.
     // Watch events of Facet's own status writes change no status: only a
     // build that changed some status calls for a pass.
     const bool changed = (build || publisher_.published() == nullptr) && BuildAndPublish();
@@ -231,18 +326,34 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
     // The newest revision of an object is its last accepted spec.
     if (deleted) return;  // Pruned, or gone with its owner.
     std::optional<xds::ResourceObject> last_good = LastGoodOf(object);
-    if (!last_good.has_value()) return;
+    int64_t generation = 0;
+    if (last_good.has_value()) {
+      generation = last_good->generation;
+    } else if (std::optional<gateway::GatewayObject> gateway_object;
+               front_end_ != nullptr &&
+               (gateway_object = LastGoodGatewayObjectOf(object)).has_value()) {
+      // The front end asks for it (LastGoodGateway) when it first sees a
+      // generation it does not accept.
+      generation = gateway_object->generation;
+    } else {
+      return;
+    }
     const std::string owner = OwnerKeyOf(object);
-    const auto newest = std::make_pair(last_good->generation, key);
+    const auto newest = std::make_pair(generation, key);
     auto [it, inserted] = newest_revision_.try_emplace(owner, newest);
     if (!inserted) {
       if (it->second >= newest) return;
       it->second = newest;
     }
-    publisher_.builder().LastGoodChanged(last_good->ref);
+    if (last_good.has_value()) publisher_.builder().LastGoodChanged(last_good->ref);
+    return;
+  }
+  if (kind != Kind::kResource && kind != Kind::kAuthority && kind != Kind::kSlice) {
+    if (front_end_ != nullptr) ApplyGateway(kind, object, key, deleted);
     return;
   }
   if (kind == Kind::kSlice) {
+    if (front_end_ != nullptr) ApplyGateway(kind, object, key, deleted);
     const std::string service = absl::StrCat(kube::StringAt(object, {"metadata", "namespace"}),
                                              "/",
                                              kube::StringAt(object, {"metadata", "labels",
@@ -289,6 +400,128 @@ void KubeSource::Apply(Kind kind, const YAML::Node& object, const std::string& k
     spdlog::error("{}: {}", xds::SafeForLog(key),
                   xds::SafeForLog(unusable->message, xds::kMaxLoggedStatusBytes));
   }
+}
+
+void KubeSource::ApplyGateway(Kind kind, const YAML::Node& object, const std::string& key,
+                              bool deleted) {
+  std::string kind_name = gateway::kEndpointSliceKind;
+  std::string api_version = kEndpointSliceApiVersion;
+  for (const GatewayCollection& collection : gateway_collections_) {
+    if (collection.kind != kind) continue;
+    kind_name = collection.kind_name;
+    api_version = collection.group_version;
+  }
+  const std::pair<std::string, std::string> name = absl::StrSplit(key, absl::MaxSplits('/', 1));
+  const xds::ObjectRef ref{kind_name, name.first, name.second};
+  if (deleted) {
+    gateway_versions_.erase(ref);
+    front_end_->Remove(ref);
+    return;
+  }
+  // The front end counts every Upsert as a change: an object is handed over
+  // again only when what it reads may have changed.
+  const bool by_generation = kind == Kind::kGrpcRoute || kind == Kind::kVariantPolicy;
+  const std::string version = by_generation ? kube::StringAt(object, {"metadata", "generation"})
+                                            : kube::ResourceVersionOf(object);
+  auto [it, inserted] = gateway_versions_.try_emplace(ref, version);
+  if (!inserted) {
+    if (!version.empty() && it->second == version) return;
+    it->second = version;
+  }
+  front_end_->Upsert(gateway::ParseGatewayObject(WithKind(object, kind_name, api_version),
+                                                 absl::StrCat("api:", key), kDefaultNamespace));
+}
+
+void KubeSource::DiscoverGatewayKinds() {
+  bool changed = false;
+  for (GatewayCollection& collection : gateway_collections_) {
+    if (collection.started) continue;
+    const absl::Time now = clock_->Now();
+    if (collection.gated) {
+      const absl::Duration interval =
+          collection.available.has_value() ? options_.gateway_discovery_interval : kDiscoveryRetry;
+      if (collection.checked.has_value() && now - *collection.checked < interval) continue;
+      collection.checked = now;
+      absl::StatusOr<bool> served =
+          kube::IsResourceServed(client_, collection.group_version, collection.plural);
+      if (!served.ok()) {
+        spdlog::warn("{}s: asking discovery for {} failed (retrying): {}", collection.kind_name,
+                     kube::GroupVersionPath(collection.group_version),
+                     xds::SafeForLog(served.status().message(), xds::kMaxLoggedStatusBytes));
+        continue;
+      }
+      changed = changed || collection.available != *served;
+      collection.available = *served;
+      if (!*served) {
+        if (!collection.warned) {
+          spdlog::warn(
+              "{}s are not served: the API server's discovery does not list {}/{} (its CRD is "
+              "not installed); serving without them and looking again every {}",
+              collection.kind_name, collection.group_version, collection.plural,
+              absl::FormatDuration(options_.gateway_discovery_interval));
+          collection.warned = true;
+        }
+        continue;
+      }
+      if (collection.warned) {
+        spdlog::info("{}s are served now ({}/{}): watching them", collection.kind_name,
+                     collection.group_version, collection.plural);
+      }
+    } else {
+      collection.available = true;
+    }
+    for (auto& reflector : collection.reflectors) reflector->Start();
+    collection.started = true;
+  }
+  if (!changed) return;
+  absl::MutexLock lock(&mu_);
+  for (const GatewayCollection& collection : gateway_collections_) {
+    if (collection.gated && collection.available.has_value()) {
+      stats_.gateway_kinds[collection.kind_name] = *collection.available;
+    }
+  }
+}
+
+std::optional<absl::Duration> KubeSource::NextGatewayDiscovery() const {
+  std::optional<absl::Duration> next;
+  const absl::Time now = clock_->Now();
+  for (const GatewayCollection& collection : gateway_collections_) {
+    if (collection.started || !collection.gated) continue;
+    const absl::Duration interval =
+        collection.available.has_value() ? options_.gateway_discovery_interval : kDiscoveryRetry;
+    const absl::Duration due =
+        collection.checked.has_value()
+            ? std::max(absl::ZeroDuration(), interval - (now - *collection.checked))
+            : absl::ZeroDuration();
+    next = std::min(next.value_or(due), due);
+  }
+  return next;
+}
+
+bool KubeSource::GatewaySynced() const {
+  for (const GatewayCollection& collection : gateway_collections_) {
+    if (!collection.available.has_value()) return false;  // Not known yet.
+    for (const auto& reflector : collection.reflectors) {
+      if (*collection.available && !reflector->has_synced()) return false;
+    }
+  }
+  return true;
+}
+
+const KubeSource::GatewayCollection* KubeSource::CollectionOf(absl::string_view kind_name) const {
+  for (const GatewayCollection& collection : gateway_collections_) {
+    if (collection.kind_name == kind_name) return &collection;
+  }
+  return nullptr;
+}
+
+std::optional<gateway::GatewayObject> KubeSource::LastGoodGateway(
+    const xds::ObjectRef& ref) const {
+  auto newest = newest_revision_.find(RevisionOwnerKey(ref));
+  if (newest == newest_revision_.end()) return std::nullopt;
+  std::optional<YAML::Node> revision = FindCached(revision_reflectors_, newest->second.second);
+  if (!revision) return std::nullopt;
+  return LastGoodGatewayObjectOf(*revision);
 }
 
 bool KubeSource::UsesSlices(const xds::ResourceObject& object) {
@@ -348,9 +581,20 @@ std::optional<xds::ResourceObject> KubeSource::LastGood(const xds::ObjectRef& re
 void KubeSource::SyncRevisions(bool all) {
   std::set<xds::ObjectRef> refs;
   refs.swap(to_record_);
+  // Facet's status of each GRPCRoute (and policy), by reference.
+  std::map<xds::ObjectRef, std::shared_ptr<const gateway::GatewayStatus>> gateway_statuses;
+  if (front_end_ != nullptr) {
+    for (auto& status : front_end_->Statuses()) {
+      const xds::ObjectRef ref = status->object;
+      gateway_statuses.emplace(ref, std::move(status));
+    }
+  }
   if (all) {
     for (const auto& status : publisher_.statuses()) {
       if (status->accepted && status->ref.kind == xds::kXdsResourceKind) refs.insert(status->ref);
+    }
+    for (const auto& [ref, status] : gateway_statuses) {
+      if (AcceptedAt(*status, status->generation)) refs.insert(ref);
     }
   }
   if (refs.empty()) return;
@@ -362,13 +606,27 @@ void KubeSource::SyncRevisions(bool all) {
   }
   int64_t writes = 0, errors = 0;
   for (const xds::ObjectRef& ref : refs) {
-    std::shared_ptr<const xds::ObjectStatus> status = publisher_.builder().StatusOf(ref);
-    if (status == nullptr || !status->accepted) continue;
     const std::string key = CacheKey(ref);
-    std::optional<YAML::Node> object = FindCached(resource_reflectors_, key);
+    std::optional<YAML::Node> object;
+    int64_t generation = 0;
+    if (ref.kind == xds::kXdsResourceKind) {
+      std::shared_ptr<const xds::ObjectStatus> status = publisher_.builder().StatusOf(ref);
+      if (status == nullptr || !status->accepted) continue;
+      generation = status->generation;
+      object = FindCached(resource_reflectors_, key);
+    } else {
+      // A GRPCRoute (or policy): the generation its status says is accepted.
+      auto status = gateway_statuses.find(ref);
+      const GatewayCollection* collection = CollectionOf(ref.kind);
+      if (status == gateway_statuses.end() || collection == nullptr) continue;
+      generation = status->second->generation;
+      if (!AcceptedAt(*status->second, generation)) continue;
+      object = FindCached(collection->reflectors, key);
+      if (object) *object = WithKind(*object, collection->kind_name, collection->group_version);
+    }
     // Only the generation that was accepted (a newer one is built next).
-    if (!object || kube::StringAt(*object, {"metadata", "generation"}) !=
-                       absl::StrCat(status->generation)) {
+    if (!object ||
+        kube::StringAt(*object, {"metadata", "generation"}) != absl::StrCat(generation)) {
       continue;
     }
     absl::StatusOr<bool> wrote = revision_writer_.Record(*object, existing[RevisionOwnerKey(ref)]);
@@ -407,14 +665,29 @@ bool KubeSource::BuildAndPublish() {
     for (const auto& reflector : slice_reflectors_) load(*reflector, Kind::kSlice);
     for (const auto& reflector : resource_reflectors_) load(*reflector, Kind::kResource);
     load(*authority_reflector_, Kind::kAuthority);
+    for (const GatewayCollection& collection : gateway_collections_) {
+      if (!collection.started) continue;
+      for (const auto& reflector : collection.reflectors) load(*reflector, collection.kind);
+    }
     loaded_ = true;
   } else {
     for (const auto& [key, delta] : deltas) {
       Apply(key.first, delta.object, delta.key, delta.type == kube::ObjectDelta::Type::kDeleted);
     }
   }
+  // The front end's generated objects join this build; what the builder
+  // made of them joins their routes' statuses.
+  if (front_end_ != nullptr) front_end_->Flush(publisher_.builder());
   const Publisher::Outcome outcome = publisher_.BuildAndPublish(changed_at);
-  if (!outcome.built) return false;  // Status or metadata only.
+  bool gateway_changed = false;
+  if (front_end_ != nullptr) {
+    gateway_changed = !front_end_->Reconcile(publisher_.builder(),
+                                             outcome.built ? outcome.result
+                                                           : xds::IncrementalBuilder::Result())
+                           .empty();
+    to_record_.merge(front_end_->TakeAccepted());
+  }
+  if (!outcome.built) return gateway_changed;  // Status or metadata only.
   for (const auto& status : outcome.result.changed_statuses) {
     if (status->accepted && status->ref.kind == xds::kXdsResourceKind) {
       to_record_.insert(status->ref);
@@ -427,7 +700,7 @@ bool KubeSource::BuildAndPublish() {
     first_change_ = std::min(first_change_.value_or(changed_at), changed_at);
   }
   ready_ = true;
-  return outcome.statuses_changed();
+  return outcome.statuses_changed() || gateway_changed;
 }
 
 void KubeSource::SyncStatus() {
@@ -439,7 +712,28 @@ void KubeSource::SyncStatus() {
       feedback.nacks[{record.type_url, record.name, record.version}].push_back(record);
     }
   }
-  std::vector<xds::ObjectStatus> statuses = this->statuses();
+  // Facet's objects' statuses (not the generated objects'), and Facet's
+  // status of each GRPCRoute and policy, in reference order.
+  struct Item {
+    xds::ObjectRef ref;
+    const xds::ObjectStatus* object = nullptr;
+    std::shared_ptr<const gateway::GatewayStatus> gateway;
+  };
+  const std::vector<xds::ObjectStatus> statuses = this->statuses();
+  std::vector<Item> items;
+  for (const xds::ObjectStatus& status : statuses) {
+    if (status.ref.kind == xds::kXdsResourceKind || status.ref.kind == xds::kXdsAuthorityKind) {
+      items.push_back({status.ref, &status, nullptr});
+    }
+  }
+  if (front_end_ != nullptr) {
+    for (auto& status : front_end_->Statuses()) {
+      const xds::ObjectRef ref = status->object;
+      items.push_back({ref, nullptr, std::move(status)});
+    }
+  }
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.ref < b.ref; });
   // Served resources per authority, counted from what is actually served
   // (previous revisions that keep serving included).
   std::map<std::string, int> per_authority;
@@ -460,21 +754,42 @@ void KubeSource::SyncStatus() {
   // so objects whose status keeps changing cannot starve those after them.
   size_t begin = 0;
   if (status_cursor_.has_value()) {
-    begin = std::lower_bound(statuses.begin(), statuses.end(), *status_cursor_,
-                             [](const xds::ObjectStatus& status, const xds::ObjectRef& ref) {
-                               return status.ref < ref;
+    begin = std::lower_bound(items.begin(), items.end(), *status_cursor_,
+                             [](const Item& item, const xds::ObjectRef& ref) {
+                               return item.ref < ref;
                              }) -
-            statuses.begin();
+            items.begin();
     status_cursor_.reset();
   }
-  for (size_t n = 0; n < statuses.size(); ++n) {
-    const xds::ObjectStatus& status = statuses[(begin + n) % statuses.size()];
+  for (size_t n = 0; n < items.size(); ++n) {
+    const Item& item = items[(begin + n) % items.size()];
     if (is_leader_ && !is_leader_()) break;  // Leadership lapsed mid-pass: stop writing.
     if (writes >= options_.max_status_writes_per_pass) {
       status_backlog_ = true;  // The rest follow after status_backlog_retry.
-      status_cursor_ = status.ref;
+      status_cursor_ = item.ref;
       break;
     }
+    if (item.gateway != nullptr) {
+      // Written only while its reflector holds it (deleted ones are gone).
+      const GatewayCollection* collection = CollectionOf(item.ref.kind);
+      std::optional<YAML::Node> cached =
+          collection == nullptr ? std::nullopt : FindCached(collection->reflectors,
+                                                            CacheKey(item.ref));
+      if (!cached) continue;
+      absl::StatusOr<bool> wrote = item.ref.kind == gateway::kGrpcRouteKind
+                                       ? status_writer_.SyncRouteStatus(*item.gateway, &*cached)
+                                       : status_writer_.SyncPolicyStatus(*item.gateway, &*cached);
+      if (!wrote.ok()) {
+        ++errors;
+        spdlog::warn("{} {}: writing status: {}", item.ref.kind,
+                     xds::SafeForLog(item.ref.ToString()),
+                     xds::SafeForLog(wrote.status().message(), xds::kMaxLoggedStatusBytes));
+      } else if (*wrote) {
+        ++writes;
+      }
+      continue;
+    }
+    const xds::ObjectStatus& status = *item.object;
     // A rejected XdsAuthority (e.g. a duplicate) owns nothing.
     const bool authority = status.ref.kind == xds::kXdsAuthorityKind;
     const int resources = authority && status.accepted ? per_authority[status.served_name] : 0;

@@ -1,7 +1,9 @@
-// The Kubernetes source: keeps XdsResource and XdsAuthority objects in sync
-// with the API server (reflectors), builds a snapshot from them after every
-// burst of changes, publishes it, and — while this replica leads — writes
-// every object's status.
+// The Kubernetes source: keeps XdsResource and XdsAuthority objects, and the
+// Gateway API objects Facet translates (Services, EndpointSlices,
+// GRPCRoutes, ReferenceGrants, XdsVariantPolicies), in sync with the API
+// server (reflectors), builds a snapshot from them after every burst of
+// changes, publishes it, and — while this replica leads — writes every
+// object's status.
 #ifndef FACET_CONTROLLER_KUBERNETES_SOURCE_KUBE_SOURCE_H_
 #define FACET_CONTROLLER_KUBERNETES_SOURCE_KUBE_SOURCE_H_
 
@@ -18,6 +20,10 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "controller/gateway/front_end/gateway_front_end.h"
+#include "controller/gateway/model/gateway_object.h"
+#include "controller/gateway/model/gateway_status.h"
+#include "controller/gateway/translate/service_port.h"
 #include "controller/kubernetes/client/kube_client.h"
 #include "controller/kubernetes/client/reflector.h"
 #include "controller/kubernetes/revisions/revisions.h"
@@ -54,6 +60,15 @@ class KubeSource {
     // builds that changed a status, wait until then.
     absl::Duration status_backlog_retry = absl::Seconds(1);
     kube::Clock* clock = nullptr;  // Null: real clock.
+    // Whether Gateway API objects are watched and translated (--gateway-api):
+    // Services, EndpointSlices, and the GRPCRoutes, ReferenceGrants and
+    // XdsVariantPolicies whose CRDs discovery finds. Off: no reflector for
+    // them, nothing generated.
+    bool gateway_api = true;
+    gateway::TranslateOptions gateway;  // --cluster-domain.
+    // How often a Gateway API kind that discovery did not find is looked for
+    // again (its CRD may be installed later).
+    absl::Duration gateway_discovery_interval = absl::Seconds(60);
     // Told what each published snapshot took (see Publisher::Options).
     std::function<void(const PublishTiming&)> on_published;
   };
@@ -65,6 +80,10 @@ class KubeSource {
     int64_t revision_writes = 0;    // ControllerRevisions written (last accepted specs).
     int64_t revision_errors = 0;
     kube::Reflector::Counters reflectors;  // Summed over every reflector.
+    // Per gated Gateway API kind (GRPCRoute, ReferenceGrant,
+    // XdsVariantPolicy): whether discovery found it served, once asked
+    // (facet_gateway_kind_available). Empty with gateway_api off.
+    std::map<std::string, bool> gateway_kinds;
   };
 
   // `ads` (for client feedback) may be null. `is_leader` says whether this
@@ -87,7 +106,32 @@ class KubeSource {
   std::vector<xds::AuthorityObject> AuthorityObjects() const;
 
  private:
-  enum class Kind { kResource, kAuthority, kRevision, kSlice };
+  enum class Kind {
+    kResource,
+    kAuthority,
+    kRevision,
+    kSlice,
+    // Gateway API kinds (the front end's); slices feed the front end too.
+    kService,
+    kReferenceGrant,
+    kVariantPolicy,
+    kGrpcRoute,
+  };
+  // The reflectors of one Gateway API kind and whether it is served.
+  struct GatewayCollection {
+    Kind kind;
+    std::string kind_name;      // "GRPCRoute".
+    std::string group_version;  // "gateway.networking.k8s.io/v1".
+    std::string plural;
+    bool gated = true;  // Watched only once discovery finds it (a CRD); else always.
+    std::vector<std::unique_ptr<kube::Reflector>> reflectors;  // Fixed at construction.
+    // Worker thread only. Unset: not known yet (discovery not asked, or it
+    // failed): the source waits for it before its first publication.
+    std::optional<bool> available;
+    std::optional<absl::Time> checked;  // When discovery last answered or failed.
+    bool started = false;
+    bool warned = false;  // Its absence was logged.
+  };
   void Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas);
   void Run();
   // Feeds the pending watch events (or, the first time, every cached object)
@@ -95,6 +139,22 @@ class KubeSource {
   // (Publisher). Returns whether any object's status changed.
   bool BuildAndPublish();
   void Apply(Kind kind, const YAML::Node& object, const std::string& key, bool deleted);
+  // Hands a Gateway API object (or a slice) to the front end, unless the
+  // front end already has this generation (GRPCRoutes, policies: status
+  // writes change only the resourceVersion) or resourceVersion (the rest).
+  void ApplyGateway(Kind kind, const YAML::Node& object, const std::string& key, bool deleted);
+  // Asks discovery about every gated kind not known yet, or absent and due
+  // again, and starts the reflectors of those found (and of the ungated
+  // kinds, at the first call).
+  void DiscoverGatewayKinds();
+  // How long until DiscoverGatewayKinds has something to ask; nullopt: never.
+  std::optional<absl::Duration> NextGatewayDiscovery() const;
+  // Whether every Gateway API kind is known and, when served, listed once.
+  bool GatewaySynced() const;
+  const GatewayCollection* CollectionOf(absl::string_view kind_name) const;
+  // The newest ControllerRevision of a GRPCRoute (or policy), as the object
+  // it recorded.
+  std::optional<gateway::GatewayObject> LastGoodGateway(const xds::ObjectRef& ref) const;
   // Records the accepted spec of each object accepted since the last call
   // (all accepted objects when `all`) in a ControllerRevision. Leader only.
   void SyncRevisions(bool all);
@@ -118,6 +178,7 @@ class KubeSource {
   std::vector<std::unique_ptr<kube::Reflector>> revision_reflectors_;
   std::vector<std::unique_ptr<kube::Reflector>> slice_reflectors_;
   std::unique_ptr<kube::Reflector> authority_reflector_;
+  std::vector<GatewayCollection> gateway_collections_;  // Empty with gateway_api off.
   StatusWriter status_writer_;
   RevisionWriter revision_writer_;
   std::atomic<bool> ready_{false};
@@ -135,6 +196,10 @@ class KubeSource {
 
   // Worker thread only, but for its thread-safe accessors:
   Publisher publisher_;
+  // Worker thread only; null with gateway_api off.
+  std::unique_ptr<gateway::GatewayFrontEnd> front_end_;
+  // The generation or resourceVersion of each object the front end holds.
+  std::map<xds::ObjectRef, std::string> gateway_versions_;
   // Worker thread only:
   bool loaded_ = false;  // Whether every cached object was fed once.
   bool status_backlog_ = false;  // The last status pass stopped at its write budget.
@@ -144,7 +209,9 @@ class KubeSource {
   // Per owner (RevisionOwnerKey, "<Kind>/namespace/name"): the newest
   // revision fed to the builder (its generation, its key).
   std::map<std::string, std::pair<int64_t, std::string>> newest_revision_;
-  std::set<xds::ObjectRef> to_record_;  // Accepted, revision not yet written.
+  // Accepted, revision not yet written: XdsResources, GRPCRoutes (and
+  // policies) by kind.
+  std::set<xds::ObjectRef> to_record_;
   // EndpointSlices: slice keys per "namespace/service"; the objects built
   // from each Service; those objects as parsed (resolved on every change).
   std::map<std::string, std::set<std::string>> slices_by_service_;

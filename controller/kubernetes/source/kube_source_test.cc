@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "controller/kubernetes/client/yaml_fields.h"
+#include "controller/sources/manifest/gateway_test_manifests.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -444,6 +445,196 @@ TEST_F(KubeSourceTest, ReportsTheTimeFromAWatchEventToItsPublication) {
   // out the debounce first.
   EXPECT_GE(timings[1].since_change, absl::Milliseconds(50));
   EXPECT_GE(timings[1].since_change, timings[1].build);
+}
+
+
+// --- Gateway API objects ------------------------------------------------------
+
+constexpr char kServices[] = "/api/v1/services";
+constexpr char kRoutes[] = "/apis/gateway.networking.k8s.io/v1/grpcroutes";
+constexpr char kGrants[] = "/apis/gateway.networking.k8s.io/v1beta1/referencegrants";
+constexpr char kPolicies[] = "/apis/facet.dev/v1alpha1/xdsvariantpolicies";
+using ::facet::controller::testing::GreeterManifests;
+using ::facet::controller::testing::kGreeterName;
+
+// Puts GreeterManifests(`method`) (Service, EndpointSlice, GRPCRoute
+// demo/greeter) into the fake's collections.
+void ApplyGreeter(FakeKubeClient& client, const std::string& method = "{service: Echo}") {
+  for (const YAML::Node& document : YAML::LoadAll(GreeterManifests(method))) {
+    const std::string kind = kube::StringAt(document, {"kind"});
+    client.Put(kind == "Service" ? kServices : kind == "GRPCRoute" ? kRoutes : kSlices, document);
+  }
+}
+
+// The entries of the route's status.parents as "controllerName name Accepted=status@generation".
+std::vector<std::string> RouteParents(FakeKubeClient& client) {
+  std::vector<std::string> out;
+  YAML::Node route = client.Objects(kRoutes)["demo/greeter"];
+  for (const YAML::Node& parent : kube::FieldAt(route, {"status", "parents"})) {
+    std::string accepted = "none";
+    for (const YAML::Node& c : kube::FieldAt(parent, {"conditions"})) {
+      if (kube::StringAt(c, {"type"}) == "Accepted") {
+        accepted = kube::StringAt(c, {"status"}) + "@" + kube::StringAt(c, {"observedGeneration"});
+      }
+    }
+    out.push_back(absl::StrCat(kube::StringAt(parent, {"controllerName"}), " ",
+                               kube::StringAt(parent, {"parentRef", "name"}), " Accepted=",
+                               accepted));
+  }
+  return out;
+}
+
+const xds::ServedResource* Greeter(const xds::SnapshotStore& store, const xds::ResourceType& type) {
+  return store.Current() == nullptr ? nullptr : store.Current()->Find(type, kGreeterName);
+}
+
+size_t ListCallsTo(const FakeKubeClient& client, const std::string& collection) {
+  size_t calls = 0;
+  for (const auto& call : client.list_calls()) calls += call.path == collection ? 1 : 0;
+  return calls;
+}
+
+TEST_F(KubeSourceTest, GrpcRoutesAreServedAndTheirStatusWrittenBesideOtherControllers) {
+  ApplyGreeter(client_);
+  // Another controller's entry, written before Facet's.
+  YAML::Node route = client_.Objects(kRoutes)["demo/greeter"];
+  route["status"] = YAML::Load(
+      "{parents: [{parentRef: {group: '', kind: Service, name: greeter}, controllerName: "
+      "istio.io/gateway-controller, conditions: [{type: Accepted, status: 'False', reason: "
+      "NoMatchingParent, message: m, observedGeneration: 1, lastTransitionTime: "
+      "'2026-01-01T00:00:00Z'}]}]}");
+  client_.Put(kRoutes, route);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  EXPECT_NE(Greeter(store_, xds::ListenerType()), nullptr);
+  EXPECT_NE(Greeter(store_, xds::RouteConfigurationType()), nullptr);
+  EXPECT_NE(Greeter(store_, xds::ClusterLoadAssignmentType()), nullptr);
+  ASSERT_TRUE(Eventually([&] { return RouteParents(client_).size() == 2; }));
+  EXPECT_THAT(RouteParents(client_),
+              ::testing::ElementsAre("istio.io/gateway-controller greeter Accepted=False@1",
+                                     "facet.dev/gateway-controller greeter Accepted=True@1"));
+  // Its accepted spec is recorded, as a GRPCRoute's revision.
+  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 1; }));
+  EXPECT_EQ(OwnerKeyOf(client_.Objects(kRevisions).begin()->second), "GRPCRoute/demo/greeter");
+  // The status write comes back as a watch event of the same generation:
+  // nothing is translated or built again.
+  absl::SleepFor(absl::Milliseconds(200));  // Several debounce and resync periods.
+  EXPECT_EQ(source->stats().builds, 1);
+  EXPECT_EQ(source->stats().gateway_kinds,
+            (std::map<std::string, bool>{
+                {"GRPCRoute", true}, {"ReferenceGrant", true}, {"XdsVariantPolicy", true}}));
+}
+
+TEST_F(KubeSourceTest, AnEndpointSliceEditReachesTheGeneratedAssignment) {
+  ApplyGreeter(client_);
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  const xds::ServedResource* before = Greeter(store_, xds::ClusterLoadAssignmentType());
+  ASSERT_NE(before, nullptr);
+  const std::string version = before->variants[0]->version;
+  const std::string route_version =
+      Greeter(store_, xds::RouteConfigurationType())->variants[0]->version;
+  YAML::Node slice = client_.Objects(kSlices)["demo/greeter-1"];
+  slice["endpoints"][0]["addresses"][0] = "10.0.0.2";
+  client_.Put(kSlices, slice);
+  ASSERT_TRUE(Eventually([&] {
+    return Greeter(store_, xds::ClusterLoadAssignmentType())->variants[0]->version != version;
+  }));
+  EXPECT_EQ(Greeter(store_, xds::RouteConfigurationType())->variants[0]->version, route_version);
+  EXPECT_EQ(store_.Current()->changes().size(), 1u);
+}
+
+TEST_F(KubeSourceTest, AbsentGatewayKindsDoNotBlockPublishingAndAreWatchedOnceServed) {
+  for (const char* collection : {kRoutes, kGrants, kPolicies}) client_.SetServed(collection, false);
+  ApplyGreeter(client_);
+  ApplyExamples(client_);
+  LogCapture log;
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  options.status_resync = absl::Milliseconds(50);
+  options.gateway_discovery_interval = absl::Milliseconds(100);
+  auto source = std::make_unique<KubeSource>(client_, store_, nullptr, nullptr, options);
+  source->Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  // XdsResources and the Service's own routes are served; no GRPCRoute.
+  EXPECT_NE(store_.Current()->Find(xds::RouteConfigurationType(), "greeter"), nullptr);
+  ASSERT_NE(Greeter(store_, xds::RouteConfigurationType()), nullptr);
+  EXPECT_EQ(ListCallsTo(client_, kRoutes), 0u);
+  EXPECT_EQ(source->stats().gateway_kinds,
+            (std::map<std::string, bool>{
+                {"GRPCRoute", false}, {"ReferenceGrant", false}, {"XdsVariantPolicy", false}}));
+  // Looked for again, the warning is not repeated.
+  const size_t lists = client_.list_calls().size();
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(client_.list_calls().size(), lists);
+  EXPECT_EQ(source->stats().builds, 1);
+  const std::string text = log.text();
+  const std::string warning = "GRPCRoutes are not served";
+  ASSERT_THAT(text, HasSubstr(warning));
+  EXPECT_EQ(text.find(warning), text.rfind(warning));
+
+  // The CRD is installed: its objects are watched and served.
+  client_.SetServed(kRoutes, true);
+  ASSERT_TRUE(Eventually([&] { return RouteParents(client_).size() == 1; }));
+  EXPECT_THAT(RouteParents(client_),
+              ::testing::ElementsAre("facet.dev/gateway-controller greeter Accepted=True@1"));
+  EXPECT_EQ(source->stats().gateway_kinds.at("GRPCRoute"), true);
+  EXPECT_EQ(source->stats().gateway_kinds.at("ReferenceGrant"), false);
+  source->Stop();
+}
+
+TEST_F(KubeSourceTest, GatewayApiOffWatchesAndGeneratesNothing) {
+  ApplyGreeter(client_);
+  ApplyExamples(client_);
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  options.gateway_api = false;
+  auto source = std::make_unique<KubeSource>(client_, store_, nullptr, nullptr, options);
+  source->Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  EXPECT_EQ(store_.Current()->size(), 24u);
+  EXPECT_EQ(Greeter(store_, xds::ListenerType()), nullptr);
+  for (const char* collection : {kServices, kRoutes, kGrants, kPolicies}) {
+    EXPECT_EQ(ListCallsTo(client_, collection), 0u) << collection;
+  }
+  EXPECT_TRUE(source->stats().gateway_kinds.empty());
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_FALSE(kube::FieldAt(client_.Objects(kRoutes)["demo/greeter"], {"status"}).IsDefined());
+}
+
+TEST_F(KubeSourceTest, ReplicaStartedWhileAGrpcRouteIsInvalidServesItsLastGoodRevision) {
+  ApplyGreeter(client_);
+  auto first = Start();
+  ASSERT_TRUE(Eventually([&] { return first->ready(); }));
+  ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 1; }));
+  const std::string version = Greeter(store_, xds::RouteConfigurationType())->variants[0]->version;
+  // An edit no rule of which is valid.
+  YAML::Node route = client_.Objects(kRoutes)["demo/greeter"];
+  route["metadata"]["generation"] = 2;
+  route["spec"]["rules"][0]["matches"][0]["method"] =
+      YAML::Load("{type: RegularExpression, service: '('}");
+  client_.Put(kRoutes, route);
+  ASSERT_TRUE(Eventually([&] {
+    return RouteParents(client_) ==
+           std::vector<std::string>{"facet.dev/gateway-controller greeter Accepted=False@2"};
+  }));
+  // The last accepted generation keeps serving, and no revision of the
+  // invalid one is written.
+  EXPECT_EQ(Greeter(store_, xds::RouteConfigurationType())->variants[0]->version, version);
+  EXPECT_EQ(client_.Objects(kRevisions).size(), 1u);
+  first.reset();
+
+  // A replica starting now never saw the route valid: the revision says
+  // what served.
+  xds::SnapshotStore fresh_store;
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  KubeSource second(client_, fresh_store, nullptr, [] { return false; }, options);
+  second.Start();
+  ASSERT_TRUE(Eventually([&] { return second.ready(); }));
+  ASSERT_NE(Greeter(fresh_store, xds::RouteConfigurationType()), nullptr);
+  EXPECT_EQ(Greeter(fresh_store, xds::RouteConfigurationType())->variants[0]->version, version);
+  second.Stop();
 }
 
 }  // namespace
