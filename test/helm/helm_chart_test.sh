@@ -70,6 +70,7 @@ if render_case default facet facet-system; then
     --server-uri facet.facet-system.svc.cluster.local:18000 \
     --arg=--xds-address=0.0.0.0:18000 --arg=--admin-address=0.0.0.0:18080 \
     --arg=--allow-old-style-names=true --arg=--leader-election=true \
+    --arg=--gateway-api=true --arg=--cluster-domain=cluster.local \
     --arg=--leader-election-namespace=facet-system --arg=--leader-election-lease=facet-controller \
     --arg=--log-level=info --absent-flag=--namespaces --absent-flag=--node-metadata-params \
     --absent-flag=--kubeconfig --absent-flag=--csds-readers --webhook generated \
@@ -102,6 +103,15 @@ if render_case overrides prod xds "${here}/testdata/overrides.yaml"; then
     fail "overrides: image is not registry.example/facet:0.1.0-test"
   grep -q '"app_version": "CHANGE_ME"' "${work}/overrides.notes.txt" ||
     fail "overrides: the bootstrap lacks the node-metadata field app_version"
+fi
+
+# The Gateway API off: no flag turns it on, no rule grants its objects, the
+# notes do not ask for its CRDs; the cluster domain still reaches the flag.
+if render_case gateway-off facet facet-system "${here}/testdata/gateway-off.yaml"; then
+  check_case --manifests "${work}/gateway-off.yaml" --notes "${work}/gateway-off.notes.txt" \
+    --release-namespace facet-system --replicas 2 --lease facet-controller --gateway-api=false \
+    --arg=--gateway-api=false --arg=--cluster-domain=corp.example \
+    --server-uri facet.facet-system.svc.corp.example:18000
 fi
 
 if render_case tls-secret facet facet-system "${here}/testdata/tls-secret.yaml"; then

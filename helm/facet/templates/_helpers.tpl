@@ -80,6 +80,29 @@ their status. Nothing else (no create, delete or patch of the objects).
 - apiGroups: ["discovery.k8s.io"]
   resources: ["endpointslices"]
   verbs: ["list", "watch"]
+{{- if .Values.gatewayAPI.enabled }}
+# The Gateway API: Services (each TCP port is served), GRPCRoutes and their
+# status (Facet's entries in status.parents), ReferenceGrants, and
+# XdsVariantPolicies and their status (status.ancestors).
+- apiGroups: [""]
+  resources: ["services"]
+  verbs: ["list", "watch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["grpcroutes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["grpcroutes/status"]
+  verbs: ["update", "patch"]
+- apiGroups: ["gateway.networking.k8s.io"]
+  resources: ["referencegrants"]
+  verbs: ["list", "watch"]
+- apiGroups: ["facet.dev"]
+  resources: ["xdsvariantpolicies"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["facet.dev"]
+  resources: ["xdsvariantpolicies/status"]
+  verbs: ["update", "patch"]
+{{- end }}
 {{- end -}}
 
 {{/* The Secret holding the webhook's serving certificate (tls.crt, tls.key, ca.crt). */}}

@@ -43,6 +43,7 @@ var controllerFlags = map[string]bool{
 	"--webhook-address": true, "--webhook-tls-cert": true, "--webhook-tls-key": true,
 	"--xds-tls-cert": true, "--xds-tls-key": true, "--xds-tls-client-ca": true,
 	"--csds-readers": true, "--admin-tls-cert": true, "--admin-tls-key": true,
+	"--gateway-api": true, "--cluster-domain": true,
 }
 
 var namespacedKinds = map[string]bool{
@@ -79,6 +80,8 @@ type options struct {
 	issuer                             string
 	// The xDS and admin ports' TLS, the Service's admin port, the NetworkPolicy (tls.go).
 	tls tlsOptions
+	// Whether gatewayAPI.enabled: its RBAC rules and install notes.
+	gatewayAPI bool
 }
 
 func main() {
@@ -113,6 +116,7 @@ func main() {
 	flag.BoolVar(&o.tls.networkPolicy, "network-policy", false, "expect a NetworkPolicy")
 	flag.IntVar(&o.tls.xdsPeers, "xds-peers", 0, "expected `from` peers of the xDS port (0: every source)")
 	flag.IntVar(&o.tls.adminPeers, "admin-peers", 0, "expected `from` peers of the admin port (0: no rule)")
+	flag.BoolVar(&o.gatewayAPI, "gateway-api", true, "expect the Gateway API's RBAC rules and install notes")
 	flag.Parse()
 	if o.manifests == "" || o.notes == "" || o.releaseNamespace == "" || o.replicas < 0 {
 		fmt.Fprintln(os.Stderr, "check: --manifests, --notes, --release-namespace and --replicas are required")
@@ -480,6 +484,22 @@ var crdReadGrants = []grant{
 	{"discovery.k8s.io", "endpointslices", "list"}, {"discovery.k8s.io", "endpointslices", "watch"},
 }
 
+// What --gateway-api reads and writes, where XdsResources are watched.
+var gatewayGrants = []grant{
+	{"", "services", "list"}, {"", "services", "watch"},
+	{"gateway.networking.k8s.io", "grpcroutes", "get"},
+	{"gateway.networking.k8s.io", "grpcroutes", "list"},
+	{"gateway.networking.k8s.io", "grpcroutes", "watch"},
+	{"gateway.networking.k8s.io", "grpcroutes/status", "update"},
+	{"gateway.networking.k8s.io", "grpcroutes/status", "patch"},
+	{"gateway.networking.k8s.io", "referencegrants", "list"},
+	{"gateway.networking.k8s.io", "referencegrants", "watch"},
+	{"facet.dev", "xdsvariantpolicies", "get"}, {"facet.dev", "xdsvariantpolicies", "list"},
+	{"facet.dev", "xdsvariantpolicies", "watch"},
+	{"facet.dev", "xdsvariantpolicies/status", "update"},
+	{"facet.dev", "xdsvariantpolicies/status", "patch"},
+}
+
 var authorityGrants = []grant{
 	{"facet.dev", "xdsauthorities", "get"}, {"facet.dev", "xdsauthorities", "list"},
 	{"facet.dev", "xdsauthorities", "watch"},
@@ -495,7 +515,7 @@ var leaseGrants = []grant{
 // least-privilege set allows (wildcards, non-resource URLs, other resources).
 func (c *checker) grants(role object) map[grant]bool {
 	allowed := map[grant]bool{}
-	for _, g := range append(append(append([]grant{}, crdReadGrants...), authorityGrants...), leaseGrants...) {
+	for _, g := range append(append(append(append([]grant{}, crdReadGrants...), authorityGrants...), leaseGrants...), gatewayGrants...) {
 		allowed[g] = true
 	}
 	out := map[grant]bool{}
@@ -603,20 +623,37 @@ func (c *checker) checkRBAC(docs []document, o options) {
 			c.failf("no ClusterRole grants %s %s/%s", g.verb, g.group, g.resource)
 		}
 	}
+	// The rights of the watched objects: the Gateway API's too when it is on,
+	// and never when it is off.
+	watchedGrants := crdReadGrants
+	if o.gatewayAPI {
+		watchedGrants = append(append([]grant{}, crdReadGrants...), gatewayGrants...)
+	} else {
+		for _, g := range gatewayGrants {
+			if clusterGrants[g] {
+				c.failf("gatewayAPI is off but a ClusterRole grants %s %s/%s", g.verb, g.group, g.resource)
+			}
+			for ns, grants := range namespaceGrants {
+				if grants[g] {
+					c.failf("gatewayAPI is off but a Role in %s grants %s %s/%s", ns, g.verb, g.group, g.resource)
+				}
+			}
+		}
+	}
 	if len(o.namespaces) == 0 {
-		for _, g := range crdReadGrants {
+		for _, g := range watchedGrants {
 			if !clusterGrants[g] {
 				c.failf("no ClusterRole grants %s %s/%s (all namespaces are watched)", g.verb, g.group, g.resource)
 			}
 		}
 	} else {
 		for g := range clusterGrants {
-			if strings.HasPrefix(g.resource, "xdsresources") {
+			if strings.HasPrefix(g.resource, "xdsresources") || containsGrant(gatewayGrants, g) {
 				c.failf("a ClusterRole grants %s %s/%s though only %v are watched", g.verb, g.group, g.resource, o.namespaces)
 			}
 		}
 		for _, ns := range o.namespaces {
-			for _, g := range crdReadGrants {
+			for _, g := range watchedGrants {
 				if !namespaceGrants[ns][g] {
 					c.failf("no Role in %s grants %s %s/%s", ns, g.verb, g.group, g.resource)
 				}
@@ -648,6 +685,15 @@ func sameSet(a, b []string) bool {
 	sort.Strings(sortedA)
 	sort.Strings(sortedB)
 	return reflect.DeepEqual(sortedA, sortedB)
+}
+
+func containsGrant(list []grant, g grant) bool {
+	for _, v := range list {
+		if v == g {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {
@@ -700,6 +746,10 @@ func (c *checker) checkNotes(o options) {
 	notes := string(data)
 	if !strings.Contains(notes, "rollout status deployment/") {
 		c.failf("NOTES.txt: no rollout status command")
+	}
+	const gatewayRelease = "gateway-api/releases/download/v1.4.1/standard-install.yaml"
+	if strings.Contains(notes, gatewayRelease) != o.gatewayAPI {
+		c.failf("NOTES.txt: names the Gateway API release (%s): %v, want %v", gatewayRelease, !o.gatewayAPI, o.gatewayAPI)
 	}
 	start := strings.Index(notes, "\n{\n")
 	end := strings.Index(notes, "\n}\n")
