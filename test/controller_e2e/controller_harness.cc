@@ -175,12 +175,14 @@ bool HasCondition(const Json& object, absl::string_view type, absl::string_view 
 
 // --- ControllerHarness -----------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<ControllerHarness>> ControllerHarness::Create() {
+absl::StatusOr<std::unique_ptr<ControllerHarness>> ControllerHarness::Create(
+    const std::vector<std::string>& omitted_resources) {
   absl::StatusOr<std::unique_ptr<E2eHarness>> e2e = E2eHarness::Create();
   if (!e2e.ok()) return e2e.status();
   KubeTestServer::Options options;
   options.tls = true;  // kubectl sends bearer tokens only over TLS.
   options.bearer_token = kToken;
+  options.omitted_resources = omitted_resources;
   absl::StatusOr<std::unique_ptr<KubeTestServer>> server = KubeTestServer::Start(options);
   if (!server.ok()) return server.status();
   if (absl::Status created = (*server)->CreateNamespace(kDemoNamespace); !created.ok()) {

@@ -65,8 +65,11 @@ struct Controller {
 class ControllerHarness {
  public:
   // Starts the API server (TLS, token) with namespace kDemoNamespace, writes
-  // a kubeconfig for it and creates the E2eHarness directory.
-  static absl::StatusOr<std::unique_ptr<ControllerHarness>> Create();
+  // a kubeconfig for it and creates the E2eHarness directory. The server
+  // leaves out `omitted_resources` (KubeTestServer::Options), as a cluster
+  // without their CRDs.
+  static absl::StatusOr<std::unique_ptr<ControllerHarness>> Create(
+      const std::vector<std::string>& omitted_resources = {});
 
   // Returns "" when kubectl is on PATH, else why not (for GTEST_SKIP and logs).
   static std::string KubectlUnavailableReason();
