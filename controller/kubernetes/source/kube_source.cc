@@ -621,8 +621,10 @@ void KubeSource::SyncRevisions(bool all) {
       if (status == gateway_statuses.end() || collection == nullptr) continue;
       generation = status->second->generation;
       if (!AcceptedAt(*status->second, generation)) continue;
-      object = FindCached(collection->reflectors, key);
-      if (object) *object = WithKind(*object, collection->kind_name, collection->group_version);
+      if (std::optional<YAML::Node> cached = FindCached(collection->reflectors, key)) {
+        // A new node: the cached one is shared with the cache.
+        object.emplace(WithKind(*cached, collection->kind_name, collection->group_version));
+      }
     }
     // Only the generation that was accepted (a newer one is built next).
     if (!object ||
@@ -681,10 +683,10 @@ bool KubeSource::BuildAndPublish() {
   const Publisher::Outcome outcome = publisher_.BuildAndPublish(changed_at);
   bool gateway_changed = false;
   if (front_end_ != nullptr) {
-    gateway_changed = !front_end_->Reconcile(publisher_.builder(),
-                                             outcome.built ? outcome.result
-                                                           : xds::IncrementalBuilder::Result())
-                           .empty();
+    const xds::IncrementalBuilder::Result not_built;
+    gateway_changed =
+        !front_end_->Reconcile(publisher_.builder(), outcome.built ? outcome.result : not_built)
+             .empty();
     to_record_.merge(front_end_->TakeAccepted());
   }
   if (!outcome.built) return gateway_changed;  // Status or metadata only.
