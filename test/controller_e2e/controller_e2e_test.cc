@@ -774,9 +774,11 @@ TEST_F(ControllerE2eTest, OneOfTwoReplicasLeadsWritesStatusAndHandsOverOnSigterm
 
 // --- 6. Watch faults --------------------------------------------------------------
 
-// Lists per fault: two collections (XdsResources in demo, XdsAuthorities),
-// each relisted once, plus one retry where the fault fails a list too.
-constexpr int64_t kMaxListsPerFault = 6;
+// Lists per fault: the watched collections (XdsResources, ControllerRevisions,
+// EndpointSlices, Services, GRPCRoutes, ReferenceGrants and XdsVariantPolicies
+// in demo; XdsAuthorities), each relisted once, plus two retries where the
+// fault fails a list too.
+constexpr int64_t kMaxListsPerFault = 10;
 // Builds per fault: changes made while the watch is down arrive in one relist
 // (one build); changes through an open watch within the debounce window.
 constexpr double kMaxBuildsPerFault = 4;
