@@ -17,6 +17,8 @@ expect_usage_error '--log-level: unknown level "loud"' controller --log-level lo
 expect_usage_error 'parameter "a" is listed twice' \
   controller --node-metadata-params 'a,a=b'
 expect_usage_error 'unexpected argument' controller extra
+expect_usage_error '--cluster-domain is empty' controller --cluster-domain=
+expect_usage_error 'flag --gateway-api takes true or false, not "maybe"' controller --gateway-api=maybe
 expect_usage_error '--webhook-address needs --webhook-tls-cert and --webhook-tls-key' \
   controller --webhook-address 127.0.0.1:0
 expect_usage_error '--grpc-keepalive-time: "soon" is not a duration' \
