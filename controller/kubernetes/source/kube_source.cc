@@ -445,18 +445,22 @@ void KubeSource::DiscoverGatewayKinds() {
       absl::StatusOr<bool> served =
           kube::IsResourceServed(client_, collection.group_version, collection.plural);
       if (!served.ok()) {
-        spdlog::warn("{}s: asking discovery for {} failed (retrying): {}", collection.kind_name,
+        if (collection.discovery_failing) continue;  // Said once until it answers.
+        collection.discovery_failing = true;
+        spdlog::warn("Gateway API kind {}: asking discovery ({}) failed, retrying: {}",
+                     collection.kind_name,
                      kube::GroupVersionPath(collection.group_version),
                      xds::SafeForLog(served.status().message(), xds::kMaxLoggedStatusBytes));
         continue;
       }
+      collection.discovery_failing = false;
       changed = changed || collection.available != *served;
       collection.available = *served;
       if (!*served) {
         if (!collection.warned) {
           spdlog::warn(
-              "{}s are not served: the API server's discovery does not list {}/{} (its CRD is "
-              "not installed); serving without them and looking again every {}",
+              "Gateway API kind {}: the API server's discovery does not list {}/{} (its CRD is "
+              "not installed); serving without it and looking again every {}",
               collection.kind_name, collection.group_version, collection.plural,
               absl::FormatDuration(options_.gateway_discovery_interval));
           collection.warned = true;
@@ -464,7 +468,7 @@ void KubeSource::DiscoverGatewayKinds() {
         continue;
       }
       if (collection.warned) {
-        spdlog::info("{}s are served now ({}/{}): watching them", collection.kind_name,
+        spdlog::info("Gateway API kind {}: {}/{} is served now; watching it", collection.kind_name,
                      collection.group_version, collection.plural);
       }
     } else {

@@ -131,7 +131,8 @@ class KubeSource {
     std::optional<bool> available;
     std::optional<absl::Time> checked;  // When discovery last answered or failed.
     bool started = false;
-    bool warned = false;  // Its absence was logged.
+    bool warned = false;             // Its absence was logged.
+    bool discovery_failing = false;  // A failure of discovery was logged.
   };
   void Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas);
   void Run();

@@ -569,7 +569,7 @@ TEST_F(KubeSourceTest, AbsentGatewayKindsDoNotBlockPublishingAndAreWatchedOnceSe
   EXPECT_EQ(client_.list_calls().size(), lists);
   EXPECT_EQ(source->stats().builds, 1);
   const std::string text = log.text();
-  const std::string warning = "GRPCRoutes are not served";
+  const std::string warning = "Gateway API kind GRPCRoute: the API server's discovery does not list";
   ASSERT_THAT(text, HasSubstr(warning));
   EXPECT_EQ(text.find(warning), text.rfind(warning));
 
