@@ -117,23 +117,12 @@ class GatewayControllerTest : public ControllerTestBase,
   // outcome ("ok <backend>" or "fail <CODE>") in order.
   std::vector<std::string> Outcomes(const std::string& target, std::vector<std::string> methods,
                                     int count) {
-    const size_t calls = count * methods.size();
-    absl::StatusOr<ClientRun> run = h().e2e().RunClient({.kind = GetParam(),
-                                                         .target = target,
-                                                         .bootstrap_path = bootstrap_,
-                                                         .count = count,
-                                                         .rpc_timeout = absl::Seconds(10),
-                                                         .methods = std::move(methods),
-                                                         .outcomes = true});
-    if (!run.ok()) {
-      ADD_FAILURE() << run.status();
-      return {};
-    }
-    EXPECT_TRUE(run->exit.Succeeded()) << run->ToString();
-    EXPECT_THAT(run->lines, SizeIs(calls)) << run->ToString();
-    std::vector<std::string> out;
-    for (const std::string& line : run->lines) out.push_back(OutcomeOf(line));
-    return out;
+    return CallOutcomes(h().e2e(), {.kind = GetParam(),
+                                    .target = target,
+                                    .bootstrap_path = bootstrap_,
+                                    .count = count,
+                                    .rpc_timeout = absl::Seconds(10),
+                                    .methods = std::move(methods)});
   }
 
   Controller* controller_ = nullptr;

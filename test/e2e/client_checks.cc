@@ -1,5 +1,6 @@
 #include "test/e2e/client_checks.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/match.h"
@@ -65,6 +66,22 @@ std::string ClientKindName(ClientKind kind) { return kind == ClientKind::kCpp ? 
 std::string OutcomeOf(const std::string& line) {
   if (!absl::StartsWith(line, "fail ")) return line;
   return line.substr(0, line.find(':'));
+}
+
+std::vector<std::string> CallOutcomes(E2eHarness& harness, ClientOptions options) {
+  options.outcomes = true;
+  const size_t calls = options.count * std::max<size_t>(1, options.methods.size()) *
+                       std::max<size_t>(1, options.metadata.size());
+  absl::StatusOr<ClientRun> run = harness.RunClient(options);
+  if (!run.ok()) {
+    ADD_FAILURE() << run.status();
+    return {};
+  }
+  EXPECT_TRUE(run->exit.Succeeded()) << run->ToString();
+  EXPECT_THAT(run->lines, SizeIs(calls)) << run->ToString();
+  std::vector<std::string> out;
+  for (const std::string& line : run->lines) out.push_back(OutcomeOf(line));
+  return out;
 }
 
 void ServedManifestTest::Serve(const std::vector<std::string>& backends,

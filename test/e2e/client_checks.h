@@ -39,6 +39,12 @@ std::string ClientKindName(ClientKind kind);
 // failure's message dropped).
 std::string OutcomeOf(const std::string& line);
 
+// Runs one client in outcomes mode (sets options.outcomes), expects it to
+// exit 0 after one line per call (count x methods x metadata sets), and
+// returns each call's OutcomeOf in order; empty (with a test failure) when
+// it could not run.
+std::vector<std::string> CallOutcomes(E2eHarness& harness, ClientOptions options);
+
 // A suite that runs each test with each real client (the parameter)
 // against one `facet serve` on a manifest directory.
 class ServedManifestTest : public ::testing::TestWithParam<ClientKind> {

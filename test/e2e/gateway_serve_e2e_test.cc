@@ -34,7 +34,6 @@ namespace {
 using ::facet::testing::IsOk;
 using ::testing::Each;
 using ::testing::HasSubstr;
-using ::testing::SizeIs;
 
 constexpr char kPlain[] = "xds:///plain.e2e.svc.cluster.local:50051";
 constexpr char kEcho[] = "xds:///echo.e2e.svc.cluster.local:7070";
@@ -51,24 +50,13 @@ class GatewayServeTest : public ServedManifestTest {
   std::vector<std::string> Outcomes(const std::string& target, std::vector<std::string> methods,
                                     int count,
                                     std::vector<std::map<std::string, std::string>> metadata = {}) {
-    const size_t calls = count * methods.size() * std::max<size_t>(1, metadata.size());
-    absl::StatusOr<ClientRun> run = harness_->RunClient({.kind = GetParam(),
-                                                         .target = target,
-                                                         .bootstrap_path = bootstrap_,
-                                                         .count = count,
-                                                         .rpc_timeout = absl::Seconds(10),
-                                                         .methods = std::move(methods),
-                                                         .metadata = std::move(metadata),
-                                                         .outcomes = true});
-    if (!run.ok()) {
-      ADD_FAILURE() << run.status();
-      return {};
-    }
-    EXPECT_TRUE(run->exit.Succeeded()) << run->ToString();
-    EXPECT_THAT(run->lines, SizeIs(calls)) << run->ToString();
-    std::vector<std::string> out;
-    for (const std::string& line : run->lines) out.push_back(OutcomeOf(line));
-    return out;
+    return CallOutcomes(*harness_, {.kind = GetParam(),
+                                    .target = target,
+                                    .bootstrap_path = bootstrap_,
+                                    .count = count,
+                                    .rpc_timeout = absl::Seconds(10),
+                                    .methods = std::move(methods),
+                                    .metadata = std::move(metadata)});
   }
 
   // Writes the XdsVariantPolicy demo-canary on the route's canary rule with

@@ -72,6 +72,15 @@ class KubeSourceTest : public ::testing::Test {
     source->Start();
     return source;
   }
+  // Starts a replica that does not lead (writes no status) on `store`.
+  std::unique_ptr<KubeSource> StartFollower(xds::SnapshotStore& store) {
+    KubeSource::Options options;
+    options.debounce = absl::Milliseconds(5);
+    auto source =
+        std::make_unique<KubeSource>(client_, store, nullptr, [] { return false; }, options);
+    source->Start();
+    return source;
+  }
   // Applies the examples (26 objects) and starts a source whose passes write
   // at most 5 statuses and, after the first, come only when asked for;
   // returns once the first pass has written.
@@ -177,11 +186,8 @@ TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevi
 
   // A replica starting now never saw the route valid.
   xds::SnapshotStore fresh_store;
-  KubeSource::Options options;
-  options.debounce = absl::Milliseconds(5);
-  KubeSource second(client_, fresh_store, nullptr, [] { return false; }, options);
-  second.Start();
-  ASSERT_TRUE(Eventually([&] { return second.ready(); }));
+  std::unique_ptr<KubeSource> second = StartFollower(fresh_store);
+  ASSERT_TRUE(Eventually([&] { return second->ready(); }));
   const xds::ServedResource* served =
       fresh_store.Current()->Find(xds::RouteConfigurationType(), "greeter");
   ASSERT_NE(served, nullptr);
@@ -195,7 +201,7 @@ TEST_F(KubeSourceTest, ReplicaStartedWhileAnObjectIsInvalidServesItsLastGoodRevi
     EXPECT_NE(OwnerKeyOf(revision), "XdsResource/demo/greeter-routes") << key;
   }
   EXPECT_EQ(client_.Objects(kRevisions).count("demo/greeter-routes-0123456789"), 1u);
-  second.Stop();
+  second->Stop();
 }
 
 constexpr char kSlices[] = "/apis/discovery.k8s.io/v1/endpointslices";
@@ -627,14 +633,11 @@ TEST_F(KubeSourceTest, ReplicaStartedWhileAGrpcRouteIsInvalidServesItsLastGoodRe
   // A replica starting now never saw the route valid: the revision says
   // what served.
   xds::SnapshotStore fresh_store;
-  KubeSource::Options options;
-  options.debounce = absl::Milliseconds(5);
-  KubeSource second(client_, fresh_store, nullptr, [] { return false; }, options);
-  second.Start();
-  ASSERT_TRUE(Eventually([&] { return second.ready(); }));
+  std::unique_ptr<KubeSource> second = StartFollower(fresh_store);
+  ASSERT_TRUE(Eventually([&] { return second->ready(); }));
   ASSERT_NE(Greeter(fresh_store, xds::RouteConfigurationType()), nullptr);
   EXPECT_EQ(Greeter(fresh_store, xds::RouteConfigurationType())->variants[0]->version, version);
-  second.Stop();
+  second->Stop();
 }
 
 }  // namespace
