@@ -110,6 +110,7 @@ fi
 if render_case gateway-off facet facet-system "${here}/testdata/gateway-off.yaml"; then
   check_case --manifests "${work}/gateway-off.yaml" --notes "${work}/gateway-off.notes.txt" \
     --release-namespace facet-system --replicas 2 --lease facet-controller --gateway-api=false \
+    --cluster-domain corp.example \
     --arg=--gateway-api=false --arg=--cluster-domain=corp.example \
     --server-uri facet.facet-system.svc.corp.example:18000
 fi

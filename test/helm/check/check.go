@@ -82,6 +82,8 @@ type options struct {
 	tls tlsOptions
 	// Whether gatewayAPI.enabled: its RBAC rules and install notes.
 	gatewayAPI bool
+	// clusterDomain: in the Service's DNS names certificates are issued for.
+	clusterDomain string
 }
 
 func main() {
@@ -117,6 +119,7 @@ func main() {
 	flag.IntVar(&o.tls.xdsPeers, "xds-peers", 0, "expected `from` peers of the xDS port (0: every source)")
 	flag.IntVar(&o.tls.adminPeers, "admin-peers", 0, "expected `from` peers of the admin port (0: no rule)")
 	flag.BoolVar(&o.gatewayAPI, "gateway-api", true, "expect the Gateway API's RBAC rules and install notes")
+	flag.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "the clusterDomain value")
 	flag.Parse()
 	if o.manifests == "" || o.notes == "" || o.releaseNamespace == "" || o.replicas < 0 {
 		fmt.Fprintln(os.Stderr, "check: --manifests, --notes, --release-namespace and --replicas are required")

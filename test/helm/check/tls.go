@@ -109,7 +109,7 @@ func (c *checker) checkTLS(docs []document, o options) {
 		services := ofKind(docs, "Service")
 		if len(services) == 1 {
 			dnsNames := toStrings(list(cert, "spec", "dnsNames"))
-			for _, want := range serviceDNSNames(str(services[0], "metadata", "name"), o.releaseNamespace) {
+			for _, want := range serviceDNSNames(str(services[0], "metadata", "name"), o.releaseNamespace, o.clusterDomain) {
 				if !contains(dnsNames, want) {
 					c.failf("%s: dnsNames %v lack the Service name %q", name(cert), dnsNames, want)
 				}

@@ -99,7 +99,7 @@ func (c *checker) checkWebhook(docs []document, o options) {
 	secret := c.checkWebhookMount(docs, o)
 	caBundle := str(hook, "clientConfig", "caBundle")
 	inject := str(config, "metadata", "annotations", "cert-manager.io/inject-ca-from")
-	dnsNames := serviceDNSNames(service, o.releaseNamespace)
+	dnsNames := serviceDNSNames(service, o.releaseNamespace, o.clusterDomain)
 	switch o.webhook {
 	case "generated":
 		if inject != "" {
@@ -128,9 +128,9 @@ func (c *checker) checkWebhook(docs []document, o options) {
 	}
 }
 
-func serviceDNSNames(service, namespace string) []string {
+func serviceDNSNames(service, namespace, clusterDomain string) []string {
 	return []string{service, service + "." + namespace, service + "." + namespace + ".svc",
-		service + "." + namespace + ".svc.cluster.local"}
+		service + "." + namespace + ".svc." + clusterDomain}
 }
 
 func (c *checker) checkWebhookRules(what string, hook object) {
