@@ -430,6 +430,7 @@ void KubeSource::ApplyGateway(Kind kind, const YAML::Node& object, const std::st
   }
   front_end_->Upsert(gateway::ParseGatewayObject(WithKind(object, kind_name, api_version),
                                                  absl::StrCat("api:", key), kDefaultNamespace));
+  ++gateway_upserts_;
 }
 
 void KubeSource::DiscoverGatewayKinds() {
@@ -683,7 +684,11 @@ bool KubeSource::BuildAndPublish() {
   }
   // The front end's generated objects join this build; what the builder
   // made of them joins their routes' statuses.
-  if (front_end_ != nullptr) front_end_->Flush(publisher_.builder());
+  if (front_end_ != nullptr) {
+    front_end_->Flush(publisher_.builder());
+    absl::MutexLock lock(&mu_);
+    stats_.gateway_upserts = gateway_upserts_;
+  }
   const Publisher::Outcome outcome = publisher_.BuildAndPublish(changed_at);
   bool gateway_changed = false;
   if (front_end_ != nullptr) {

@@ -85,6 +85,10 @@ class KubeSource {
     // XdsVariantPolicy): whether discovery found it served, once asked
     // (facet_gateway_kind_available). Empty with gateway_api off.
     std::map<std::string, bool> gateway_kinds;
+    // Gateway API objects (and slices) handed to the front end as new or
+    // changed; a watch event that changes neither generation nor
+    // resourceVersion (routes, policies: generation only) hands nothing.
+    int64_t gateway_upserts = 0;
   };
 
   // `ads` (for client feedback) may be null. `is_leader` says whether this
@@ -202,6 +206,7 @@ class KubeSource {
   std::unique_ptr<gateway::GatewayFrontEnd> front_end_;
   // The generation or resourceVersion of each object the front end holds.
   std::map<xds::ObjectRef, std::string> gateway_versions_;
+  int64_t gateway_upserts_ = 0;  // Stats::gateway_upserts.
   // Worker thread only:
   bool loaded_ = false;  // Whether every cached object was fed once.
   bool status_backlog_ = false;  // The last status pass stopped at its write budget.

@@ -523,8 +523,10 @@ TEST_F(KubeSourceTest, GrpcRoutesAreServedAndTheirStatusWrittenBesideOtherContro
   ASSERT_TRUE(Eventually([&] { return client_.Objects(kRevisions).size() == 1; }));
   EXPECT_EQ(OwnerKeyOf(client_.Objects(kRevisions).begin()->second), "GRPCRoute/demo/greeter");
   // The status write comes back as a watch event of the same generation:
-  // nothing is translated or built again.
+  // nothing is handed to the front end, translated or built again.
+  EXPECT_EQ(source->stats().gateway_upserts, 3);  // Service, slice, route.
   absl::SleepFor(absl::Milliseconds(200));  // Several debounce and resync periods.
+  EXPECT_EQ(source->stats().gateway_upserts, 3);
   EXPECT_EQ(source->stats().builds, 1);
   EXPECT_EQ(source->stats().gateway_kinds,
             (std::map<std::string, bool>{
