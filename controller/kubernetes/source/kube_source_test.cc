@@ -1,5 +1,6 @@
 #include "controller/kubernetes/source/kube_source.h"
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -608,6 +609,48 @@ TEST_F(KubeSourceTest, GatewayApiOffWatchesAndGeneratesNothing) {
   EXPECT_TRUE(source->stats().gateway_kinds.empty());
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_FALSE(kube::FieldAt(client_.Objects(kRoutes)["demo/greeter"], {"status"}).IsDefined());
+}
+
+// Routes' statuses go through the pass that writes XdsResources': only
+// while leading, at most max_status_writes_per_pass per pass, the next pass
+// going on where the budget ran out.
+TEST_F(KubeSourceTest, RouteStatusesShareTheLeaderGateAndTheWriteBudget) {
+  ApplyGreeter(client_);
+  const YAML::Node route = client_.Objects(kRoutes)["demo/greeter"];
+  for (int i = 0; i < 7; ++i) {
+    YAML::Node copy = YAML::Clone(route);
+    copy["metadata"]["name"] = absl::StrCat("greeter-", i);
+    copy["metadata"].remove("uid");
+    client_.Put(kRoutes, copy);
+  }
+  std::atomic<bool> leading{false};
+  KubeSource::Options options;
+  options.debounce = absl::Milliseconds(5);
+  options.status_resync = absl::Hours(1);
+  options.max_status_writes_per_pass = 5;
+  options.status_backlog_retry = absl::Hours(1);
+  auto source = std::make_unique<KubeSource>(client_, store_, nullptr,
+                                             [&leading] { return leading.load(); }, options);
+  source->Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  auto with_status = [&] {
+    int count = 0;
+    for (const auto& [key, object] : client_.Objects(kRoutes)) {
+      count += kube::FieldAt(object, {"status"}).IsDefined() ? 1 : 0;
+    }
+    return count;
+  };
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(with_status(), 0);  // A follower writes nothing.
+  leading = true;
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return source->stats().status_writes >= 5; }));
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(with_status(), 5);
+  source->RequestStatusSync();
+  ASSERT_TRUE(Eventually([&] { return with_status() == 8; }));
+  EXPECT_EQ(source->stats().status_writes, 8);
+  source->Stop();
 }
 
 TEST_F(KubeSourceTest, ReplicaStartedWhileAGrpcRouteIsInvalidServesItsLastGoodRevision) {
