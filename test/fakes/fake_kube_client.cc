@@ -296,6 +296,11 @@ void FakeKubeClient::FailNextList(absl::Status status, bool continue_only) {
   list_faults_.push_back({std::move(status), continue_only});
 }
 
+void FakeKubeClient::FailNextGet(absl::Status status) {
+  absl::MutexLock lock(&mu_);
+  get_faults_.push_back(std::move(status));
+}
+
 void FakeKubeClient::FailNextWatch(absl::Status status) {
   absl::MutexLock lock(&mu_);
   watch_faults_.push_back(std::move(status));
@@ -562,6 +567,11 @@ absl::Status FakeKubeClient::Delete(const std::string& path) {
 absl::StatusOr<YAML::Node> FakeKubeClient::Get(const std::string& path) {
   const std::string what = absl::StrCat("GET ", path);
   absl::MutexLock lock(&mu_);
+  if (!get_faults_.empty()) {
+    absl::Status status = std::move(get_faults_.front());
+    get_faults_.pop_front();
+    return status;
+  }
   if (std::optional<absl::StatusOr<YAML::Node>> discovery = DiscoveryLocked(path)) {
     return *std::move(discovery);
   }

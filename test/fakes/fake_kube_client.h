@@ -88,6 +88,8 @@ class FakeKubeClient final : public controller::kube::KubeClient {
   void FailNextList(absl::Status status, bool continue_only = false);
   // The next Watch call ends at once with `status` (via on_end).
   void FailNextWatch(absl::Status status);
+  // The next Get call (discovery included) fails with `status`.
+  void FailNextGet(absl::Status status);
   // The next List call reports this list resourceVersion (e.g. "").
   void OverrideNextListResourceVersion(std::string resource_version);
 
@@ -190,6 +192,7 @@ class FakeKubeClient final : public controller::kube::KubeClient {
   uint64_t next_watch_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::deque<ListFault> list_faults_ ABSL_GUARDED_BY(mu_);
   std::deque<absl::Status> watch_faults_ ABSL_GUARDED_BY(mu_);
+  std::deque<absl::Status> get_faults_ ABSL_GUARDED_BY(mu_);
   std::optional<std::string> list_resource_version_override_ ABSL_GUARDED_BY(mu_);
   std::vector<ListCall> list_calls_ ABSL_GUARDED_BY(mu_);
   std::vector<WatchCall> watch_calls_ ABSL_GUARDED_BY(mu_);

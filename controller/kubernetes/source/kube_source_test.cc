@@ -592,6 +592,24 @@ TEST_F(KubeSourceTest, AbsentGatewayKindsDoNotBlockPublishingAndAreWatchedOnceSe
   source->Stop();
 }
 
+// Discovery that fails says nothing about the kind: the first snapshot waits
+// for an answer (asked again within a second), which never happens for a
+// kind discovery says is absent.
+TEST_F(KubeSourceTest, FailedDiscoveryIsAskedAgainBeforeTheFirstSnapshot) {
+  ApplyGreeter(client_);
+  for (int i = 0; i < 3; ++i) client_.FailNextGet(FakeKubeClient::ConnectionRefusedError());
+  LogCapture log;
+  auto source = Start();
+  ASSERT_TRUE(Eventually([&] { return source->ready(); }));
+  ASSERT_TRUE(Eventually([&] { return RouteParents(client_).size() == 1; }));
+  EXPECT_EQ(source->stats().gateway_kinds.at("GRPCRoute"), true);
+  EXPECT_THAT(log.text(), HasSubstr("Gateway API kind GRPCRoute: asking discovery "
+                                    "(/apis/gateway.networking.k8s.io/v1) failed, retrying"));
+  // Its first snapshot has the route: it waited for discovery.
+  EXPECT_EQ(source->stats().builds, 1);
+  source->Stop();
+}
+
 TEST_F(KubeSourceTest, GatewayApiOffWatchesAndGeneratesNothing) {
   ApplyGreeter(client_);
   ApplyExamples(client_);
