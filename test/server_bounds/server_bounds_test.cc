@@ -319,7 +319,10 @@ TEST_F(ServerBoundsTest, ClientPingingTooOftenIsSentGoawayTooManyPings) {
   controller::XdsServerOptions options = Unbounded();
   options.min_client_ping_interval = absl::Seconds(10);
   StartWithRawConnection(options);
-  for (int i = 0; i < 5; ++i) ASSERT_THAT(raw_.SendPing(i), IsOk());
+  // Three pings reach the limit (two strikes); the server may answer with
+  // GOAWAY and close before the later ones are written, so those may fail.
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(raw_.SendPing(i), IsOk());
+  for (int i = 3; i < 5; ++i) raw_.SendPing(i).IgnoreError();
   auto goaway = raw_.NextOfType({RawHttp2Connection::kGoaway}, kWait);
   ASSERT_THAT(goaway, IsOk());
   ASSERT_GE(goaway->payload.size(), 8u);
