@@ -88,6 +88,7 @@ class Walker {
       : snapshot_(snapshot),
         params_(request.params),
         rejected_(request.rejected),
+        serving_previous_(request.serving_previous),
         host_(std::move(host)),
         problems_(problems) {}
 
@@ -128,6 +129,10 @@ class Walker {
       return Broken(std::move(node), Status::kMissing, std::move(problem));
     }
     node.object = resource->owner.ToString();
+    if (auto previous = serving_previous_.find(resource->owner);
+        previous != serving_previous_.end()) {
+      node.serving_previous = previous->second;
+    }
     const Variant* variant = resource->Select(params_);
     if (variant == nullptr) {
       if (snapshot_.partial() && resource->resolution != nullptr &&
@@ -164,7 +169,17 @@ class Walker {
       DescribeEndpoints(static_cast<const ClusterLoadAssignment&>(*message), &node);
     }
     if (!node.problem.empty()) Report(node);
-    for (const ResourceReference& reference : variant->references) {
+    // A relay's cache keeps what upstream sent, without the references a
+    // build derives: read them from the resource, so that what is missing
+    // below is named rather than the graph ending here.
+    std::vector<ResourceReference> derived;
+    if (variant->references.empty() && snapshot_.partial()) {
+      absl::StatusOr<std::vector<ResourceReference>> references =
+          type.References(*message, node.name);
+      if (references.ok()) derived = *std::move(references);
+    }
+    for (const ResourceReference& reference :
+         variant->references.empty() ? derived : variant->references) {
       if (only_prefix.has_value() && !absl::StartsWith(reference.field, *only_prefix)) continue;
       if (std::any_of(terminals.begin(), terminals.end(), [&](const std::string& terminal) {
             return absl::StartsWith(reference.field, terminal);
@@ -357,6 +372,7 @@ class Walker {
   const Snapshot& snapshot_;
   const ParameterSet& params_;
   const std::map<std::pair<std::string, std::string>, std::string>& rejected_;
+  const std::map<ObjectRef, std::string>& serving_previous_;
   const std::string host_;
   std::vector<std::string>* problems_;
   std::set<std::pair<const ResourceType*, std::string>> expanded_;
@@ -382,6 +398,7 @@ Value NodeToValue(const ExplainNode& node) {
   f["variant"] = StringValue(node.variant);
   f["version"] = StringValue(node.version);
   f["constraints"] = StringValue(node.constraints);
+  f["serving_previous"] = StringValue(node.serving_previous);
   f["details"] = StringList(node.details);
   f["problem"] = StringValue(node.problem);
   auto* children = f["children"].mutable_list_value();
@@ -421,6 +438,7 @@ absl::StatusOr<ExplainNode> NodeFromStruct(const Struct& s, int depth) {
   node.variant = GetString(s, "variant");
   node.version = GetString(s, "version");
   node.constraints = GetString(s, "constraints");
+  node.serving_previous = GetString(s, "serving_previous");
   node.details = GetStrings(s, "details");
   node.problem = GetString(s, "problem");
   auto children = s.fields().find("children");
@@ -443,7 +461,12 @@ void NodeToText(const ExplainNode& node, int indent, std::string* out) {
       absl::StrAppend(out, ": variant \"", node.variant, "\" ",
                       node.constraints.empty() ? "(unconstrained)"
                                                : absl::StrCat("{", node.constraints, "}"),
-                      " of ", node.object, ", version ", node.version, "\n");
+                      " of ", node.object,
+                      node.serving_previous.empty()
+                          ? ""
+                          : absl::StrCat(" (its previous revision: the latest is rejected: ",
+                                         node.serving_previous, ")"),
+                      ", version ", node.version, "\n");
       break;
     case Status::kShownAbove:
       absl::StrAppend(out, node.problem.empty() ? ": shown above\n"
@@ -460,38 +483,92 @@ void NodeToText(const ExplainNode& node, int indent, std::string* out) {
 
 }  // namespace
 
-absl::StatusOr<std::string> ListenerNameFor(const ExplainRequest& request) {
+absl::StatusOr<ExplainTarget> ParseExplainTarget(const ExplainRequest& request) {
   if (request.target.empty()) return absl::InvalidArgumentError("--target: must not be empty");
+  ExplainTarget target;
+  target.authority = request.authority;
   std::string name = request.target;
   if (IsXdstpName(request.target)) {
     if (!request.authority.empty()) {
       return absl::InvalidArgumentError(
           "--authority: not with an xdstp:// --target (the name carries its authority)");
     }
-  } else if (!request.authority.empty()) {
-    name = absl::StrCat("xdstp://", request.authority, kListenerTemplatePrefix, request.target);
+    target.listener_name = request.target;
+  } else {
+    if (absl::StartsWith(request.target, "xds:")) {
+      // gRPC's target URI: xds:///NAME (the bootstrap's default authority)
+      // or xds://AUTHORITY/NAME.
+      absl::string_view rest = absl::string_view(request.target).substr(4);
+      const size_t slash = rest.find('/', 2);
+      if (!absl::StartsWith(rest, "//") || slash == absl::string_view::npos ||
+          slash + 1 == rest.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--target: \"", request.target,
+                         "\" is not an xDS target URI: expected xds:///NAME or "
+                         "xds://AUTHORITY/NAME"));
+      }
+      const std::string authority(rest.substr(2, slash - 2));
+      if (!authority.empty()) {
+        if (!request.authority.empty() && request.authority != authority) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "--authority: \"", request.authority, "\" differs from the authority \"",
+              authority, "\" of --target ", request.target));
+        }
+        target.authority = authority;
+      }
+      name = std::string(rest.substr(slash + 1));
+    }
+    target.host = name;
+    target.listener_name =
+        target.authority.empty()
+            ? name
+            : absl::StrCat("xdstp://", target.authority, kListenerTemplatePrefix, name);
   }
-  absl::StatusOr<std::string> normalized = NormalizeResourceName(name);
+  absl::StatusOr<std::string> normalized = NormalizeResourceName(target.listener_name);
   if (!normalized.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--target: \"", name, "\" is not a valid listener name: ", normalized.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--target: \"", target.listener_name,
+                                                   "\" is not a valid listener name: ",
+                                                   normalized.status().message()));
   }
-  return *normalized;
+  target.listener_name = *std::move(normalized);
+  return target;
+}
+
+absl::StatusOr<std::string> ListenerNameFor(const ExplainRequest& request) {
+  absl::StatusOr<ExplainTarget> target = ParseExplainTarget(request);
+  if (!target.ok()) return target.status();
+  return target->listener_name;
+}
+
+std::string RejectionReason(const ObjectStatus& status) {
+  for (const Finding& finding : status.findings) {
+    if (finding.severity != Severity::kError) continue;
+    return finding.field.empty() ? finding.message
+                                 : absl::StrCat(finding.field, ": ", finding.message);
+  }
+  return "";
+}
+
+void AddSourceStatuses(absl::Span<const std::shared_ptr<const ObjectStatus>> statuses,
+                       ExplainRequest* request) {
+  for (const auto& status : statuses) {
+    if (status == nullptr || status->accepted || !status->serving_previous) continue;
+    request->serving_previous[status->ref] = RejectionReason(*status);
+  }
 }
 
 absl::StatusOr<ExplainResult> Explain(const Snapshot& snapshot, const ExplainRequest& request) {
-  absl::StatusOr<std::string> listener = ListenerNameFor(request);
-  if (!listener.ok()) return listener.status();
+  absl::StatusOr<ExplainTarget> target = ParseExplainTarget(request);
+  if (!target.ok()) return target.status();
   ExplainResult result;
   result.target = request.target;
-  result.authority = request.authority;
-  result.listener_name = *listener;
+  result.authority = target->authority;
+  result.listener_name = target->listener_name;
   result.params = request.params;
   result.partial = snapshot.partial();
   // gRPC matches virtual hosts against the target's name (xds:///NAME).
-  Walker walker(snapshot, request, IsXdstpName(request.target) ? "" : request.target,
-                &result.problems);
-  result.root = walker.Visit(ListenerType(), *listener, "", 0);
+  Walker walker(snapshot, request, target->host, &result.problems);
+  result.root = walker.Visit(ListenerType(), result.listener_name, "", 0);
   return result;
 }
 
@@ -544,7 +621,7 @@ std::string ExplainToText(const ExplainResult& result) {
   std::string out = absl::StrCat(
       "target \"", result.target, "\"",
       result.authority.empty() ? "" : absl::StrCat(" (authority ", result.authority, ")"),
-      " with parameters {", ParameterSetToString(result.params), "} -> listener \"",
+      " with parameters ", ParameterSetToString(result.params), " -> listener \"",
       result.listener_name, "\"", result.partial ? " (from a relay's cache)" : "", "\n");
   NodeToText(result.root, 0, &out);
   if (result.complete()) {

@@ -13,24 +13,32 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "xds_server/constraints/constraints.h"
+#include "xds_server/snapshot/builder.h"
 #include "xds_server/snapshot/snapshot.h"
 
 namespace facet::xds {
 
 struct ExplainRequest {
-  // The xDS target: the name a gRPC client dials as xds:///NAME, or a full
-  // xdstp:// listener name.
+  // The xDS target: NAME as a gRPC client dials it (xds:///NAME), the whole
+  // URI xds:///NAME or xds://AUTHORITY/NAME, or a full xdstp:// listener
+  // name.
   std::string target;
   // The bootstrap authority the client resolves the target with: the
   // listener is then xdstp://AUTHORITY/envoy.config.listener.v3.Listener/NAME
-  // (gRPC's default template). Empty: the old-style name NAME. Must be empty
-  // for an xdstp:// target.
+  // (gRPC's default template). Empty: the old-style name NAME, or the
+  // authority an xds://AUTHORITY/NAME target names. Must be empty for an
+  // xdstp:// target, and the same as an xds://AUTHORITY/NAME target's.
   std::string authority;
   ParameterSet params;
   // Objects the source rejected, by (type alias, served name): a missing
   // resource that one of them declares says so ("rejected: WHY").
   std::map<std::pair<std::string, std::string>, std::string> rejected;
+  // Objects whose latest revision the source rejected while their previous
+  // accepted revision keeps serving, with why ("FIELD: MESSAGE"): a
+  // resource they serve says so.
+  std::map<ObjectRef, std::string> serving_previous;
 };
 
 // One resource of the graph, as the client would resolve it.
@@ -51,6 +59,9 @@ struct ExplainNode {
   std::string variant;      // Label.
   std::string version;
   std::string constraints;  // Canonical text; "" for an unconstrained variant.
+  // Set when `object` serves its previous revision because the latest is
+  // rejected: why it is ("FIELD: MESSAGE").
+  std::string serving_previous;
   // What the client does with it (virtual host chosen, endpoint addresses).
   std::vector<std::string> details;
   // Why the graph breaks here ("" when it does not).
@@ -70,14 +81,42 @@ struct ExplainResult {
   bool complete() const { return problems.empty(); }
 };
 
-// Returns the listener name a gRPC client resolves `request` to.
-// InvalidArgument for an authority with an xdstp target, or a name that is
-// not a valid resource name.
+// What a target names, as a gRPC client reads it.
+struct ExplainTarget {
+  // The name virtual hosts are matched against (xds:///NAME: NAME); empty
+  // for an xdstp:// listener name, which chooses no virtual host.
+  std::string host;
+  // The authority the client resolves it with ("" for old-style names).
+  std::string authority;
+  std::string listener_name;
+};
+
+// Reads the target of `request` as a gRPC client does (NAME, xds:///NAME,
+// xds://AUTHORITY/NAME, or an xdstp:// listener name). InvalidArgument,
+// naming --target or --authority, for an authority with an xdstp target, two
+// different authorities, an xds: URI of another form, or a name that is not a
+// valid resource name.
+absl::StatusOr<ExplainTarget> ParseExplainTarget(const ExplainRequest& request);
+
+// Returns the listener name a gRPC client resolves `request` to
+// (ParseExplainTarget's), with its errors.
 absl::StatusOr<std::string> ListenerNameFor(const ExplainRequest& request);
+
+// Returns why an object is rejected: its first error finding,
+// "FIELD: MESSAGE" (or "MESSAGE" without a field); "" when it has none.
+std::string RejectionReason(const ObjectStatus& status);
+
+// Adds to `request` what a source's object statuses tell a client's graph:
+// the objects that serve their previous revision (serving_previous).
+void AddSourceStatuses(absl::Span<const std::shared_ptr<const ObjectStatus>> statuses,
+                       ExplainRequest* request);
 
 // Resolves the graph of `request` in `snapshot`. InvalidArgument as
 // ListenerNameFor; everything else, a missing listener included, is a
-// result with problems. Thread-compatible; the snapshot is immutable.
+// result with problems. Where the snapshot's variants carry no references (a
+// relay's cache), they are read from the resources, so that what the cache
+// lacks is reported as not cached. Thread-compatible; the snapshot is
+// immutable.
 absl::StatusOr<ExplainResult> Explain(const Snapshot& snapshot, const ExplainRequest& request);
 
 // Renders a result as indented text, one resource per line.
@@ -85,7 +124,8 @@ std::string ExplainToText(const ExplainResult& result);
 // Renders a result as JSON: {"target", "authority", "listener_name",
 // "parameters", "partial", "complete", "problems", "graph": node}, a node
 // being {"type", "name", "field", "status", "object", "variant", "version",
-// "constraints", "details", "problem", "children"}.
+// "constraints", "serving_previous", "details", "problem", "children"};
+// keys sorted.
 std::string ExplainToJson(const ExplainResult& result);
 // Reads what ExplainToJson wrote. InvalidArgument when it does not parse.
 absl::StatusOr<ExplainResult> ExplainFromJson(absl::string_view json);

@@ -205,6 +205,109 @@ TEST(ExplainTest, NamesWhatAPartialSourceHasNotCached) {
   EXPECT_THAT(result.problems, ElementsAre(HasSubstr("not cached")));
 }
 
+TEST(ExplainTest, AcceptsTargetsWrittenAsXdsUris) {
+  auto snapshot = Build();
+  for (const char* target : {"greeter", "xds:///greeter"}) {
+    ExplainResult result = ExplainFor(*snapshot, {{"env", "prod"}}, target);
+    EXPECT_TRUE(result.complete()) << target;
+    EXPECT_EQ(result.listener_name, "greeter") << target;
+    EXPECT_EQ(result.target, target);
+    // The virtual host is matched against NAME, not the URI.
+    ASSERT_THAT(result.root.children, SizeIs(1)) << target;
+    EXPECT_THAT(result.root.children[0].details, ElementsAre(HasSubstr("matches \"greeter\"")));
+  }
+  EXPECT_EQ(*ListenerNameFor(Request("xds://a.example/greeter")),
+            "xdstp://a.example/envoy.config.listener.v3.Listener/greeter");
+  EXPECT_EQ(*ListenerNameFor(Request("xds://a.example/greeter", "a.example")),
+            "xdstp://a.example/envoy.config.listener.v3.Listener/greeter");
+  EXPECT_EQ(*ListenerNameFor(Request("xds:///greeter", "b.example")),
+            "xdstp://b.example/envoy.config.listener.v3.Listener/greeter");
+  absl::StatusOr<ExplainTarget> target = ParseExplainTarget(Request("xds://a.example/greeter"));
+  ASSERT_THAT(target.status(), IsOk());
+  EXPECT_EQ(target->host, "greeter");
+  EXPECT_EQ(target->authority, "a.example");
+  EXPECT_THAT(ListenerNameFor(Request("xds://a.example/greeter", "b.example")).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--authority")));
+  for (const char* bad : {"xds:greeter", "xds://a.example", "xds:///"}) {
+    EXPECT_THAT(ListenerNameFor(Request(bad)).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("xds:///NAME")))
+        << bad;
+  }
+  // The result names the authority the URI gave.
+  ExplainResult with_authority = ExplainFor(*snapshot, {}, "xds://a.example/greeter");
+  EXPECT_EQ(with_authority.authority, "a.example");
+}
+
+TEST(ExplainTest, PrintsParametersInSingleBraces) {
+  auto snapshot = Build();
+  const std::string text = ExplainToText(ExplainFor(*snapshot, {{"env", "prod"}}));
+  EXPECT_THAT(text, HasSubstr("target \"greeter\" with parameters {env=prod} -> listener"));
+  EXPECT_THAT(text, Not(HasSubstr("{{")));
+  EXPECT_THAT(ExplainToText(ExplainFor(*snapshot, {})), HasSubstr("with parameters {} ->"));
+}
+
+TEST(ExplainTest, SaysWhichObjectServesItsPreviousRevisionAndWhy) {
+  auto snapshot = Build();
+  ObjectStatus rejected;
+  rejected.ref = {kXdsResourceKind, "demo", "route"};
+  rejected.accepted = false;
+  rejected.serving_previous = true;
+  rejected.findings.push_back(
+      {Severity::kWarning, "Lint", "spec.variants[0]", "only a warning", {}});
+  rejected.findings.push_back(
+      {Severity::kError, "InvalidResource", "spec.variants[1].resource", "unknown field", {}});
+  ObjectStatus gone;  // Rejected with nothing serving: not a previous revision.
+  gone.ref = {kXdsResourceKind, "demo", "prod"};
+  std::vector<std::shared_ptr<const ObjectStatus>> statuses = {
+      std::make_shared<const ObjectStatus>(rejected), std::make_shared<const ObjectStatus>(gone)};
+  ExplainRequest request = Request("greeter", "", {{"env", "prod"}});
+  AddSourceStatuses(statuses, &request);
+  EXPECT_THAT(request.serving_previous, SizeIs(1));
+  absl::StatusOr<ExplainResult> result = Explain(*snapshot, request);
+  ASSERT_THAT(result.status(), IsOk());
+  EXPECT_TRUE(result->complete());
+  const ExplainNode& route = result->root.children[0];
+  EXPECT_EQ(route.serving_previous, "spec.variants[1].resource: unknown field");
+  EXPECT_EQ(result->root.serving_previous, "");
+  EXPECT_EQ(route.children[0].serving_previous, "");
+  const std::string text = ExplainToText(*result);
+  EXPECT_THAT(text, HasSubstr("of demo/route (its previous revision: the latest is rejected: "
+                              "spec.variants[1].resource: unknown field), version "));
+  absl::StatusOr<ExplainResult> back = ExplainFromJson(ExplainToJson(*result));
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(ExplainToText(*back), text);
+}
+
+TEST(ExplainTest, FollowsARelaysCachedVariantsAndNamesWhatIsNotCached) {
+  // A relay's cache holds what upstream sent, without the references a
+  // build derives: here only the listener.
+  auto built = Build();
+  const ServedResource* listener = built->Find(ListenerType(), "greeter");
+  ASSERT_NE(listener, nullptr);
+  auto cached = std::make_shared<ServedResource>(*listener);
+  cached->owner = {};
+  for (auto& variant : cached->variants) {
+    auto copy = std::make_shared<Variant>();
+    copy->type = variant->type;
+    copy->name = variant->name;
+    copy->label = variant->label;
+    copy->constraints = variant->constraints;
+    copy->serialized = variant->serialized;
+    copy->version = variant->version;
+    variant = copy;
+  }
+  auto relay = Snapshot::Derive(*Snapshot::EmptyPartial(), {cached}, {});
+  ExplainResult result = ExplainFor(*relay, {{"env", "prod"}});
+  EXPECT_TRUE(result.partial);
+  EXPECT_FALSE(result.complete());
+  EXPECT_EQ(result.root.status, Status::kSelected);
+  ASSERT_THAT(result.root.children, SizeIs(1));
+  EXPECT_EQ(result.root.children[0].type, "route");
+  EXPECT_EQ(result.root.children[0].status, Status::kNotCached);
+  EXPECT_THAT(result.problems, ElementsAre(HasSubstr("route \"greeter\"")));
+  EXPECT_THAT(ExplainToText(result), HasSubstr("not cached"));
+}
+
 constexpr char kFaultType[] =
     "type.googleapis.com/envoy.extensions.filters.http.fault.v3.HTTPFault";
 
