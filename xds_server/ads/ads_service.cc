@@ -473,6 +473,7 @@ class Core final : public AdsService::StreamCore {
       waiting_for_budget_ = true;
     } else {
       Plan plan;
+      state_.set_now(absl::Now());  // When the client becomes stale, for /clients.
       const bool due = state_.NextResponse(&plan, &next->record);
       ReportAuthoritiesLocked();  // Even without a response: silent removals.
       if (!due) {
@@ -802,11 +803,14 @@ ClientStatusReport AdsService::ClientStatuses(const ClientStatusQuery& query) co
   ClientStatusReport report;
   size_t budget = query.max_bytes;
   for (const auto& core : cores) {
+    if (core->id() <= query.after_stream_id) continue;
     ClientStatus client;
     bool fits = true;
     if (!core->Describe(query, &client, &budget, &fits)) continue;
     if (!fits) {
       ++report.omitted_clients;
+      // A page ends here: the clients after it only count (none fits now).
+      if (query.prefix_only) budget = 0;
       continue;
     }
     report.omitted_resources += client.omitted_resources;

@@ -1,12 +1,15 @@
 #include "xds_server/ads/client_status.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "xds_server/common/struct_json.h"
+#include "xds_server/resources/resource_type.h"
 
 namespace facet::xds {
 namespace {
@@ -136,46 +139,101 @@ ClientConfig ToClientConfig(const ClientStatus& client) {
   return config;
 }
 
-std::string ReportToJson(const ClientStatusReport& report) {
+std::string ClientToJson(const ClientStatus& client) {
+  Struct entry;
+  auto& e = *entry.mutable_fields();
+  e["stream_id"] = NumberValue(static_cast<double>(client.stream_id));
+  e["peer"] = StringValue(client.peer);
+  e["protocol"] = StringValue(client.delta ? "delta" : "SotW");
+  e["node_id"] = StringValue(client.node.id());
+  auto& parameters = *e["parameters"].mutable_struct_value()->mutable_fields();
+  for (const auto& [key, value] : client.parameters) parameters[key] = StringValue(value);
+  auto& resources = *e["resources"].mutable_list_value();
+  for (const ResourceStatus& resource : client.resources) {
+    Value value;
+    auto& r = *value.mutable_struct_value()->mutable_fields();
+    const ResourceType* type = FindResourceType(resource.type_url);
+    r["type"] = StringValue(type != nullptr ? std::string(type->alias()) : resource.type_url);
+    r["name"] = StringValue(resource.name);
+    r["version"] = StringValue(resource.version);
+    r["status"] = StringValue(std::string(StateName(resource.state)));
+    r["object"] = StringValue(resource.object);
+    r["variant"] = StringValue(resource.variant);
+    r["constraints"] = StringValue(resource.constraints);
+    if (resource.state == ResourceStatus::State::kNacked) {
+      r["nacked_version"] = StringValue(resource.nacked_version);
+      r["error_detail"] =
+          StringValue(resource.error_detail == nullptr ? "" : *resource.error_detail);
+    }
+    if (resource.stale_since.has_value()) {
+      r["stale_since"] = StringValue(
+          absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", *resource.stale_since, absl::UTCTimeZone()));
+    }
+    *resources.add_values() = std::move(value);
+  }
+  // The CSDS message in its proto3 JSON form, nested as a value.
   google::protobuf::util::JsonPrintOptions print;
   print.preserve_proto_field_names = true;
-  Struct root;
-  auto& fields = *root.mutable_fields();
-  auto& clients = *fields["clients"].mutable_list_value();
-  for (const ClientStatus& client : report.clients) {
-    Value entry;
-    auto& e = *entry.mutable_struct_value()->mutable_fields();
-    e["stream_id"] = NumberValue(static_cast<double>(client.stream_id));
-    e["peer"] = StringValue(client.peer);
-    e["protocol"] = StringValue(client.delta ? "delta" : "SotW");
-    // The CSDS message in its proto3 JSON form, nested as a value.
-    std::string config_json;
-    (void)google::protobuf::util::MessageToJsonString(ToClientConfig(client), &config_json,
-                                                      print);
-    (void)google::protobuf::util::JsonStringToMessage(config_json, &e["client_config"]);
-    e["omitted_resources"] = NumberValue(static_cast<double>(client.omitted_resources));
-    *clients.add_values() = std::move(entry);
-  }
-  fields["omitted_clients"] = NumberValue(static_cast<double>(report.omitted_clients));
-  fields["omitted_resources"] = NumberValue(static_cast<double>(report.omitted_resources));
-  if (report.truncated) fields["truncated"].set_bool_value(true);
-  return json::MessageToJson(root, /*pretty=*/true);
+  std::string config_json;
+  (void)google::protobuf::util::MessageToJsonString(ToClientConfig(client), &config_json, print);
+  (void)google::protobuf::util::JsonStringToMessage(config_json, &e["client_config"]);
+  e["omitted_resources"] = NumberValue(static_cast<double>(client.omitted_resources));
+  return json::MessageToJson(entry, /*pretty=*/false);
+}
+
+std::string ReportToJson(const ClientStatusReport& report) {
+  return ReportToJson(report, std::numeric_limits<size_t>::max());
 }
 
 std::string ReportToJson(ClientStatusReport report, size_t max_bytes) {
-  std::string json = ReportToJson(report);
-  while (json.size() > max_bytes && !report.clients.empty()) {
-    // Keep the share of clients that fits, less a tenth for the margin
-    // between clients' sizes; at least one fewer each round.
-    const size_t clients = report.clients.size();
-    const size_t keep = std::min(clients - 1, static_cast<size_t>(static_cast<double>(clients) *
-                                                                  0.9 * max_bytes / json.size()));
-    report.omitted_clients += static_cast<int64_t>(clients - keep);
-    report.clients.resize(keep);
-    report.truncated = true;
-    json = ReportToJson(report);
+  const size_t count = report.clients.size();
+  // The document's end when its first `kept` clients are kept (written here,
+  // the clients being JSON already; keys sorted, as in every client).
+  auto tail = [&report, count](size_t kept) {
+    const int64_t omitted = report.omitted_clients + static_cast<int64_t>(count - kept);
+    std::string out = kept > 0 ? "\n]" : "]";
+    if (omitted > 0 && kept > 0) {
+      absl::StrAppend(&out, ",\"next_after\":", report.clients[kept - 1].stream_id);
+    }
+    absl::StrAppend(&out, ",\"omitted_clients\":", omitted,
+                    ",\"omitted_resources\":", report.omitted_resources);
+    if (report.truncated || kept < count) out += ",\"truncated\":true";
+    out += "}";
+    return out;
+  };
+  std::string out = "{\"clients\":[";
+  size_t kept = 0;
+  for (; kept < count; ++kept) {
+    std::string entry = ClientToJson(report.clients[kept]);
+    // Whether the document fits with this client and none after it.
+    auto fits = [&] {
+      return out.size() + (kept == 0 ? 1 : 2) + entry.size() + tail(kept + 1).size() <= max_bytes;
+    };
+    if (kept == 0) {
+      // Alone too large: keep the share of its resources that fits, less a
+      // tenth for the margin between their sizes; at least one fewer each
+      // round.
+      ClientStatus& client = report.clients[0];
+      while (!fits() && !client.resources.empty()) {
+        const size_t frame = out.size() + 1 + tail(1).size();
+        const double room = max_bytes > frame ? static_cast<double>(max_bytes - frame) : 0;
+        const size_t resources = client.resources.size();
+        const size_t keep = std::min(
+            resources - 1, static_cast<size_t>(static_cast<double>(resources) * 0.9 * room /
+                                               static_cast<double>(entry.size())));
+        const auto dropped = static_cast<int64_t>(resources - keep);
+        client.omitted_resources += dropped;
+        report.omitted_resources += dropped;
+        client.resources.resize(keep);
+        report.truncated = true;
+        entry = ClientToJson(client);
+      }
+    }
+    if (!fits()) break;
+    absl::StrAppend(&out, kept == 0 ? "\n" : ",\n", entry);
   }
-  return json;
+  out += tail(kept);
+  return out;
 }
 
 }  // namespace facet::xds

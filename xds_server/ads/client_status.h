@@ -6,11 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "envoy/config/core/v3/base.pb.h"
 #include "envoy/service/status/v3/csds.pb.h"
 #include "xds_server/constraints/constraints.h"
@@ -39,6 +41,16 @@ struct ResourceStatus {
   // detail (shared by every resource of the NACKed response).
   std::string nacked_version;
   std::shared_ptr<const std::string> error_detail;
+  // The object serving the name now ("namespace/name"; "" when nothing
+  // serves it), and the label and canonical constraints ("" when
+  // unconstrained) of the variant the client holds ("" when none).
+  std::string object;
+  std::string variant;
+  std::string constraints;
+  // Set while the client has not ACKed the last response carrying the
+  // resource (in flight, or NACKed): when the first response it has not
+  // ACKed since was sent.
+  std::optional<absl::Time> stale_since;
 };
 
 // One connected client (one ADS stream).
@@ -58,6 +70,12 @@ struct ClientStatusQuery {
   // Only the client(s) whose node id is exactly this; every client when unset.
   bool filter_node_id = false;
   std::string node_id;
+  // Only the clients of streams with a greater id (the next page).
+  uint64_t after_stream_id = 0;
+  // When set, the first client that does not fit ends the report (the rest
+  // are counted as omitted), so that the report is a page the next one
+  // continues; otherwise later clients that fit are still reported.
+  bool prefix_only = false;
   // Stop adding clients and resources once the estimated size of the
   // report reaches this many bytes.
   size_t max_bytes = 4 << 20;
@@ -101,16 +119,27 @@ absl::StatusOr<ClientStatusQuery> QueryFromRequest(
 // added to the metadata) and one GenericXdsConfig per resource.
 envoy::service::status::v3::ClientConfig ToClientConfig(const ClientStatus& client);
 
-// Returns the report as JSON for the admin port's /clients: {"clients":
-// [{"stream_id", "peer", "protocol", "client_config": the ToClientConfig
-// message in proto3 JSON, "omitted_resources"}], "omitted_clients",
-// "omitted_resources"}.
+// Returns one client as /clients reports it, as JSON without whitespace:
+// {"client_config": the ToClientConfig message in proto3 JSON, "node_id",
+// "omitted_resources", "parameters", "peer", "protocol", "resources": [{
+// "constraints", "name", "object", "status", "type", "variant", "version",
+// and "error_detail", "nacked_version" when NACKED, "stale_since" (RFC 3339,
+// UTC) when stale}], "stream_id"}. Keys are sorted.
+std::string ClientToJson(const ClientStatus& client);
+
+// Returns the report as JSON for the admin port's /clients: {"clients": [one
+// ClientToJson a line], "next_after" (when clients were left out: the last
+// stream id reported, for ?after=), "omitted_clients", "omitted_resources",
+// "truncated" (when set)}. Keys are sorted.
 std::string ReportToJson(const ClientStatusReport& report);
 
 // Returns ReportToJson of `report` cut to at most `max_bytes` (the query's
 // byte bound is an estimate of the CSDS encoding, and JSON is larger): the
-// last clients are left out and counted in "omitted_clients", and
-// "truncated": true says so. A report of no clients is never cut.
+// clients that do not fit, from the first one that does not on, are left out
+// and counted in "omitted_clients", and "truncated": true says so (a first
+// client too large alone keeps the resources that fit, the rest counted in
+// its "omitted_resources"). A report of no clients is never cut. Costs one
+// ClientToJson per client kept, and one more.
 std::string ReportToJson(ClientStatusReport report, size_t max_bytes);
 
 // Returns the CSDS name of a state: "ACKED", "NACKED", "REQUESTED",

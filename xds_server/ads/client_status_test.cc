@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/ads/ads_service.h"
@@ -188,6 +189,55 @@ TEST_F(ClientStatusTest, FullStateNackMarksOnlyTheChangedResource) {
   EXPECT_NE(status.resources[0].nacked_version, before.resources[0].version);
   EXPECT_EQ(status.resources[1].name, "f");
   EXPECT_EQ(status.resources[1].state, State::kAcked);
+}
+
+TEST_F(ClientStatusTest, NamesTheObjectAndVariantAndSinceWhenTheClientIsStale) {
+  const absl::Time t1 = absl::FromUnixSeconds(1000);
+  const absl::Time t2 = absl::FromUnixSeconds(2000);
+  const absl::Time t3 = absl::FromUnixSeconds(3000);
+  Request(WithNode(Sotw(kEds, {"e", "f", "missing"})));
+  ClientStatus before = Describe();
+  ASSERT_EQ(before.resources.size(), 3u);
+  // Nothing held yet: the object that serves it, no variant, not stale.
+  EXPECT_EQ(before.resources[0].object, "demo/e-endpoints");
+  EXPECT_EQ(before.resources[0].variant, "");
+  EXPECT_EQ(before.resources[0].stale_since, std::nullopt);
+  EXPECT_EQ(before.resources[2].object, "");
+
+  state_.set_now(t1);
+  std::string nonce = Drain();
+  ClientStatus sent = Describe();
+  ASSERT_EQ(sent.resources.size(), 3u);
+  EXPECT_EQ(sent.resources[0].object, "demo/e-endpoints");
+  EXPECT_EQ(sent.resources[0].variant, "v0");
+  EXPECT_EQ(sent.resources[0].constraints, "env=prod");
+  EXPECT_EQ(sent.resources[0].stale_since, t1);  // In flight since t1.
+  EXPECT_EQ(sent.resources[1].object, "demo/f-endpoints");
+  EXPECT_EQ(sent.resources[1].constraints, "");  // Unconstrained.
+  EXPECT_EQ(sent.resources[2].stale_since, std::nullopt);  // Does not exist.
+
+  Request(Sotw(kEds, {"e", "f", "missing"}, nonce));
+  ClientStatus acked = Describe();
+  EXPECT_EQ(acked.resources[0].state, State::kAcked);
+  EXPECT_EQ(acked.resources[0].stale_since, std::nullopt);
+
+  // A new "e" at t2 is NACKed; resent at t3, the client is stale since t2.
+  state_.SetSnapshot(Serve(/*prod_port=*/5));
+  state_.set_now(t2);
+  nonce = Drain();
+  Request(Sotw(kEds, {"e", "f", "missing"}, nonce, "bad e"));
+  ClientStatus nacked = Describe();
+  EXPECT_EQ(nacked.resources[0].state, State::kNacked);
+  EXPECT_EQ(nacked.resources[0].stale_since, t2);
+  EXPECT_EQ(nacked.resources[1].state, State::kAcked);
+  state_.SetSnapshot(Serve(/*prod_port=*/6));
+  state_.set_now(t3);
+  nonce = Drain();
+  ClientStatus resent = Describe();
+  EXPECT_EQ(resent.resources[0].state, State::kRequested);
+  EXPECT_EQ(resent.resources[0].stale_since, t2);
+  Request(Sotw(kEds, {"e", "f", "missing"}, nonce));
+  EXPECT_EQ(Describe().resources[0].stale_since, std::nullopt);
 }
 
 TEST_F(ClientStatusTest, KeepsABoundedDetailCutAtACharacterBoundary) {
@@ -381,9 +431,46 @@ TEST(ToClientConfigTest, CarriesParametersAndNackState) {
   report.clients.push_back(client);
   report.omitted_clients = 2;
   const std::string json = ReportToJson(report);
-  EXPECT_THAT(json, HasSubstr("\"omitted_clients\": 2"));
-  EXPECT_THAT(json, HasSubstr("\"client_status\": \"NACKED\""));
+  EXPECT_THAT(json, HasSubstr("\"omitted_clients\":2"));
+  EXPECT_THAT(json, HasSubstr("\"client_status\":\"NACKED\""));
   EXPECT_THAT(json, HasSubstr("\"facet.dev/parameters\""));
+}
+
+TEST(ClientStatusJsonTest, ListsEachResourceWithItsObjectVariantAndState) {
+  ClientStatus client;
+  client.stream_id = 7;
+  client.peer = "ipv4:127.0.0.1:5000";
+  client.node = Node();
+  client.parameters = {{"env", "prod"}};
+  ResourceStatus acked{kEds, "e", "v1", State::kAcked, "", nullptr};
+  acked.object = "demo/e-endpoints";
+  acked.variant = "prod";
+  acked.constraints = "env=prod";
+  ResourceStatus nacked{kCds, "f", "v2", State::kNacked, "v3",
+                        std::make_shared<const std::string>("bad \"f\"")};
+  nacked.object = "demo/f-cluster";
+  nacked.variant = "variants[0]";
+  nacked.stale_since = absl::FromUnixMillis(1'700'000'000'123);
+  client.resources = {acked, nacked};
+  const std::string json = ClientToJson(client);
+  EXPECT_THAT(json, HasSubstr(R"({"constraints":"env=prod","name":"e","object":"demo/e-endpoints",)"
+                              R"("status":"ACKED","type":"endpoint","variant":"prod","version":"v1"})"));
+  EXPECT_THAT(json, HasSubstr(R"({"constraints":"","error_detail":"bad \"f\"",)"
+                              R"("nacked_version":"v3","name":"f","object":"demo/f-cluster",)"
+                              R"("stale_since":"2023-11-14T22:13:20.123Z","status":"NACKED",)"
+                              R"("type":"cluster","variant":"variants[0]","version":"v2"})"));
+  EXPECT_THAT(json, HasSubstr(R"("node_id":"client-1")"));
+  EXPECT_THAT(json, HasSubstr(R"("parameters":{"env":"prod"})"));
+  // Keys are sorted at every level, the node's metadata included, and the
+  // same report prints the same bytes.
+  EXPECT_LT(json.find("\"client_config\""), json.find("\"node_id\""));
+  EXPECT_LT(json.find("\"resources\""), json.find("\"stream_id\""));
+  EXPECT_LT(json.find("\"env\":\"prod\""), json.find("\"facet.dev/parameters\""));
+  EXPECT_EQ(ClientToJson(client), json);
+  ClientStatusReport report;
+  report.clients = {client, client};
+  EXPECT_EQ(ReportToJson(report), absl::StrCat("{\"clients\":[\n", json, ",\n", json,
+                                               "\n],\"omitted_clients\":0,\"omitted_resources\":0}"));
 }
 
 TEST(ClientStatusJsonTest, IsCutToItsByteBoundSayingSo) {
@@ -402,14 +489,28 @@ TEST(ClientStatusJsonTest, IsCutToItsByteBoundSayingSo) {
   const size_t bound = whole / 3;
   const std::string cut = ReportToJson(report, bound);
   EXPECT_LE(cut.size(), bound);
-  EXPECT_GT(cut.size(), bound / 2);
-  EXPECT_THAT(cut, HasSubstr("\"truncated\": true"));
+  EXPECT_GT(cut.size(), bound * 9 / 10);
+  EXPECT_THAT(cut, HasSubstr("\"truncated\":true"));
   EXPECT_THAT(cut, Not(HasSubstr("\"client-199\"")));
   EXPECT_THAT(cut, HasSubstr("\"client-0\""));
+  // The page says where the next one starts: after the last client kept.
+  const size_t last = cut.rfind("\"stream_id\":");
+  const size_t next = cut.find("\"next_after\":");
+  ASSERT_NE(next, std::string::npos);
+  EXPECT_EQ(cut.substr(last + 12, cut.find('}', last) - last - 12),
+            cut.substr(next + 13, cut.find(',', next) - next - 13));
+  // A first client too large alone keeps the resources that fit.
+  const std::string one = ReportToJson(report, 2000);
+  EXPECT_LE(one.size(), 2000u);
+  EXPECT_THAT(one, HasSubstr("\"client-0\""));
+  EXPECT_THAT(one, HasSubstr("\"next_after\":0"));
+  EXPECT_THAT(one, HasSubstr("\"truncated\":true"));
+  EXPECT_THAT(one, Not(HasSubstr("\"omitted_resources\":0,\"parameters\"")));
   // Within its bound, a report is whole.
   const std::string kept = ReportToJson(report, whole);
   EXPECT_EQ(kept.size(), whole);
   EXPECT_THAT(kept, Not(HasSubstr("truncated")));
+  EXPECT_THAT(kept, Not(HasSubstr("next_after")));
 }
 
 }  // namespace

@@ -599,15 +599,23 @@ void StreamState::NoteNack(TypeState& state, const std::vector<std::string>& sus
 }
 
 void StreamState::NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
-                           bool full_state) {
+                           bool full_state) const {
   state.last_sent = number;
+  const uint64_t answered = state.answered;
+  auto sent = [&](NameState& ns) {
+    // Stale already: a response carrying it is in flight, or was NACKED.
+    const bool stale =
+        ns.sent_in > answered || (ns.nacked_in != 0 && ns.nacked_in >= ns.sent_in);
+    if (!stale) ns.unacked_since = now_;
+    ns.sent_in = number;
+  };
   if (full_state) {
-    for (auto& [name, ns] : state.names) ns.sent_in = number;
+    for (auto& [name, ns] : state.names) sent(ns);
     return;
   }
   for (const std::string& name : names) {
     auto it = state.names.find(name);
-    if (it != state.names.end()) it->second.sent_in = number;
+    if (it != state.names.end()) sent(it->second);
   }
 }
 
@@ -633,6 +641,8 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
   for (const auto& [url, state] : types_) {
     for (const auto& [name, ns] : state.names) {
       if (access != nullptr && !access->MayRead(name, query->reader)) continue;
+      const ServedResource* resource = snapshot_ == nullptr ? nullptr : Lookup(state, name);
+      if (resource != nullptr && resource->owner.name.empty()) resource = nullptr;  // A relay's.
       if (ns.held.empty()) {
         if (ns.subscriptions.empty()) continue;  // Wildcard-covered, nothing held.
         bool answered = !HasUnknown(state, ns, name);
@@ -640,6 +650,7 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
         ResourceStatus status;
         status.type_url = url;
         status.name = name;
+        if (resource != nullptr) status.object = resource->owner.ToString();
         status.state =
             answered ? ResourceStatus::State::kDoesNotExist : ResourceStatus::State::kRequested;
         add(std::move(status));
@@ -650,14 +661,21 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
         status.type_url = url;
         status.name = name;
         status.version = held.variant->version;
+        if (resource != nullptr) status.object = resource->owner.ToString();
+        status.variant = held.variant->label;
+        if (!held.variant->constraints.unconstrained()) {
+          status.constraints = held.variant->constraints.ToString();
+        }
         if (ns.nacked_in != 0 && ns.nacked_in >= ns.sent_in) {
           status.state = ResourceStatus::State::kNacked;
           status.nacked_version = ns.nacked_version;
           status.error_detail = ns.nack_detail;
+          status.stale_since = ns.unacked_since;
         } else if (ns.sent_in <= state.answered) {
           status.state = ResourceStatus::State::kAcked;
         } else {
           status.state = ResourceStatus::State::kRequested;
+          status.stale_since = ns.unacked_since;
         }
         add(std::move(status));
       }

@@ -26,6 +26,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/ads/client_status.h"
 #include "xds_server/ads/parameter_mapping.h"
@@ -244,7 +245,9 @@ class StreamState {
   // subscriptions. Call before the first request.
   void SetQuota(SubscriptionQuota* quota) { quota_ = quota; }
   // Sets out's node and parameters and appends the status of every resource
-  // subscribed or held to `out->resources`, while `*budget` lasts: the node
+  // subscribed or held to `out->resources` (with the object serving it in the
+  // current snapshot, the held variant's label and constraints, and since
+  // when the client is stale), while `*budget` lasts: the node
   // costs its encoded size, each resource EstimatedBytes, and resources that
   // no longer fit are counted in out->omitted_resources. Returns false, with
   // nothing charged, when the node alone does not fit. O(names held or
@@ -252,6 +255,11 @@ class StreamState {
   // not read are left out.
   bool DescribeClient(ClientStatus* out, size_t* budget,
                       const ClientStatusQuery* query = nullptr) const;
+
+  // Sets the time of the responses built from now on (NextResponse), which
+  // DescribeClient reports as when a client became stale. The owner sets it
+  // before each NextResponse; the Unix epoch until then.
+  void set_now(absl::Time now) { now_ = now; }
 
   // Bytes of a NACK's error detail kept for DescribeClient (cut at a UTF-8
   // character boundary).
@@ -293,6 +301,9 @@ class StreamState {
     uint64_t nacked_in = 0;
     std::string nacked_version;
     std::shared_ptr<const std::string> nack_detail;
+    // When the first response carrying the name that the client has not
+    // ACKed since was sent (meaningful while one is in flight or NACKed).
+    absl::Time unacked_since;
   };
   struct TypeState {
     std::string type_url;
@@ -394,9 +405,9 @@ class StreamState {
   void NumberResponse(TypeState& state, const std::set<std::string>& names, bool full_state,
                       PushRecord* record);
   // Records, for DescribeClient, that the response `state` just sent carried
-  // `names`.
-  static void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
-                       bool full_state);
+  // `names` (at now_).
+  void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
+                bool full_state) const;
   // Whether some type has names to re-examine or answers due.
   bool HasPendingWork() const;
   TypeState* PickNext(bool* removal_phase);
@@ -438,6 +449,7 @@ class StreamState {
   int64_t subscribed_bytes_ = 0;
   SubscriptionQuota* quota_ = nullptr;
   uint64_t nonce_counter_ = 0;
+  absl::Time now_ = absl::UnixEpoch();  // See set_now.
   // A type's first request carried a version_info to resume from.
   bool resume_pending_ = false;
 };
