@@ -291,6 +291,10 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     }
     spdlog::info("manifests: {} removed; its {} objects are withdrawn", Logged(path),
                  it->second.objects.size());
+    {
+      absl::MutexLock lock(&mu_);
+      unparsed_.erase(path);
+    }
     const auto objects = std::move(it->second.objects);
     files_.erase(it);
     for (const auto& [ref, fingerprint] : objects) Undefine(ref, path);
@@ -316,6 +320,15 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     }
   }
   state.stamp = stamp;
+  {
+    absl::MutexLock lock(&mu_);
+    unparsed_.erase(path);
+    for (const ManifestProblem& problem : read.problems) {
+      if (problem.kind != ManifestProblem::Kind::kUnreadable) continue;
+      unparsed_.emplace(path, UnparsedFile{path, problem.line, problem.column, problem.message});
+      break;
+    }
+  }
   if (read.unreadable) {
     state.held.reset();  // Removals are decided by the next good read.
     return;              // Keeps the objects of its last good read.
@@ -583,6 +596,12 @@ std::vector<ManifestDirSource::GatewayObjectReport> ManifestDirSource::gateway_o
   out.reserve(gateway_objects_.size());
   for (const auto& [ref, report] : gateway_objects_) out.push_back(report);
   return out;
+}
+
+std::map<std::string, ManifestDirSource::UnparsedFile> ManifestDirSource::unparsed_files()
+    const {
+  absl::MutexLock lock(&mu_);
+  return unparsed_;
 }
 
 ManifestDirSource::Stats ManifestDirSource::stats() const {

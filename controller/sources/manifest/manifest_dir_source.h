@@ -115,6 +115,16 @@ class ManifestDirSource {
   // Returns every Gateway API object the directory defines, sorted by
   // reference.
   std::vector<GatewayObjectReport> gateway_objects() const;
+  // A file whose last read is unreadable (not valid YAML, or too large):
+  // its last good read keeps serving.
+  struct UnparsedFile {
+    std::string path;
+    int line = 0;  // 1-based; 0 when not known (and column).
+    int column = 0;
+    std::string message;
+  };
+  // Returns the files whose last read is unreadable, by path.
+  std::map<std::string, UnparsedFile> unparsed_files() const;
   // Returns how many snapshots were built.
   int64_t builds() const { return stats().builds; }
   Stats stats() const;
@@ -199,6 +209,7 @@ class ManifestDirSource {
   mutable absl::Mutex mu_;
   Stats stats_ ABSL_GUARDED_BY(mu_);  // Its PublishStats part is the publisher's.
   std::map<xds::ObjectRef, GatewayObjectReport> gateway_objects_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, UnparsedFile> unparsed_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopping_{false};
   std::thread worker_;
 };

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -281,6 +282,19 @@ TEST_F(ManifestDirSourceTest, InvalidEditsKeepTheLastGoodVersion) {
     }
   }
   EXPECT_TRUE(a_rejected_but_serving);
+  // The file that does not parse is listed, where and why, until it does.
+  const std::map<std::string, ManifestDirSource::UnparsedFile> unparsed =
+      source->unparsed_files();
+  ASSERT_EQ(unparsed.size(), 1u);
+  const ManifestDirSource::UnparsedFile& b = unparsed.begin()->second;
+  EXPECT_EQ(unparsed.begin()->first, (dir_ / "b.yaml").string());
+  EXPECT_EQ(b.path, (dir_ / "b.yaml").string());
+  EXPECT_GT(b.line, 0);
+  EXPECT_GT(b.column, 0);
+  EXPECT_FALSE(b.message.empty());
+  Write("b.yaml", Endpoints("b", 6));
+  EXPECT_TRUE(published.WaitFor([](const xds::Snapshot& s) { return PortOf(s, "b") == 6; }));
+  EXPECT_THAT(source->unparsed_files(), ::testing::IsEmpty());
 }
 
 TEST_F(ManifestDirSourceTest, FilesOverAnInputBoundKeepTheirLastGoodObjects) {

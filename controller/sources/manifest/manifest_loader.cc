@@ -151,7 +151,7 @@ ManifestFile ParseManifestText(absl::string_view text, const std::string& path,
     file.problems.push_back(
         {ManifestProblem::Kind::kUnreadable,
          at.line > 0 ? absl::StrCat(path, ":", at.line, ":", at.column) : path,
-         read.error->message});
+         read.error->message, at.line, at.column});
     return file;
   }
   std::map<xds::ObjectRef, std::string> seen;

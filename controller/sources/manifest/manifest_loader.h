@@ -29,6 +29,9 @@ struct ManifestProblem {
   Kind kind;
   std::string location;  // "path", "path:line" or "path:line:column".
   std::string message;
+  // Where in the file, when known (1-based; 0: not known).
+  int line = 0;
+  int column = 0;
 };
 
 struct ManifestSet {
