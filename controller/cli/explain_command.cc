@@ -2,6 +2,13 @@
 
 #include <httplib.h>  // Feature macros come from pkg-config (controller/kubernetes/webhook).
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <utility>
 
@@ -133,11 +140,8 @@ bool ExplainManifests(const Args& args, xds::ExplainRequest request, xds::Explai
     const xds::ResourceType* type = xds::FindResourceType(object->second->spec->type);
     if (type == nullptr) continue;
     std::string why = status.ref.ToString();
-    for (const xds::Finding& finding : status.findings) {
-      if (finding.severity != xds::Severity::kError) continue;
-      absl::StrAppend(&why, ": ", finding.field.empty() ? "" : finding.field + ": ",
-                      finding.message);
-      break;
+    if (std::string reason = xds::RejectionReason(status); !reason.empty()) {
+      absl::StrAppend(&why, ": ", reason);
     }
     request.rejected[{std::string(type->alias()), status.served_name}] = why;
   }
@@ -148,6 +152,94 @@ bool ExplainManifests(const Args& args, xds::ExplainRequest request, xds::Explai
   }
   *result = *std::move(explained);
   return true;
+}
+
+// The host and port of an http(s) URL (the scheme's port when it gives
+// none).
+struct UrlAddress {
+  std::string host;
+  std::string port;
+};
+UrlAddress AddressOf(absl::string_view url) {
+  const bool https = absl::StartsWith(url, "https://");
+  absl::string_view authority = url.substr(url.find("://") + 3);
+  authority = authority.substr(0, authority.find_first_of("/?#"));
+  UrlAddress address{std::string(authority), https ? "443" : "80"};
+  const size_t close = authority.rfind(']');
+  const size_t colon = authority.rfind(':');
+  if (absl::StartsWith(authority, "[") && close != absl::string_view::npos) {
+    address.host = std::string(authority.substr(1, close - 1));
+    if (colon != absl::string_view::npos && colon > close) {
+      address.port = std::string(authority.substr(colon + 1));
+    }
+  } else if (colon != absl::string_view::npos) {
+    address.host = std::string(authority.substr(0, colon));
+    address.port = std::string(authority.substr(colon + 1));
+  }
+  return address;
+}
+
+// Returns why a TCP connection to the admin port of `url` fails, as the
+// system says it ("connect to 127.0.0.1:1: Connection refused"), or "" when
+// one succeeds now: httplib only says that it could not connect.
+std::string ConnectFailure(absl::string_view url) {
+  const UrlAddress address = AddressOf(url);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(address.host.c_str(), address.port.c_str(), &hints, &found);
+      rc != 0) {
+    return absl::StrCat("cannot resolve \"", address.host, "\": ", gai_strerror(rc));
+  }
+  std::string failure;
+  for (const addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                          a->ai_protocol);
+    int error = fd < 0 ? errno : 0;
+    if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+      error = errno;
+      if (error == EINPROGRESS) {
+        pollfd ready{fd, POLLOUT, 0};
+        error = ETIMEDOUT;
+        if (poll(&ready, 1, /*timeout=*/5000) == 1) {
+          socklen_t length = sizeof(error);
+          if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) error = errno;
+        }
+      }
+    }
+    if (fd >= 0) close(fd);
+    if (error == 0) {
+      failure.clear();
+      break;
+    }
+    char host[NI_MAXHOST] = "";
+    char port[NI_MAXSERV] = "";
+    getnameinfo(a->ai_addr, a->ai_addrlen, host, sizeof(host), port, sizeof(port),
+                NI_NUMERICHOST | NI_NUMERICSERV);
+    if (!failure.empty()) absl::StrAppend(&failure, "; ");
+    absl::StrAppend(&failure, "connect to ",
+                    a->ai_family == AF_INET6 ? absl::StrCat("[", host, "]") : std::string(host),
+                    ":", port, ": ", std::strerror(error));
+  }
+  freeaddrinfo(found);
+  return failure;
+}
+
+// Returns the whole reason a request to `url` failed with `error`.
+std::string RequestFailure(absl::string_view url, httplib::Error error, httplib::Client& client) {
+  std::string text = httplib::to_string(error);
+  if (error == httplib::Error::Connection || error == httplib::Error::ConnectionTimeout) {
+    if (std::string failure = ConnectFailure(url); !failure.empty()) {
+      return absl::StrCat(failure, " (", text, ")");
+    }
+  }
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (error == httplib::Error::SSLServerVerification) {
+    absl::StrAppend(&text, ": ",
+                    X509_verify_cert_error_string(client.get_openssl_verify_result()));
+  }
+#endif
+  return text;
 }
 
 // Asks a running server's /explain; returns false (after writing why to
@@ -170,7 +262,7 @@ bool ExplainOnline(const Args& args, xds::ExplainResult* result, std::ostream& e
   httplib::Result response = client.Get("/explain", params, httplib::Headers());
   if (!response) {
     err << "facet explain: --server " << args.server << ": "
-        << httplib::to_string(response.error()) << "\n";
+        << RequestFailure(args.server, response.error(), client) << "\n";
     return false;
   }
   if (response->status != 200) {
