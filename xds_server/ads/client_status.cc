@@ -171,14 +171,14 @@ std::string ClientToJson(const ClientStatus& client) {
     }
     *resources.add_values() = std::move(value);
   }
-  // The CSDS message in its proto3 JSON form, nested as a value.
-  google::protobuf::util::JsonPrintOptions print;
-  print.preserve_proto_field_names = true;
-  std::string config_json;
-  (void)google::protobuf::util::MessageToJsonString(ToClientConfig(client), &config_json, print);
-  (void)google::protobuf::util::JsonStringToMessage(config_json, &e["client_config"]);
   e["omitted_resources"] = NumberValue(static_cast<double>(client.omitted_resources));
-  return json::MessageToJson(entry, /*pretty=*/false);
+  // The CSDS message in its proto3 JSON form (fields in field order, map
+  // keys sorted), put first: "client_config" sorts before every other key.
+  // Printed once, not parsed back into the Struct and printed again.
+  std::string rest = json::MessageToJson(entry, /*pretty=*/false);
+  return absl::StrCat("{\"client_config\":",
+                      json::MessageToJson(ToClientConfig(client), /*pretty=*/false), ",",
+                      absl::string_view(rest).substr(1));
 }
 
 std::string ReportToJson(const ClientStatusReport& report) {

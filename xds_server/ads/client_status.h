@@ -120,11 +120,13 @@ absl::StatusOr<ClientStatusQuery> QueryFromRequest(
 envoy::service::status::v3::ClientConfig ToClientConfig(const ClientStatus& client);
 
 // Returns one client as /clients reports it, as JSON without whitespace:
-// {"client_config": the ToClientConfig message in proto3 JSON, "node_id",
+// {"client_config": the ToClientConfig message in proto3 JSON (its fields in
+// field order, map keys sorted), "node_id",
 // "omitted_resources", "parameters", "peer", "protocol", "resources": [{
 // "constraints", "name", "object", "status", "type", "variant", "version",
 // and "error_detail", "nacked_version" when NACKED, "stale_since" (RFC 3339,
-// UTC) when stale}], "stream_id"}. Keys are sorted.
+// UTC) when stale}], "stream_id"}. Keys are sorted (but within
+// client_config).
 std::string ClientToJson(const ClientStatus& client);
 
 // Returns the report as JSON for the admin port's /clients: {"clients": [one
