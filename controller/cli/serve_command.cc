@@ -23,7 +23,9 @@
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/common/struct_json.h"
+#include "xds_server/explain/explain.h"
 #include "xds_server/json/yaml_json.h"
 
 namespace facet::controller {
@@ -194,6 +196,17 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
     }
     *gateway_objects->add_values() = object;
   }
+  // Files that do not parse: their last good read keeps serving.
+  auto* unparsed = fields["unparsed_files"].mutable_list_value();
+  for (const auto& [path, file] : source.unparsed_files()) {
+    Value entry;
+    auto& u = *entry.mutable_struct_value()->mutable_fields();
+    u["file"] = StringValue(xds::EscapeText(path));
+    u["line"] = NumberValue(file.line);
+    u["column"] = NumberValue(file.column);
+    u["message"] = StringValue(xds::EscapeText(file.message));
+    *unparsed->add_values() = entry;
+  }
   return json::MessageToJson(root, /*pretty=*/true) + "\n";
 }
 
@@ -251,6 +264,9 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
                        return AdminResponse{200, "application/json",
                                             StatusJson(source, ads, store, route_statuses)};
                      }}};
+    parts.explain_context = [&source](xds::ExplainRequest* request) {
+      xds::AddSourceStatuses(source.statuses(), request);
+    };
     parts.announce = [&out, &flags, &source](const ServingAddresses& addresses) {
       out << "facet serve: serving " << flags.Get("manifests") << " over xDS on " << addresses.xds
           << addresses.admin_suffix << "\n"

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "controller/server/metrics/ads_metrics.h"
 #include "spdlog/spdlog.h"
@@ -29,7 +30,8 @@ void BlockShutdownSignals() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 }
 
-std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService& ads) {
+std::map<std::string, AdminServer::Handler> InsightRoutes(
+    const xds::AdsService& ads, std::function<void(xds::ExplainRequest*)> explain_context) {
   std::map<std::string, AdminServer::Handler> routes;
   routes.emplace("/clients", [&ads](const AdminRequest& request) {
     xds::ClientStatusQuery query;
@@ -38,11 +40,20 @@ std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService&
       query.filter_node_id = true;
       query.node_id = request.Param("node");
     }
+    if (request.params.count("after") > 0 &&
+        !absl::SimpleAtoi(request.Param("after"), &query.after_stream_id)) {
+      return AdminResponse{400, "text/plain; charset=utf-8",
+                           absl::StrCat("after=\"", request.Param("after"),
+                                        "\": expected a stream id\n")};
+    }
+    // A page ends at the first client that does not fit; "next_after" says
+    // where the next one starts.
+    query.prefix_only = true;
     // The query's bound is an estimate; the JSON is cut to the stated bound.
     return AdminResponse{200, "application/json",
                          xds::ReportToJson(ads.ClientStatuses(query), query.max_bytes - 1) + "\n"};
   });
-  routes.emplace("/explain", [&ads](const AdminRequest& request) {
+  routes.emplace("/explain", [&ads, explain_context](const AdminRequest& request) {
     auto bad = [](const std::string& message) {
       return AdminResponse{400, "text/plain; charset=utf-8", message + "\n"};
     };
@@ -58,6 +69,7 @@ std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService&
       }
       explain.params[value.substr(0, equals)] = value.substr(equals + 1);
     }
+    if (explain_context) explain_context(&explain);
     absl::StatusOr<xds::ExplainResult> result = xds::Explain(*ads.CurrentSnapshot(), explain);
     if (!result.ok()) return bad(std::string(result.status().message()));
     return AdminResponse{200, "application/json", xds::ExplainToJson(*result) + "\n"};
@@ -216,7 +228,7 @@ absl::Status ServingRunner::StartAdmin(const ServingParts& parts) {
     }
     return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"};
   });
-  routes.merge(InsightRoutes(*ads_));
+  routes.merge(InsightRoutes(*ads_, parts.explain_context));
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
       AdminServer::Start(flags_.Get("admin-address"), std::move(routes), admin_tls_);
   if (!admin.ok()) return admin.status();

@@ -28,6 +28,7 @@
 #include "controller/sources/publisher/publisher.h"
 #include "grpcpp/grpcpp.h"
 #include "xds_server/ads/ads_service.h"
+#include "xds_server/explain/explain.h"
 #include "xds_server/snapshot_store/snapshot_store.h"
 
 namespace facet::controller {
@@ -40,10 +41,14 @@ sigset_t ShutdownSignals();
 void BlockShutdownSignals();
 
 // Returns the admin routes every serving command has: /clients (what each
-// connected client holds: xds::ReportToJson; ?node=ID for one node id) and
-// /explain (xds::ExplainToJson of ?target=NAME&param=K=V...&authority=A
-// against the snapshot `ads` serves; 400 for a bad query).
-std::map<std::string, AdminServer::Handler> InsightRoutes(const xds::AdsService& ads);
+// connected client holds: xds::ReportToJson; ?node=ID for one node id,
+// ?after=STREAM_ID for the clients after a page) and /explain
+// (xds::ExplainToJson of ?target=NAME&param=K=V...&authority=A against the
+// snapshot `ads` serves, with what `explain_context` adds to each request
+// when set; 400 for a bad query).
+std::map<std::string, AdminServer::Handler> InsightRoutes(
+    const xds::AdsService& ads,
+    std::function<void(xds::ExplainRequest*)> explain_context = nullptr);
 
 // Writes {"xds_address": ..., "admin_address": ...} (and "webhook_address"
 // when set) to `path` atomically (temporary file, then rename). Returns false
@@ -76,6 +81,10 @@ struct ServingParts {
   std::string waiting_for;
   // Called once the xDS port is open: tells the user what is served.
   std::function<void(const ServingAddresses&)> announce;
+  // Adds what the command's source knows to each /explain request (objects
+  // serving their previous revision). Optional; called on the admin
+  // server's thread.
+  std::function<void(xds::ExplainRequest*)> explain_context;
   // Written to the ready file as "webhook_address" when not empty.
   std::string webhook_address;
   // Runs first at shutdown, before the xDS port drains (the controller

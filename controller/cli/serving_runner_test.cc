@@ -11,6 +11,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -23,6 +24,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/http_attack/http_attack.h"
+#include "xds_server/snapshot/builder.h"
+#include "xds_server/snapshot/test_objects.h"
 
 namespace facet::controller {
 namespace {
@@ -217,6 +220,75 @@ TEST(ServingRunnerTest, ServesUntilSignalledThenStopsTheLastStartedFirst) {
   EXPECT_EQ(ready.str(), absl::StrCat("{\"xds_address\":\"", addresses.xds,
                                       "\",\"admin_address\":\"", admin_address,
                                       "\",\"webhook_address\":\"127.0.0.1:9443\"}\n"));
+}
+
+// A listener "greeter" -> route "greeter" (demo/route: a variant for
+// env=prod and one for the rest) -> cluster "c" (STATIC), as a source would
+// publish it.
+std::shared_ptr<const xds::Snapshot> GreeterSnapshot() {
+  std::vector<xds::ResourceObject> objects = {
+      xds::testing::MakeObject(
+          "demo", "listener", "listener", "greeter",
+          {{"",
+            R"({api_listener: {api_listener: {"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager, rds: {route_config_name: greeter, config_source: {ads: {}}}, http_filters: [{name: router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]}}})"}}),
+      xds::testing::MakeObject(
+          "demo", "route", "route", "greeter",
+          {{"{env: prod}",
+            R"({virtual_hosts: [{name: g, domains: [greeter], routes: [{match: {prefix: ""}, route: {cluster: c}}]}]})"},
+           {"{env: {not: prod}}",
+            R"({virtual_hosts: [{name: g, domains: ["*"], routes: [{match: {prefix: ""}, route: {cluster: c}}]}]})"}}),
+      xds::testing::MakeObject(
+          "demo", "cluster", "cluster", "c",
+          {{"",
+            "{type: STATIC, load_assignment: {cluster_name: c, endpoints: [{lb_endpoints: "
+            "[{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 1}}}}]}]}}"}}),
+  };
+  xds::BuildOptions options;
+  options.authority_policy = xds::BuildOptions::AuthorityPolicy::kWarnUndeclared;
+  xds::BuildResult result = xds::BuildSnapshot(objects, {}, nullptr, options);
+  for (const auto& status : result.statuses) {
+    EXPECT_TRUE(status.accepted) << status.ref.ToString() << ": "
+                                 << (status.findings.empty() ? "" : status.findings[0].message);
+  }
+  return result.snapshot;
+}
+
+AdminRequest Query(std::multimap<std::string, std::string> params) {
+  AdminRequest request;
+  request.params = std::move(params);
+  return request;
+}
+
+TEST(InsightRoutesTest, ExplainTakesParametersAsTypedXdsTargetsAndTheSourcesStatuses) {
+  xds::SnapshotStore store;
+  store.Publish(GreeterSnapshot());
+  xds::AdsService ads(store, xds::AdsService::Options());
+  auto routes = InsightRoutes(ads, [](xds::ExplainRequest* request) {
+    request->serving_previous[{xds::kXdsResourceKind, "demo", "route"}] = "spec: bad";
+  });
+  // param=env=prod, as users type it (the query parser splits at the first
+  // "="), and the target as an xds: URI.
+  AdminResponse response =
+      routes.at("/explain")(Query({{"target", "xds:///greeter"}, {"param", "env=prod"}}));
+  EXPECT_EQ(response.code, 200) << response.body;
+  EXPECT_THAT(response.body, HasSubstr("\"complete\": true"));
+  EXPECT_THAT(response.body, HasSubstr("\"env\": \"prod\""));
+  EXPECT_THAT(response.body, HasSubstr("\"serving_previous\": \"spec: bad\""));
+  EXPECT_EQ(routes.at("/explain")(Query({{"target", "greeter"}, {"param", "env"}})).code, 400);
+  EXPECT_EQ(routes.at("/explain")(Query({{"target", "xds:greeter"}})).code, 400);
+}
+
+TEST(InsightRoutesTest, ClientsPagesAfterAStreamId) {
+  xds::SnapshotStore store;
+  store.Publish(GreeterSnapshot());
+  xds::AdsService ads(store, xds::AdsService::Options());
+  auto routes = InsightRoutes(ads);
+  AdminResponse page = routes.at("/clients")(Query({{"after", "3"}}));
+  EXPECT_EQ(page.code, 200);
+  EXPECT_EQ(page.body, "{\"clients\":[],\"omitted_clients\":0,\"omitted_resources\":0}\n");
+  AdminResponse bad = routes.at("/clients")(Query({{"after", "next"}}));
+  EXPECT_EQ(bad.code, 400);
+  EXPECT_THAT(bad.body, HasSubstr("after=\"next\": expected a stream id"));
 }
 
 TEST(ObserveSnapshotBuildsTest, ObservesTheTimeSinceTheChangeInTheHistogram) {

@@ -53,6 +53,15 @@ expect 0 'listener "xdstp://a.example/envoy.config.listener.v3.Listener/greeter"
   -- --target greeter --authority a.example --param env=prod "${examples}"
 expect 0 '"complete": true' '"listener_name": "greeter"' \
   -- --output=json --target=greeter --param=env=prod "${examples}"
+# Parameters print in single braces; targets may be written as the URI a
+# client dials.
+expect 0 'target "greeter" with parameters {env=prod, version=v2} -> listener "greeter"' \
+  -- --target greeter --param env=prod --param version=v2 "${examples}/10-old-style.yaml"
+expect 0 'target "xds:///greeter" with parameters {} -> listener "greeter"' 'graph complete' \
+  -- --target xds:///greeter "${examples}/10-old-style.yaml"
+expect 0 'listener "xdstp://a.example/envoy.config.listener.v3.Listener/greeter"' 'graph complete' \
+  -- --target xds://a.example/greeter --param env=prod "${examples}"
+expect 2 'expected xds:///NAME or xds://AUTHORITY/NAME' -- --target xds:greeter "${examples}"
 
 # --- Offline, broken graphs.
 mkdir -p "${work}/broken"
@@ -158,7 +167,8 @@ expect 2 '--authority: not with an xdstp:// --target' \
 expect 2 'unknown flag --bogus' -- --target greeter --bogus "${examples}"
 expect 2 '--server "127.0.0.1:1": expected http://HOST:PORT' -- --target greeter --server 127.0.0.1:1
 expect 2 "${work}/missing" -- --target greeter "${work}/missing"
-expect 2 '--server http://127.0.0.1:1' -- --target greeter --server http://127.0.0.1:1
+expect 2 '--server http://127.0.0.1:1: connect to 127.0.0.1:1: Connection refused' \
+  -- --target greeter --server http://127.0.0.1:1
 
 # --- Online: a running facet serve, and a relay in front of it.
 "${facet}" serve --manifests "${examples}" --xds-address 127.0.0.1:0 --admin-address 127.0.0.1:0 \
@@ -178,6 +188,25 @@ expect 0 'variant "prod-v2"' 'cluster "greeter-canary"' 'graph complete' \
 expect 1 'listener "nothing": BROKEN: does not exist' \
   -- --target nothing --server "http://${admin}"
 expect 0 '"complete": true' -- --target greeter --output json --server "http://${admin}"
+
+# An object whose edit is rejected keeps serving its previous revision, and
+# explain says so where it serves, with the reason.
+mkdir -p "${work}/live"
+cp "${examples}/10-old-style.yaml" "${work}/live/"
+"${facet}" serve --manifests "${work}/live" --xds-address 127.0.0.1:0 --admin-address 127.0.0.1:0 \
+  --ready-file "${work}/live.ready" >"${work}/live.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 200); do [[ -s ${work}/live.ready ]] && break; sleep 0.1; done
+live_admin=$(sed -n 's/.*"admin_address":"\([^"]*\)".*/\1/p' <"${work}/live.ready")
+sed 's/port_value: 50052/port_valu: 50052/' "${examples}/10-old-style.yaml" >"${work}/edit.yaml"
+mv "${work}/edit.yaml" "${work}/live/10-old-style.yaml"
+for _ in $(seq 1 100); do
+  [[ $(timeout 10 "${facet}" explain --target greeter --param env=prod \
+    --server "http://${live_admin}" 2>&1) == *"previous revision"* ]] && break
+  sleep 0.1
+done
+expect 0 'of demo/greeter-prod-endpoints (its previous revision: the latest is rejected: spec.variants[0].resource' \
+  'graph complete' -- --target greeter --param env=prod --server "http://${live_admin}"
 
 echo "{\"xds_servers\": [{\"server_uri\": \"${xds}\", \"channel_creds\": [{\"type\": \"insecure\"}]}]}" \
   >"${work}/relay.json"

@@ -170,9 +170,14 @@ TEST_F(ClientStatusE2eTest, ReportsEachConnectedClientsResourcesVersionsAndParam
   // The admin port: the same as JSON, with ?node=.
   absl::StatusOr<std::string> clients = harness_->AdminGet(E2eHarness::kFacet, "/clients");
   ASSERT_THAT(clients, IsOk());
-  EXPECT_THAT(*clients, HasSubstr("\"id\": \"csds-prod\""));
-  EXPECT_THAT(*clients, HasSubstr("\"id\": \"csds-test\""));
-  EXPECT_THAT(*clients, HasSubstr("\"client_status\": \"ACKED\""));
+  EXPECT_THAT(*clients, HasSubstr("\"id\":\"csds-prod\""));
+  EXPECT_THAT(*clients, HasSubstr("\"id\":\"csds-test\""));
+  EXPECT_THAT(*clients, HasSubstr("\"client_status\":\"ACKED\""));
+  // Each resource names the object and the variant that served it.
+  EXPECT_THAT(*clients, HasSubstr(R"("name":"greeter","object":"e2e/greeter-routes",)"
+                                  R"("status":"ACKED","type":"route","variant":"prod")"));
+  EXPECT_THAT(*clients, HasSubstr(R"("name":"greeter","object":"e2e/greeter-routes",)"
+                                  R"("status":"ACKED","type":"route","variant":"not-prod")"));
   absl::StatusOr<std::string> filtered =
       harness_->AdminGet(E2eHarness::kFacet, "/clients?node=csds-prod");
   ASSERT_THAT(filtered, IsOk());
@@ -189,6 +194,35 @@ TEST_F(ClientStatusE2eTest, ReportsEachConnectedClientsResourcesVersionsAndParam
   absl::StatusOr<std::string> status = harness_->AdminGet(E2eHarness::kFacet, "/status");
   ASSERT_THAT(status, IsOk());
   EXPECT_THAT(*status, HasSubstr("\"streams_open\": 2"));
+  // A file that does not parse is listed, where and why; the rest serves on.
+  {
+    std::ofstream broken(harness_->manifest_dir() + "/broken.yaml.tmp");
+    broken << "kind: XdsResource\nspec: [unclosed\n";
+  }
+  ASSERT_EQ(std::rename((harness_->manifest_dir() + "/broken.yaml.tmp").c_str(),
+                        (harness_->manifest_dir() + "/broken.yaml").c_str()),
+            0);
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < deadline) {
+    status = harness_->AdminGet(E2eHarness::kFacet, "/status");
+    ASSERT_THAT(status, IsOk());
+    if (absl::StrContains(*status, "broken.yaml")) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  // {"column", "file", "line", "message"}: keys sorted.
+  const size_t unparsed = status->find("\"unparsed_files\": [");
+  ASSERT_NE(unparsed, std::string::npos) << *status;
+  const size_t column = status->find("\"column\": ", unparsed);
+  const size_t file =
+      status->find(absl::StrCat("\"file\": \"", harness_->manifest_dir(), "/broken.yaml\""),
+                   unparsed);
+  const size_t line = status->find("\"line\": ", unparsed);
+  const size_t message = status->find("\"message\": \"", unparsed);
+  EXPECT_NE(file, std::string::npos) << *status;
+  EXPECT_LT(column, file) << *status;
+  EXPECT_LT(file, line) << *status;
+  EXPECT_LT(line, message) << *status;
+  EXPECT_NE(message, std::string::npos) << *status;
 }
 
 TEST_F(ClientStatusE2eTest, ReportsARealClientsNackWithItsDetail) {
@@ -232,7 +266,10 @@ TEST_F(ClientStatusE2eTest, ReportsARealClientsNackWithItsDetail) {
   absl::StatusOr<std::string> clients =
       harness_->AdminGet(E2eHarness::kFacet, "/clients?node=csds-nack");
   ASSERT_THAT(clients, IsOk());
-  EXPECT_THAT(*clients, HasSubstr("\"client_status\": \"NACKED\""));
+  EXPECT_THAT(*clients, HasSubstr("\"client_status\":\"NACKED\""));
+  // The NACKed cluster: its object, the client's text, and since when the
+  // client has not taken the latest.
+  EXPECT_THAT(*clients, HasSubstr(R"("object":"e2e/greeter-prod-cluster","stale_since":")"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -27,6 +28,7 @@ namespace {
 
 using ::facet::testing::IsOk;
 using ::testing::Each;
+using ::testing::HasSubstr;
 
 // Short linger so that probe subscriptions (sent while a resource's keys are
 // unknown) expire within a test.
@@ -170,6 +172,19 @@ TEST_F(RelayE2eTest, OldStyleNamesRouteThroughRelayAsDirect) {
   ExpectBackends(clients, expected);
   if (!E2eHarness::NodeClientUnavailableReason().empty()) {
     std::cerr << E2eHarness::NodeClientUnavailableReason() << "\n";
+  }
+  // Explain through the relay follows what its cache holds down to the
+  // endpoints, or names what it lacks: never a listener alone as complete.
+  for (const char* path : {"/explain?target=greeter&param=env=prod",
+                           "/explain?target=greeter&param=env=nowhere"}) {
+    absl::StatusOr<std::string> explained = harness_->AdminGet(kRelay, path);
+    ASSERT_THAT(explained, IsOk()) << path;
+    EXPECT_THAT(*explained, HasSubstr("\"partial\": true")) << path;
+    if (absl::StrContains(*explained, "\"complete\": true")) {
+      EXPECT_THAT(*explained, HasSubstr("\"type\": \"endpoint\"")) << *explained;
+    } else {
+      EXPECT_THAT(*explained, HasSubstr("\"status\": \"not_cached\"")) << *explained;
+    }
   }
   EXPECT_THAT(harness_->Stop(kRelay), IsOk()) << "facet relay must exit 0 on SIGTERM";
 }
