@@ -53,13 +53,12 @@ GatewayObject ServiceObject(int index, int revision = 0) {
 }
 
 std::string SliceYaml(int index, int revision = 0) {
-  return absl::StrCat("apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: ",
-                      ServiceName(index), "-a, namespace: ", kNamespace,
-                      ", labels: {kubernetes.io/service-name: ", ServiceName(index),
-                      "}}\naddressType: IPv4\nports: [{name: grpc, port: 9000, protocol: TCP}]\n"
-                      "endpoints: [{addresses: [10.",
-                      index / 250, ".", index % 250, ".", 1 + revision,
-                      "], conditions: {ready: true}}]");
+  return absl::StrCat(
+      "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {name: ", ServiceName(index),
+      "-a, namespace: ", kNamespace, ", labels: {kubernetes.io/service-name: ", ServiceName(index),
+      "}}\naddressType: IPv4\nports: [{name: grpc, port: 9000, protocol: TCP}]\n"
+      "endpoints: [{addresses: [10.",
+      index / 250, ".", index % 250, ".", 1 + revision, "], conditions: {ready: true}}]");
 }
 
 GatewayObject RouteObject(int index, int services, int revision = 0) {
@@ -190,8 +189,8 @@ void BM_XdsResourceEndpointsEdit(benchmark::State& state) {
     const std::vector<YAML::Node> slices = {YAML::Load(SliceYaml(i))};
     ServicePortObjects objects = TranslateServicePort(
         service, std::get<ServiceInfo>(service.spec).ports.at(0), slices, options);
-    for (xds::ResourceObject* object : {&objects.listener, &objects.route_configuration,
-                                        &objects.cluster, &objects.endpoints}) {
+    for (xds::ResourceObject* object :
+         {&objects.listener, &objects.route_configuration, &objects.cluster, &objects.endpoints}) {
       object->ref.kind = xds::kXdsResourceKind;
       object->generated_from.reset();
     }
@@ -199,8 +198,8 @@ void BM_XdsResourceEndpointsEdit(benchmark::State& state) {
     own.service = ServiceName(i);
     objects.endpoints.spec->variants.at(0).endpoints_from = own;
     if (i == edited_index) edited = objects.endpoints;
-    for (xds::ResourceObject* object : {&objects.listener, &objects.route_configuration,
-                                        &objects.cluster, &objects.endpoints}) {
+    for (xds::ResourceObject* object :
+         {&objects.listener, &objects.route_configuration, &objects.cluster, &objects.endpoints}) {
       publisher.builder().Upsert(std::move(*object));
     }
   }
