@@ -339,7 +339,8 @@ void GatewayFrontEnd::ResolveRoute(const xds::ObjectRef& ref, RouteEntry& entry,
   if (served != nullptr) {
     const std::vector<ObjectReference>& parents = std::get<GrpcRoute>(served->spec).parent_refs;
     for (size_t i = 0; i < parents.size(); ++i) {
-      const ParentResolution resolution = ResolveParentRef(ref.namespace_, parents[i], lookup);
+      const ParentResolution resolution =
+          ResolveParentRef(ref.namespace_, parents[i], lookup, options_);
       if (resolution.outcome != ParentResolution::Outcome::kAttached) continue;
       for (int port : resolution.ports) attached[{resolution.service, port}].push_back(i);
     }
@@ -353,7 +354,7 @@ void GatewayFrontEnd::ResolveRoute(const xds::ObjectRef& ref, RouteEntry& entry,
   entry.parent_objects.clear();
   for (const ObjectReference& parent : std::get<GrpcRoute>(entry.current.spec).parent_refs) {
     const ParentResolution& resolution =
-        resolutions.emplace_back(ResolveParentRef(ref.namespace_, parent, lookup));
+        resolutions.emplace_back(ResolveParentRef(ref.namespace_, parent, lookup, options_));
     if (resolution.outcome == ParentResolution::Outcome::kNotFacets) continue;
     std::vector<xds::ObjectRef>& objects = entry.parent_objects.emplace_back();
     for (int port : resolution.ports) {
@@ -404,7 +405,7 @@ std::vector<GatewayFrontEnd::PolicyAncestor> GatewayFrontEnd::Ancestors(
     if (route != routes_.end()) {
       const GatewayObject& current = route->second.current;
       for (const ObjectReference& parent : std::get<GrpcRoute>(current.spec).parent_refs) {
-        const ParentResolution resolution = ResolveParentRef(ns, parent, lookup);
+        const ParentResolution resolution = ResolveParentRef(ns, parent, lookup, options_);
         if (resolution.outcome == ParentResolution::Outcome::kNotFacets) continue;
         PolicyAncestor& ancestor = out.emplace_back();
         ancestor.target = i;
@@ -511,7 +512,8 @@ void GatewayFrontEnd::FlushParent(const PortKey& parent, xds::IncrementalBuilder
   }
   // The conditions of the policies that win their targets, within the
   // compiler's bound.
-  policies.left_out = PoliciesPastBound(route_policies);
+  policies.left_out =
+      PoliciesPastBound(route_policies, {key.namespace_, options_.client_namespace_param});
   std::vector<RouteConditions> conditions;
   conditions.reserve(routes.size());
   for (size_t i = 0; i < routes.size(); ++i) {

@@ -175,7 +175,6 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
     if (matches.empty()) matches.push_back(MatchEverything());
     YAML::Node action;
     AddAction(route, rule, lookup, options, &unresolved, &action);
-    const std::optional<YAML::Node> condition = RuleCondition(conditions, i);
     for (size_t j = 0; j < matches.size(); ++j) {
       TranslatedMatch& match = matches[j];
       for (ConditionCause& problem : match.problems) {
@@ -193,8 +192,7 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
       xds_route.precedence.route = route_key;
       xds_route.precedence.rule = i;
       xds_route.precedence.match = j;
-      xds_route.conditional = condition.has_value();
-      xds_route.matches_all = match.matches_all && !xds_route.conditional;
+      xds_route.matches_all = match.matches_all;
       YAML::Node& node = xds_route.route;
       node["name"] =
           String(absl::StrCat(route_key, "/", RuleLabel(rule, i),
@@ -202,7 +200,6 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
       node["match"] = match.match;
       // Each xDS route gets its own copy: the compiler edits elements.
       for (const auto& entry : action) node[entry.first.Scalar()] = YAML::Clone(entry.second);
-      if (condition.has_value()) node[xds::kWhenConstraintsField] = YAML::Clone(*condition);
       routes.push_back(std::move(xds_route));
     }
   }
@@ -211,7 +208,84 @@ TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions
   out.resolved_refs =
       MakeCondition(kConditionResolvedRefs, kReasonResolvedRefs, "All references are resolved",
                     unresolved, {}, route.generation);
-  if (rejected.empty()) out.routes = std::move(routes);
+  if (rejected.empty()) {
+    ApplyConditions(conditions, &routes);
+    out.routes = std::move(routes);
+  }
+  return out;
+}
+
+void ApplyConditions(const RouteConditions* conditions, std::vector<XdsRoute>* routes) {
+  std::map<size_t, std::optional<YAML::Node>> by_rule;
+  for (XdsRoute& route : *routes) {
+    auto it = by_rule.find(route.precedence.rule);
+    if (it == by_rule.end()) {
+      it = by_rule.emplace(route.precedence.rule, RuleCondition(conditions, route.precedence.rule))
+               .first;
+    }
+    if (!it->second.has_value()) continue;
+    route.conditional = true;
+    route.matches_all = false;
+    route.route[xds::kWhenConstraintsField] = YAML::Clone(*it->second);
+  }
+}
+
+ClientScopes ScopeToClients(absl::string_view service_ns, absl::Span<const ScopedRoute> routes,
+                            absl::string_view param) {
+  ClientScopes out;
+  // Per group of clients (a consumer namespace, or "" for the producer
+  // routes' clients): whether a route is for all of them.
+  std::map<std::string, bool> covered;
+  std::map<std::string, YAML::Node> consumer_scopes;  // By namespace.
+  std::vector<YAML::Node> consumers;
+  for (const ScopedRoute& route : routes) {
+    const bool consumer = route.ns != service_ns;
+    const bool unconditional = route.conditions == nullptr || !route.conditions->route.has_value();
+    covered[consumer ? route.ns : ""] |= unconditional;
+    if (consumer && consumer_scopes.count(route.ns) == 0) {
+      YAML::Node condition;
+      condition["constraint"]["key"] = String(param);
+      condition["constraint"]["value"] = String(route.ns);
+      consumer_scopes.emplace(route.ns, condition);
+    }
+  }
+  for (const auto& [ns, condition] : consumer_scopes) consumers.push_back(condition);
+  std::vector<YAML::Node> route_conditions;
+  bool every_route_conditional = !routes.empty();
+  for (const ScopedRoute& route : routes) {
+    RouteConditions& scoped = out.routes.emplace_back();
+    if (route.conditions != nullptr) scoped = *route.conditions;
+    std::optional<YAML::Node> scope;
+    if (route.ns != service_ns) {
+      scope = consumer_scopes.at(route.ns);
+    } else if (!consumers.empty()) {
+      scope = NoneOf(AnyOf(consumers));
+    }
+    if (scope.has_value()) {
+      if (scoped.route.has_value()) {
+        YAML::Node both;
+        both["and_constraints"]["constraints"].push_back(*scope);
+        both["and_constraints"]["constraints"].push_back(*scoped.route);
+        // Rebound, not assigned: assigning a YAML::Node overwrites the node
+        // it shares with the policy's conditions.
+        scoped.route.reset();
+        scoped.route.emplace(both);
+      } else {
+        scoped.route.emplace(*scope);
+      }
+    }
+    if (scoped.route.has_value()) {
+      route_conditions.push_back(*scoped.route);
+    } else {
+      every_route_conditional = false;
+    }
+  }
+  // Every client has a route when a route without a policy condition is
+  // on each group, the producer routes' clients included.
+  const bool every_client_routed =
+      covered.count("") > 0 &&
+      std::all_of(covered.begin(), covered.end(), [](const auto& group) { return group.second; });
+  if (every_route_conditional && !every_client_routed) out.routed = AnyOf(route_conditions);
   return out;
 }
 
@@ -273,18 +347,17 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
                                   absl::Span<const AttachedRoute> routes,
                                   const GatewayLookup& lookup, const TranslateOptions& options) {
   ParentTranslation out;
-  std::vector<XdsRoute> merged;
   std::vector<std::string> served;  // The accepted routes, "ns/name".
-  // The conditions of the accepted routes conditional as a whole; whether
-  // every accepted route is.
-  std::vector<YAML::Node> route_conditions;
-  bool every_route_conditional = true;
+  std::vector<TranslatedRoute> accepted;
+  std::vector<ScopedRoute> scoped;
   ParentResolution attached;
   attached.outcome = ParentResolution::Outcome::kAttached;
   attached.service = service.ref;
   attached.ports = {port.port};
   for (const AttachedRoute& entry : routes) {
-    TranslatedRoute translated = TranslateRoute(*entry.route, entry.conditions, lookup, options);
+    // Conditions are applied once the routes that are accepted are known:
+    // consumer routes change the producer routes' scope.
+    TranslatedRoute translated = TranslateRoute(*entry.route, nullptr, lookup, options);
     const GrpcRoute& spec = std::get<GrpcRoute>(entry.route->spec);
     GatewayStatus& status = out.statuses.emplace_back();
     status.object = entry.route->ref;
@@ -294,12 +367,15 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
     }
     if (translated.accepted.status != kStatusTrue) continue;
     served.push_back(absl::StrCat(entry.route->ref.namespace_, "/", entry.route->ref.name));
-    if (entry.conditions != nullptr && entry.conditions->route.has_value()) {
-      route_conditions.push_back(*entry.conditions->route);
-    } else {
-      every_route_conditional = false;
-    }
-    merged.insert(merged.end(), translated.routes.begin(), translated.routes.end());
+    scoped.push_back({entry.route->ref.namespace_, entry.conditions});
+    accepted.push_back(std::move(translated));
+  }
+  const ClientScopes scopes =
+      ScopeToClients(service.ref.namespace_, scoped, options.client_namespace_param);
+  std::vector<XdsRoute> merged;
+  for (size_t i = 0; i < accepted.size(); ++i) {
+    ApplyConditions(&scopes.routes[i], &accepted[i].routes);
+    merged.insert(merged.end(), accepted[i].routes.begin(), accepted[i].routes.end());
   }
   if (served.empty()) {
     out.route_configuration = DefaultRouteConfiguration(service, port, options);
@@ -328,18 +404,18 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
     no_route["match"]["prefix"] = String("");
     no_route["route"]["cluster"] = String(kUnroutableName);
     no_route["typed_per_filter_config"] = AbortConfig(kUnimplemented);
-    if (every_route_conditional) {
-      no_route[xds::kWhenConstraintsField] = YAML::Clone(AnyOf(route_conditions));
+    if (scopes.routed.has_value()) {
+      no_route[xds::kWhenConstraintsField] = YAML::Clone(*scopes.routed);
     }
     host["routes"].push_back(no_route);
   }
-  if (every_route_conditional) {
+  if (scopes.routed.has_value()) {
     // Clients no route is for get the Service's own endpoints, as if no
     // GRPCRoute were attached (GEP-1294's default mesh behaviour).
     YAML::Node fallback = YAML::Clone(DefaultRouteConfiguration(service, port, options)
                                           .spec->variants.front()
                                           .resource["virtual_hosts"][0]["routes"][0]);
-    fallback[xds::kWhenConstraintsField] = YAML::Clone(NoneOf(AnyOf(route_conditions)));
+    fallback[xds::kWhenConstraintsField] = YAML::Clone(NoneOf(*scopes.routed));
     host["routes"].push_back(fallback);
   }
   YAML::Node config;

@@ -59,6 +59,31 @@ YAML::Node AnyOf(const std::vector<YAML::Node>& conditions);
 // Returns the negation of `condition`.
 YAML::Node NoneOf(const YAML::Node& condition);
 
+// A GRPCRoute on one parent, for ScopeToClients.
+struct ScopedRoute {
+  std::string ns;                               // The GRPCRoute's namespace.
+  const RouteConditions* conditions = nullptr;  // Its policies' conditions; null: none.
+};
+
+// The conditions of the GRPCRoutes on one parent, scoped to their clients.
+struct ClientScopes {
+  // Per route, in the order given: its conditions with its client scope
+  // ANDed into the route-level condition.
+  std::vector<RouteConditions> routes;
+  // The clients some route is for (the OR of the route-level conditions)
+  // when that is not every client; nullopt when it is.
+  std::optional<YAML::Node> routed;
+};
+
+// Scopes the GRPCRoutes on a parent Service in namespace `service_ns`
+// (GEP-1294): a consumer route (another namespace than the Service's) is
+// for the clients whose `param` is its namespace, {param: ns}; a producer
+// route is for the others, NOT(OR of the consumer namespaces). Every route
+// keeps its policies' conditions besides (AND). Without consumer routes the
+// conditions are unchanged. Pure.
+ClientScopes ScopeToClients(absl::string_view service_ns, absl::Span<const ScopedRoute> routes,
+                            absl::string_view param);
+
 // One xDS route of a GRPCRoute.
 struct XdsRoute {
   Precedence precedence;     // Complete: lengths, route, rule and match.
@@ -91,6 +116,10 @@ struct TranslatedRoute {
 // routes. `conditions` may be null. Pure; thread-safe.
 TranslatedRoute TranslateRoute(const GatewayObject& route, const RouteConditions* conditions,
                                const GatewayLookup& lookup, const TranslateOptions& options);
+
+// Makes the xDS routes of each rule of a translated GRPCRoute carry the
+// rule's condition under `conditions` (RuleCondition; may be null).
+void ApplyConditions(const RouteConditions* conditions, std::vector<XdsRoute>* routes);
 
 // Returns the message of a condition made of `causes`: each as
 // "field: message" (the message alone without a field), joined by "; ".

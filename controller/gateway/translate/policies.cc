@@ -58,8 +58,7 @@ RoutePolicies ResolveRoutePolicies(const xds::ObjectRef& route_ref, const Gatewa
   RoutePolicies out;
   std::vector<Candidate> candidates;
   for (const GatewayObject* policy : policies) {
-    const std::vector<ObjectReference>& targets =
-        std::get<VariantPolicy>(policy->spec).target_refs;
+    const std::vector<ObjectReference>& targets = std::get<VariantPolicy>(policy->spec).target_refs;
     for (size_t i = 0; i < targets.size(); ++i) {
       const ObjectReference& target = targets[i];
       const std::string& ns =
@@ -109,10 +108,9 @@ RoutePolicies ResolveRoutePolicies(const xds::ObjectRef& route_ref, const Gatewa
       const bool older = established.creation_time.value_or(absl::InfiniteFuture()) <
                          candidate.policy->creation_time.value_or(absl::InfiniteFuture());
       outcome.reason = kReasonConflicted;
-      outcome.message =
-          absl::StrCat(Key(established.ref),
-                       older ? " (older)" : " (as old, first by namespace/name)", " targets ",
-                       TargetText(route_ref, (*winner)->section), "; only one policy applies");
+      outcome.message = absl::StrCat(
+          Key(established.ref), older ? " (older)" : " (as old, first by namespace/name)",
+          " targets ", TargetText(route_ref, (*winner)->section), "; only one policy applies");
       continue;
     }
     winners.push_back(&candidate);
@@ -147,38 +145,38 @@ RouteConditions ConditionsOf(absl::Span<const AppliedPolicy> applied,
   return out;
 }
 
-size_t CountConditions(absl::Span<const ParentRoutePolicies> routes,
+size_t CountConditions(absl::Span<const ParentRoutePolicies> routes, const ParentScope& parent,
                        const std::set<xds::ObjectRef>& left_out) {
-  std::set<std::string> distinct;
-  std::vector<YAML::Node> route_conditions;
-  bool every_route_conditional = !routes.empty();
+  std::vector<RouteConditions> conditions;
+  conditions.reserve(routes.size());
+  std::vector<ScopedRoute> scoped;
   for (const ParentRoutePolicies& entry : routes) {
-    const RouteConditions conditions =
-        entry.applied == nullptr ? RouteConditions() : ConditionsOf(*entry.applied, left_out);
-    const size_t rules = std::get<GrpcRoute>(entry.route->spec).rules.size();
+    conditions.push_back(entry.applied == nullptr ? RouteConditions()
+                                                  : ConditionsOf(*entry.applied, left_out));
+    scoped.push_back({entry.route->ref.namespace_, &conditions.back()});
+  }
+  const ClientScopes scopes =
+      ScopeToClients(parent.service_namespace, scoped, parent.client_namespace_param);
+  std::set<std::string> distinct;
+  for (size_t r = 0; r < routes.size(); ++r) {
+    const size_t rules = std::get<GrpcRoute>(routes[r].route->spec).rules.size();
     for (size_t i = 0; i < rules; ++i) {
-      if (std::optional<YAML::Node> condition = RuleCondition(&conditions, i)) {
+      if (std::optional<YAML::Node> condition = RuleCondition(&scopes.routes[r], i)) {
         distinct.insert(YAML::Dump(*condition));
       }
     }
-    if (conditions.route.has_value()) {
-      route_conditions.push_back(*conditions.route);
-    } else {
-      every_route_conditional = false;
-    }
   }
-  if (every_route_conditional) {
-    const YAML::Node any = AnyOf(route_conditions);
-    distinct.insert(YAML::Dump(any));
-    distinct.insert(YAML::Dump(NoneOf(any)));
+  if (scopes.routed.has_value()) {
+    distinct.insert(YAML::Dump(*scopes.routed));
+    distinct.insert(YAML::Dump(NoneOf(*scopes.routed)));
   }
   return distinct.size();
 }
 
 std::set<xds::ObjectRef> PoliciesPastBound(absl::Span<const ParentRoutePolicies> routes,
-                                           size_t max) {
+                                           const ParentScope& parent, size_t max) {
   std::set<xds::ObjectRef> left_out;
-  if (CountConditions(routes, left_out) <= max) return left_out;
+  if (CountConditions(routes, parent, left_out) <= max) return left_out;
   std::vector<const AppliedPolicy*> newest_first;
   for (const ParentRoutePolicies& entry : routes) {
     if (entry.applied == nullptr) continue;
@@ -190,7 +188,7 @@ std::set<xds::ObjectRef> PoliciesPastBound(absl::Span<const ParentRoutePolicies>
                    });
   for (const AppliedPolicy* policy : newest_first) {
     if (!left_out.insert(policy->policy).second) continue;
-    if (CountConditions(routes, left_out) <= max) break;
+    if (CountConditions(routes, parent, left_out) <= max) break;
   }
   return left_out;
 }

@@ -83,16 +83,28 @@ struct ParentRoutePolicies {
   const std::vector<AppliedPolicy>* applied = nullptr;
 };
 
+// The parent a bound is checked for: its Service's namespace and the
+// client parameter of consumer routes (TranslateOptions).
+struct ParentScope {
+  std::string service_namespace;
+  std::string client_namespace_param;
+};
+
 // Returns the distinct conditions the parent's RouteConfiguration carries
-// with `routes` (TranslateParent's routes, the default's complement
-// included), leaving out the policies in `left_out`.
-size_t CountConditions(absl::Span<const ParentRoutePolicies> routes,
+// with `routes` (TranslateParent's routes, scoped to their clients by
+// ScopeToClients, the default's complement included), leaving out the
+// policies in `left_out`.
+size_t CountConditions(absl::Span<const ParentRoutePolicies> routes, const ParentScope& parent,
                        const std::set<xds::ObjectRef>& left_out = {});
 
 // Returns the policies to leave out on one parent so that its
 // RouteConfiguration has at most `max` distinct conditions: the newest
-// first (latest creation time, then last by "namespace/name"). Pure.
+// first (latest creation time, then last by "namespace/name"). The client
+// scopes of consumer routes are never left out: when they alone pass the
+// bound, every policy is left out and the compiler finds the
+// RouteConfiguration TooComplex. Pure.
 std::set<xds::ObjectRef> PoliciesPastBound(absl::Span<const ParentRoutePolicies> routes,
+                                           const ParentScope& parent,
                                            size_t max = kMaxConditionsPerRouteConfiguration);
 
 }  // namespace facet::controller::gateway

@@ -29,6 +29,9 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 
+// The parent's scope in the bound tests: a Service in demo.
+const ParentScope kDemo{"demo", "namespace"};
+
 constexpr char kGreeter[] = R"({parentRefs: [{group: '', kind: Service, name: echo, port: 7070}],
   rules: [
     {name: canary, matches: [{method: {service: a.A}}], backendRefs: [{name: echo-v2, port: 7070}]},
@@ -36,8 +39,8 @@ constexpr char kGreeter[] = R"({parentRefs: [{group: '', kind: Service, name: ec
 
 // Returns an XdsVariantPolicy demo/`name` with `targets` (a flow list) and
 // `when`, created at `created` ("" unset).
-GatewayObject Policy(const std::string& name, const std::string& targets,
-                     const std::string& when, const std::string& created = "") {
+GatewayObject Policy(const std::string& name, const std::string& targets, const std::string& when,
+                     const std::string& created = "") {
   GatewayObject policy = Parse(absl::StrCat(
       "apiVersion: facet.dev/v1alpha1\nkind: XdsVariantPolicy\nmetadata: {name: ", name,
       ", namespace: demo, generation: 1",
@@ -57,16 +60,16 @@ const xds::ObjectRef kGreeterRef = {"GRPCRoute", "demo", "greeter"};
 std::vector<std::string> Outcomes(const RoutePolicies& resolved) {
   std::vector<std::string> out;
   for (const TargetOutcome& outcome : resolved.outcomes) {
-    out.push_back(absl::StrCat(outcome.policy.name, "[", outcome.target, "] ", outcome.reason,
-                               ": ", outcome.message));
+    out.push_back(absl::StrCat(outcome.policy.name, "[", outcome.target, "] ", outcome.reason, ": ",
+                               outcome.message));
   }
   return out;
 }
 
 TEST(PoliciesTest, RuleTargetConditionsOnlyThatRule) {
   const GatewayObject route = Route("greeter", kGreeter);
-  const GatewayObject policy = Policy("prod", absl::StrCat("[", Target("greeter", "canary"), "]"),
-                                      "{env: prod}");
+  const GatewayObject policy =
+      Policy("prod", absl::StrCat("[", Target("greeter", "canary"), "]"), "{env: prod}");
   const RoutePolicies resolved = ResolveRoutePolicies(kGreeterRef, &route, {&policy});
   EXPECT_THAT(Outcomes(resolved),
               ElementsAre("prod[0] Accepted: applies to GRPCRoute demo/greeter rule canary"));
@@ -105,9 +108,8 @@ TEST(PoliciesTest, NamespaceNameBreaksTimestampTie) {
 
 TEST(PoliciesTest, RouteTargetOverlapsEveryRuleTarget) {
   const GatewayObject route = Route("greeter", kGreeter);
-  const GatewayObject whole =
-      Policy("whole", absl::StrCat("[", Target("greeter"), "]"), "{env: prod}",
-             "2026-01-01T00:00:00Z");
+  const GatewayObject whole = Policy("whole", absl::StrCat("[", Target("greeter"), "]"),
+                                     "{env: prod}", "2026-01-01T00:00:00Z");
   const GatewayObject stable = Policy("stable", absl::StrCat("[", Target("greeter", "stable"), "]"),
                                       "{env: dev}", "2026-01-02T00:00:00Z");
   const RoutePolicies resolved = ResolveRoutePolicies(kGreeterRef, &route, {&stable, &whole});
@@ -145,13 +147,13 @@ TEST(PoliciesTest, PoliciesPastTheBoundAreTheNewest) {
     applied[i] = ResolveRoutePolicies(routes[i].ref, &routes[i], {&policy}).applied;
     parent.push_back({&routes[i], &applied[i]});
   }
-  EXPECT_EQ(CountConditions(parent), 22u);
-  const std::set<xds::ObjectRef> left_out = PoliciesPastBound(parent);
+  EXPECT_EQ(CountConditions(parent, kDemo), 22u);
+  const std::set<xds::ObjectRef> left_out = PoliciesPastBound(parent, kDemo);
   // Once one route is unconditional the complement goes too: 16 left.
   std::set<std::string> names;
   for (const xds::ObjectRef& ref : left_out) names.insert(ref.name);
   EXPECT_EQ(names, (std::set<std::string>{"p16", "p17", "p18", "p19"}));
-  EXPECT_EQ(CountConditions(parent, left_out), 16u);
+  EXPECT_EQ(CountConditions(parent, kDemo, left_out), 16u);
 }
 
 // A parent's translation with policies applied, read per client.
@@ -166,7 +168,8 @@ class PolicyVariantsTest : public ::testing::Test {
   // Translates echo:7070 with `routes`, each with the policies given for it;
   // checks the output builds and its variants pass CheckVariantSet.
   void Translate(const std::vector<const GatewayObject*>& routes,
-                 const std::vector<const GatewayObject*>& policies) {
+                 const std::vector<const GatewayObject*>& policies,
+                 const TranslateOptions& options = TranslateOptions()) {
     const GatewayObject& echo = world_.service("demo/echo");
     std::vector<RouteConditions> conditions;
     conditions.reserve(routes.size());
@@ -176,7 +179,7 @@ class PolicyVariantsTest : public ::testing::Test {
       attached.push_back({route, {0}, &conditions.back()});
     }
     translation_ = TranslateParent(echo, std::get<ServiceInfo>(echo.spec).ports[0], attached,
-                                   world_.Lookup(), TranslateOptions());
+                                   world_.Lookup(), options);
     const xds::ResourceObject& config = translation_.route_configuration;
     EXPECT_THAT(config.findings, IsEmpty());
     constraints_.clear();
@@ -245,14 +248,98 @@ TEST_F(PolicyVariantsTest, RouteConditionAndRuleConditionAreAnded) {
   const GatewayObject rule =
       Policy("v2", absl::StrCat("[", Target("other", "v2"), "]"), "{version: v2}");
   Translate({&route, &other}, {&whole, &rule});
-  EXPECT_THAT(RoutesFor({{"env", "prod"}, {"version", "v2"}}),
-              ElementsAre("demo/greeter/canary", "demo/other/v2", "demo/greeter/stable",
-                          "facet/no-route"));
+  EXPECT_THAT(
+      RoutesFor({{"env", "prod"}, {"version", "v2"}}),
+      ElementsAre("demo/greeter/canary", "demo/other/v2", "demo/greeter/stable", "facet/no-route"));
   EXPECT_THAT(RoutesFor({{"env", "prod"}}),
               ElementsAre("demo/greeter/canary", "demo/greeter/stable", "facet/no-route"));
   // Not every route is conditional as a whole: no default complement.
   EXPECT_THAT(RoutesFor({{"version", "v2"}}), ElementsAre("demo/other/v2", "facet/no-route"));
   EXPECT_THAT(RoutesFor({}), ElementsAre("facet/no-route"));
+}
+
+// A consumer route: GRPCRoute a/greeter on demo/echo (GEP-1294).
+constexpr char kConsumer[] = R"({parentRefs: [{group: '', kind: Service, name: echo,
+    namespace: demo, port: 7070}],
+  rules: [{name: consumer, backendRefs: [{name: echo-v2, namespace: demo, port: 7070}]}]})";
+constexpr char kProducer[] = R"({parentRefs: [{group: '', kind: Service, name: echo, port: 7070}],
+  rules: [{name: producer, backendRefs: [{name: echo-v1, port: 7070}]}]})";
+
+TEST_F(PolicyVariantsTest, ConsumerRouteIsForItsNamespaceAndProducerRouteForTheOthers) {
+  const GatewayObject consumer = Route("greeter", kConsumer, "", "a");
+  const GatewayObject producer = Route("greeter", kProducer);
+  Translate({&consumer, &producer}, {});
+  EXPECT_THAT(translation_.route_configuration.spec->variants, SizeIs(2));
+  // Their match-all rules are conditional: facet/no-route stays after them.
+  EXPECT_THAT(RoutesFor({{"namespace", "a"}}), ElementsAre("a/greeter/consumer", "facet/no-route"));
+  EXPECT_THAT(RoutesFor({{"namespace", "b"}}),
+              ElementsAre("demo/greeter/producer", "facet/no-route"));
+  EXPECT_THAT(RoutesFor({}), ElementsAre("demo/greeter/producer", "facet/no-route"));
+}
+
+TEST_F(PolicyVariantsTest, ConsumerRoutesAloneLeaveTheDefaultToOtherNamespaces) {
+  const GatewayObject in_a = Route("greeter", kConsumer, "", "a");
+  const GatewayObject in_b = Route("greeter", kConsumer, "", "b");
+  Translate({&in_a, &in_b}, {});
+  EXPECT_THAT(RoutesFor({{"namespace", "a"}}), ElementsAre("a/greeter/consumer", "facet/no-route"));
+  EXPECT_THAT(RoutesFor({{"namespace", "b"}}), ElementsAre("b/greeter/consumer", "facet/no-route"));
+  EXPECT_THAT(RoutesFor({{"namespace", "c"}}), ElementsAre("facet/default"));
+  EXPECT_THAT(RoutesFor({}), ElementsAre("facet/default"));
+}
+
+TEST_F(PolicyVariantsTest, PolicyOnAConsumerRouteIsAndedWithItsNamespace) {
+  const GatewayObject consumer = Route("greeter", kConsumer, "", "a");
+  const GatewayObject producer = Route("greeter", kProducer);
+  // In the policy's namespace, a: it targets the consumer route.
+  GatewayObject policy = Policy("prod", absl::StrCat("[", Target("greeter"), "]"), "{env: prod}");
+  policy.ref.namespace_ = "a";
+  Translate({&consumer, &producer}, {&policy});
+  EXPECT_THAT(RoutesFor({{"namespace", "a"}, {"env", "prod"}}),
+              ElementsAre("a/greeter/consumer", "facet/no-route"));
+  // Clients of a without env=prod: no route of theirs, the default.
+  EXPECT_THAT(RoutesFor({{"namespace", "a"}, {"env", "dev"}}), ElementsAre("facet/default"));
+  EXPECT_THAT(RoutesFor({{"namespace", "b"}, {"env", "prod"}}),
+              ElementsAre("demo/greeter/producer", "facet/no-route"));
+}
+
+TEST(PolicyBoundTest, ConsumerNamespacesShareTheBoundWithPolicies) {
+  // A producer route with a policy per rule, and consumer routes from 13
+  // namespaces: 13 scopes and the producer's rules' conditions, each ANDed
+  // with NOT(the OR of the scopes).
+  std::string rules;
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&rules, i == 0 ? "" : ", ", "{name: r", i,
+                    ", backendRefs: [{name: echo, port: 7070}]}");
+  }
+  const GatewayObject producer = Route(
+      "greeter",
+      absl::StrCat("{parentRefs: [{group: '', kind: Service, name: echo}], rules: [", rules, "]}"));
+  std::vector<GatewayObject> policies;
+  for (int i = 0; i < 4; ++i) {
+    policies.push_back(Policy(
+        absl::StrCat("p", i), absl::StrCat("[", Target("greeter", absl::StrCat("r", i)), "]"),
+        absl::StrCat("{env: e", i, "}"), absl::StrCat("2026-01-0", i + 1, "T00:00:00Z")));
+  }
+  std::vector<const GatewayObject*> policy_ptrs;
+  for (const GatewayObject& policy : policies) policy_ptrs.push_back(&policy);
+  const std::vector<AppliedPolicy> applied =
+      ResolveRoutePolicies(producer.ref, &producer, policy_ptrs).applied;
+  std::vector<GatewayObject> consumers;
+  for (int i = 0; i < 13; ++i) {
+    consumers.push_back(Route("greeter", kConsumer, "", absl::StrCat("ns", i)));
+  }
+  std::vector<ParentRoutePolicies> parent = {{&producer, &applied}};
+  for (const GatewayObject& consumer : consumers) parent.push_back({&consumer, nullptr});
+  EXPECT_EQ(CountConditions(parent, kDemo), 17u);
+  // The newest policies are left out, the namespaces never: without p3 its
+  // rule has the producer scope alone (one more), so p2 goes too.
+  const std::set<xds::ObjectRef> left_out = PoliciesPastBound(parent, kDemo);
+  std::set<std::string> names;
+  for (const xds::ObjectRef& ref : left_out) names.insert(ref.name);
+  EXPECT_EQ(names, (std::set<std::string>{"p2", "p3"}));
+  EXPECT_EQ(CountConditions(parent, kDemo, left_out), 16u);
+  // Without consumer routes only the policies count.
+  EXPECT_EQ(CountConditions({{&producer, &applied}}, kDemo), 4u);
 }
 
 }  // namespace

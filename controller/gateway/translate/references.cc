@@ -61,7 +61,7 @@ bool Granted(absl::string_view route_ns, absl::string_view backend_ns, absl::str
 }  // namespace
 
 ParentResolution ResolveParentRef(absl::string_view route_ns, const ObjectReference& parent,
-                                  const GatewayLookup& lookup) {
+                                  const GatewayLookup& lookup, const TranslateOptions& options) {
   ParentResolution out;
   if (parent.kind != kServiceKind) return out;
   const std::string ns = parent.namespace_.empty() ? std::string(route_ns) : parent.namespace_;
@@ -85,12 +85,12 @@ ParentResolution ResolveParentRef(absl::string_view route_ns, const ObjectRefere
                                  service.headless() ? "headless" : "of type ExternalName",
                                  ": it has no cluster IP for a mesh route to apply to"));
   }
-  if (ns != route_ns) {
+  if (ns != route_ns && options.client_namespace_param.empty()) {
     return Rejected(std::move(out), kReasonConsumerRoutesDisabled,
                     absl::StrCat("the route is in namespace ", route_ns, ", its parent ",
                                  ServiceText(ns, parent.name),
-                                 " in another (a consumer route): Facet serves routes in the "
-                                 "Service's own namespace only"));
+                                 " in another (a consumer route): consumer routes are disabled "
+                                 "(--gateway-client-namespace-param is empty)"));
   }
   const ServicePort* by_number =
       parent.port.has_value() ? PortByNumber(service, *parent.port) : nullptr;

@@ -47,9 +47,11 @@ struct ParentResolution {
 // (IsServedPort). A Service that does not exist, or is headless or
 // ExternalName, is NoMatchingParent, and so is kind Service in the Gateway
 // API's group (the default), with a hint to set group "". A Service in
-// another namespace (a consumer route) is not served. Pure.
+// another namespace (a consumer route, GEP-1294) is attached unless
+// `options.client_namespace_param` is empty (ConsumerRoutesDisabled). Pure.
 ParentResolution ResolveParentRef(absl::string_view route_ns, const ObjectReference& parent,
-                                  const GatewayLookup& lookup);
+                                  const GatewayLookup& lookup,
+                                  const TranslateOptions& options = TranslateOptions());
 
 // What a backendRef leads to.
 struct BackendResolution {

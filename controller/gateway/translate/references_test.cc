@@ -130,11 +130,24 @@ TEST_F(ReferencesTest, GatewaysAreOtherControllersParents) {
   EXPECT_EQ(Parent("{group: example.com, kind: Service, name: echo}").outcome, Outcome::kNotFacets);
 }
 
-TEST_F(ReferencesTest, ConsumerRouteIsNotServed) {
+TEST_F(ReferencesTest, ConsumerRouteIsAttached) {
   const ParentResolution resolved =
       Parent("{group: '', kind: Service, name: other, namespace: other}");
+  EXPECT_EQ(resolved.outcome, Outcome::kAttached);
+  EXPECT_THAT(resolved.ports, ElementsAre(7070));
+}
+
+TEST_F(ReferencesTest, ConsumerRouteIsNotServedWithoutAClientNamespaceParameter) {
+  TranslateOptions options;
+  options.client_namespace_param = "";
+  const ParentResolution resolved =
+      ResolveParentRef("demo",
+                       Reference("{group: '', kind: Service, name: other, namespace: other}",
+                                 kGatewayGroup, "Gateway"),
+                       world_.Lookup(), options);
   EXPECT_EQ(resolved.outcome, Outcome::kRejected);
   EXPECT_EQ(resolved.reason, kReasonConsumerRoutesDisabled);
+  EXPECT_THAT(resolved.message, HasSubstr("--gateway-client-namespace-param is empty"));
 }
 
 TEST_F(ReferencesTest, BackendIsTheClusterOfItsServicePort) {

@@ -27,6 +27,11 @@ inline constexpr char kDefaultRouteName[] = "facet/default";
 struct TranslateOptions {
   // The cluster's DNS domain (--cluster-domain), lower case.
   std::string cluster_domain = "cluster.local";
+  // The client parameter (node metadata or locator) holding a client's
+  // namespace (--gateway-client-namespace-param): consumer routes apply to
+  // the clients whose parameter is the route's namespace. Empty: consumer
+  // routes are not served (ConsumerRoutesDisabled).
+  std::string client_namespace_param = "namespace";
 };
 
 // Returns "S.N.svc.<cluster_domain>:P", the name of every xDS resource of
