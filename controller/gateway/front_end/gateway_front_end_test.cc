@@ -418,6 +418,70 @@ TEST_F(GatewayFrontEndTest, PolicyEditReachesOnlyItsTargetsParents) {
   EXPECT_EQ(front_end_.StatusOf({kXdsVariantPolicyKind, "demo", "prod-only"}), nullptr);
 }
 
+// other/cons on demo/echo:7070 (a consumer route), to Service other/far.
+GatewayObject Consumer() {
+  return Route("cons",
+               "{parentRefs: [{group: '', kind: Service, name: echo, namespace: demo, "
+               "port: 7070}], rules: [{backendRefs: [{name: far, port: 7070}]}]}",
+               "", "other");
+}
+
+TEST_F(GatewayFrontEndTest, ConsumerRouteIsForItsNamespaceAndReachesOnlyItsParent) {
+  AddWorld();
+  front_end_.Upsert(Consumer());
+  FlushStats stats = Flush();
+  EXPECT_THAT(Names(stats.upserted), ElementsAre(G("route", "echo", 7070)));
+  EXPECT_EQ(stats.parents, 1);
+  // namespace=other: the consumer route; every other client: demo/split.
+  EXPECT_THAT(ServedVariants("echo.demo.svc.cluster.local:7070"),
+              ElementsAre(ElementsAre("demo/split/rules[0]", "facet/no-route"),
+                          ElementsAre("other/cons/rules[0]", "facet/no-route")));
+  const auto status = StatusOf("cons", "other");
+  ASSERT_NE(status, nullptr);
+  EXPECT_EQ(Find(*status, kConditionAccepted)->reason, kReasonAccepted);
+  EXPECT_EQ(status->parents[0].parent_ref.namespace_, "demo");
+
+  // A policy on it in its namespace: ANDed with the namespace.
+  GatewayObject policy = Policy("cons-prod", "cons");
+  policy.ref.namespace_ = "other";
+  front_end_.Upsert(std::move(policy));
+  stats = Flush();
+  EXPECT_THAT(Names(stats.upserted), ElementsAre(G("route", "echo", 7070)));
+  EXPECT_THAT(ServedVariants("echo.demo.svc.cluster.local:7070"),
+              ElementsAre(ElementsAre("demo/split/rules[0]", "facet/no-route"),
+                          ElementsAre("facet/default"),
+                          ElementsAre("other/cons/rules[0]", "facet/no-route")));
+
+  // Gone: demo/split for everyone again, one RouteConfiguration.
+  front_end_.Remove({kGrpcRouteKind, "other", "cons"});
+  stats = Flush();
+  EXPECT_THAT(Names(stats.upserted), ElementsAre(G("route", "echo", 7070)));
+  EXPECT_THAT(ServedVariants("echo.demo.svc.cluster.local:7070"),
+              ElementsAre(ElementsAre("demo/split/rules[0]", "facet/no-route")));
+}
+
+TEST(GatewayFrontEndOptionsTest, ConsumerRouteWithoutANamespaceParameterIsDisabled) {
+  TranslateOptions options;
+  options.client_namespace_param = "";
+  GatewayFrontEnd front_end(options);
+  xds::IncrementalBuilder builder{xds::BuildOptions{}};
+  front_end.Upsert(Service("echo", kOnePort));
+  front_end.Upsert(Service("far", kOnePort, "other"));
+  front_end.Upsert(Consumer());
+  front_end.Flush(builder);
+  const auto result = builder.Build();
+  front_end.Reconcile(builder, result);
+  const auto status = front_end.StatusOf({kGrpcRouteKind, "other", "cons"});
+  ASSERT_NE(status, nullptr);
+  const Condition* accepted = Find(*status, kConditionAccepted);
+  EXPECT_EQ(accepted->status, kStatusFalse);
+  EXPECT_EQ(accepted->reason, kReasonConsumerRoutesDisabled);
+  const xds::ServedResource* served =
+      builder.snapshot()->Find(xds::RouteConfigurationType(), "echo.demo.svc.cluster.local:7070");
+  ASSERT_NE(served, nullptr);
+  EXPECT_THAT(served->variants, SizeIs(1));
+}
+
 TEST_F(GatewayFrontEndTest, OlderPolicyWinsAndTheOtherIsConflicted) {
   AddWorld();
   front_end_.Upsert(Policy("new", "split", "{env: dev}", "2026-03-01T00:00:00Z"));

@@ -393,7 +393,9 @@ ParentTranslation TranslateParent(const GatewayObject& service, const ServicePor
   host["name"] = String(name);
   host["domains"].push_back(String("*"));
   host["routes"] = YAML::Node(YAML::NodeType::Sequence);
-  bool conditional = false;
+  // A route without rules has no xDS routes, but its condition still
+  // scopes facet/no-route and the default.
+  bool conditional = scopes.routed.has_value();
   for (const XdsRoute* route : sorted) {
     conditional = conditional || route->conditional;
     host["routes"].push_back(route->route);
