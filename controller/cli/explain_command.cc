@@ -14,6 +14,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "controller/cli/flags.h"
 #include "controller/sources/manifest/manifest_build.h"
 #include "controller/sources/manifest/manifest_loader.h"
 #include "xds_server/explain/explain.h"
@@ -36,6 +37,9 @@ constexpr char kUsage[] =
     "  --authority A        the client resolves NAME with bootstrap authority A:\n"
     "                       xdstp://A/envoy.config.listener.v3.Listener/NAME\n"
     "  --output FORMAT      text (default) or json\n"
+    "  --gateway-client-namespace-param KEY\n"
+    "                       the client parameter holding a client's namespace, for\n"
+    "                       consumer GRPCRoutes (default: namespace; empty: not served)\n"
     "  Exit status: 0 the graph is complete, 1 it is broken, 2 bad usage or unreadable input\n"
     "  (manifests that cannot be read, a server that cannot be reached or answers an error).\n";
 
@@ -45,6 +49,7 @@ struct Args {
   std::string server_ca;
   bool json = false;
   std::vector<std::string> paths;
+  gateway::TranslateOptions gateway;
 };
 
 // Parses `args`; returns "" or the usage error.
@@ -66,7 +71,8 @@ std::string ParseArgs(const std::vector<std::string>& args, Args* parsed, bool* 
       value = name.substr(equals + 1);
       name = name.substr(0, equals);
     } else if (name == "target" || name == "param" || name == "authority" || name == "server" ||
-               name == "server-ca" || name == "output") {
+               name == "server-ca" || name == "output" ||
+               name == kGatewayClientNamespaceParamFlag) {
       if (i + 1 >= args.size()) return absl::StrCat("--", name, ": needs a value");
       value = args[++i];
     } else {
@@ -96,6 +102,8 @@ std::string ParseArgs(const std::vector<std::string>& args, Args* parsed, bool* 
         return absl::StrCat("--output \"", value, "\": expected text or json");
       }
       parsed->json = value == "json";
+    } else if (name == kGatewayClientNamespaceParamFlag) {
+      parsed->gateway.client_namespace_param = value;
     } else {
       return absl::StrCat("unknown flag --", name);
     }
@@ -128,7 +136,7 @@ bool ExplainManifests(const Args& args, xds::ExplainRequest request, xds::Explai
   xds::BuildOptions options;
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
   // GRPCRoutes and Services are explained as what they generate.
-  const ManifestBuild built = BuildManifests(manifests, options);
+  const ManifestBuild built = BuildManifests(manifests, options, args.gateway);
   // A missing resource that a rejected object declares says which and why.
   std::map<xds::ObjectRef, const xds::ResourceObject*> objects;
   for (const xds::ResourceObject& object : manifests.resources) objects[object.ref] = &object;

@@ -11,6 +11,14 @@
 
 namespace facet::controller {
 
+// --gateway-client-namespace-param (gateway::TranslateOptions::
+// client_namespace_param), shared by facet serve, validate and explain.
+inline constexpr char kGatewayClientNamespaceParamFlag[] = "gateway-client-namespace-param";
+inline constexpr char kGatewayClientNamespaceParamHelp[] =
+    "client parameter (node metadata) holding a client's namespace: a GRPCRoute in another "
+    "namespace than its parent Service applies to the clients of its own namespace (empty: "
+    "such routes are ConsumerRoutesDisabled)";
+
 class Flags {
  public:
   // Declares a flag with its default and help text.

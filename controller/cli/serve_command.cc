@@ -234,6 +234,9 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
   Flags& flags = runner.flags();
   flags.Define("manifests", "", "directory of Facet manifests to serve (required)");
   flags.Define("allow-old-style-names", "true", "serve resources without spec.authority", true);
+  flags.Define(kGatewayClientNamespaceParamFlag,
+               gateway::TranslateOptions().client_namespace_param,
+               kGatewayClientNamespaceParamHelp);
   if (std::optional<int> exit_code =
           runner.ParseFlags(args, {}, "usage: facet serve --manifests DIR [flags]")) {
     return *exit_code;
@@ -252,6 +255,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     ManifestDirSource::Options source_options;
     source_options.directory = flags.Get("manifests");
     source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
+    source_options.gateway.client_namespace_param = flags.Get(kGatewayClientNamespaceParamFlag);
     source_options.on_published = ObserveSnapshotBuilds(run.metrics());
     ManifestDirSource& source =
         run.Own(std::make_unique<ManifestDirSource>(source_options, store));

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "controller/gateway/model/gateway_status.h"
+#include "controller/cli/flags.h"
 #include "controller/sources/manifest/manifest_build.h"
 #include "controller/sources/manifest/manifest_loader.h"
 #include "xds_server/common/log_text.h"
@@ -22,7 +23,7 @@ namespace {
 using xds::EscapeText;
 
 constexpr char kUsage[] =
-    "usage: facet validate [--no-warnings] PATH...\n"
+    "usage: facet validate [--no-warnings] [--gateway-client-namespace-param KEY] PATH...\n"
     "  Checks Facet manifests (files or directories of *.yaml, *.yml, *.json) with every\n"
     "  rule the server applies. Prints one line per problem:\n"
     "    namespace/name: field: reason            (rejected)\n"
@@ -37,6 +38,9 @@ constexpr char kUsage[] =
     "  A resource with conditional elements (@when) is followed by the variants it compiles to:\n"
     "    namespace/name: spec.variants[0].resource: compiles to N variants\n"
     "      label: constraints; includes: paths of the @when elements it includes\n"
+    "  --gateway-client-namespace-param KEY: the client parameter holding a client's\n"
+    "  namespace, for GRPCRoutes in another namespace than their parent Service (default:\n"
+    "  namespace; empty: they are Accepted=False ConsumerRoutesDisabled).\n"
     "  Exit status: 0 valid (warnings allowed), 1 something is rejected, 2 unreadable input.\n";
 
 // Prints the variants an accepted resource compiled from conditional
@@ -83,12 +87,23 @@ void KeepUntilExit(ManifestSet manifests, ManifestBuild build) {
 int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::vector<std::string> paths;
   bool warnings = true;
-  for (const std::string& arg : args) {
+  gateway::TranslateOptions gateway;
+  const std::string namespace_flag = absl::StrCat("--", kGatewayClientNamespaceParamFlag);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
     if (arg == "--help" || arg == "-h") {
       out << kUsage;
       return kValidateOk;
     } else if (arg == "--no-warnings") {
       warnings = false;
+    } else if (absl::StartsWith(arg, namespace_flag + "=")) {
+      gateway.client_namespace_param = arg.substr(namespace_flag.size() + 1);
+    } else if (arg == namespace_flag) {
+      if (i + 1 >= args.size()) {
+        err << "facet validate: " << namespace_flag << " needs a value\n" << kUsage;
+        return kValidateUnreadable;
+      }
+      gateway.client_namespace_param = args[++i];
     } else if (absl::StartsWith(arg, "-") && arg != "-") {
       err << "facet validate: unknown flag " << arg << "\n" << kUsage;
       return kValidateUnreadable;
@@ -129,7 +144,7 @@ int RunValidate(const std::vector<std::string>& args, std::ostream& out, std::os
   xds::BuildOptions options;
   // Offline, authorities are enforced only when the input declares some.
   options.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforceWhenDeclared;
-  ManifestBuild build = BuildManifests(manifests, options);
+  ManifestBuild build = BuildManifests(manifests, options, gateway);
   // The objects read; those generated from Gateway API objects apart (what
   // they say reaches the GRPCRoutes' statuses below).
   std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses;
