@@ -8,7 +8,9 @@
 // directory and /status shows each object, the route with its status. An
 // XdsVariantPolicy written beside them makes the route's canary rule exist
 // only for clients whose node metadata says env=prod, and editing its
-// `when` switches a running client without a failed call.
+// `when` switches a running client without a failed call. A consumer route
+// (a GRPCRoute in namespace a on Service e2e/echo) is for the clients whose
+// node metadata says namespace=a only.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -80,6 +82,36 @@ class GatewayServeTest : public ServedManifestTest {
     absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
         {.node_id = absl::StrCat("gateway-", env, "-", ClientKindName(GetParam())),
          .metadata = {{"env", env}},
+         .authorities = {}});
+    EXPECT_THAT(bootstrap, IsOk());
+    return bootstrap.ok() ? *bootstrap : "";
+  }
+
+  // Writes the consumer route a/echo-for-a on e2e/echo:7070 (every call to
+  // v2) and the ReferenceGrant in e2e it needs, as consumer.yaml, atomically.
+  void WriteConsumerRoute() {
+    const std::filesystem::path file =
+        std::filesystem::path(harness_->manifest_dir()) / "consumer.yaml";
+    std::ofstream(file.string() + ".tmp")
+        << "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\n"
+           "metadata: {name: echo-for-a, namespace: a}\n"
+           "spec:\n"
+           "  parentRefs: [{group: '', kind: Service, name: echo, namespace: e2e, port: 7070}]\n"
+           "  rules: [{backendRefs: [{name: echo-v2, namespace: e2e, port: 7070}]}]\n"
+           "---\n"
+           "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\n"
+           "metadata: {name: from-a, namespace: e2e}\n"
+           "spec:\n"
+           "  from: [{group: gateway.networking.k8s.io, kind: GRPCRoute, namespace: a}]\n"
+           "  to: [{group: '', kind: Service}]\n";
+    std::filesystem::rename(file.string() + ".tmp", file);
+  }
+
+  // Returns a bootstrap whose node metadata has namespace=`ns`.
+  std::string BootstrapInNamespace(const std::string& ns) {
+    absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
+        {.node_id = absl::StrCat("gateway-ns-", ns, "-", ClientKindName(GetParam())),
+         .metadata = {{"namespace", ns}},
          .authorities = {}});
     EXPECT_THAT(bootstrap, IsOk());
     return bootstrap.ok() ? *bootstrap : "";
@@ -278,6 +310,36 @@ TEST_P(GatewayServeTest, LivePolicyEditNoFailedRpc) {
               IsOk())
       << "the client did not switch to v1 within 5 s of the edit";
   ExpectSwitchedOnce(FinishContinuousRun(**client), "v3", "v1");
+}
+
+// MeshConsumerRoute: a GRPCRoute in namespace a on Service e2e/echo sends
+// every call of a client in namespace a (node metadata) to v2; a client in
+// namespace b keeps the producer route (Echo to v1, EchoTwo to v2,
+// EchoThree UNIMPLEMENTED). /status shows the consumer route Accepted.
+TEST_P(GatewayServeTest, ConsumerRouteOnlyForItsNamespace) {
+  WriteConsumerRoute();
+  const std::string in_a = BootstrapInNamespace("a");
+  const std::string in_b = BootstrapInNamespace("b");
+  ASSERT_TRUE(WaitForCanaryAnsweredBy(in_a, "v2"));
+  bootstrap_ = in_a;
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, kMethods, 2), ", "),
+            "ok v2, ok v2, ok v2, ok v2, ok v2, ok v2");
+  bootstrap_ = in_b;
+  EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, kMethods, 2), ", "),
+            "ok v1, ok v2, fail UNIMPLEMENTED, ok v1, ok v2, fail UNIMPLEMENTED");
+  absl::StatusOr<std::string> text = harness_->AdminGet(E2eHarness::kFacet, "/status");
+  ASSERT_THAT(text, IsOk());
+  const nlohmann::json status = nlohmann::json::parse(*text);
+  nlohmann::json consumer;
+  for (const nlohmann::json& object : status["gateway_objects"]) {
+    if (object["object"] == "a/echo-for-a") consumer = object;
+  }
+  ASSERT_TRUE(consumer.contains("status")) << *text;
+  const nlohmann::json& parent = consumer["status"]["parents"][0];
+  EXPECT_EQ(parent["parentRef"]["namespace"], "e2e");
+  for (const nlohmann::json& condition : parent["conditions"]) {
+    EXPECT_EQ(condition["status"], "True") << condition.dump();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Clients, GatewayServeTest,
