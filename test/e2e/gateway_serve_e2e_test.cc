@@ -64,57 +64,51 @@ class GatewayServeTest : public ServedManifestTest {
   // Writes the XdsVariantPolicy demo-canary on the route's canary rule with
   // `when` (flow YAML) as policy.yaml, atomically.
   void WritePolicy(const std::string& when) {
-    const std::filesystem::path file =
-        std::filesystem::path(harness_->manifest_dir()) / "policy.yaml";
-    std::ofstream(file.string() + ".tmp")
-        << "apiVersion: facet.dev/v1alpha1\nkind: XdsVariantPolicy\n"
-           "metadata: {name: canary-policy, namespace: e2e}\n"
-           "spec:\n"
-           "  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: echo, "
-           "sectionName: canary}]\n"
-           "  when: "
-        << when << "\n";
+    WriteManifest(
+        "policy.yaml",
+        absl::StrCat(
+            "apiVersion: facet.dev/v1alpha1\nkind: XdsVariantPolicy\n"
+            "metadata: {name: canary-policy, namespace: e2e}\n"
+            "spec:\n"
+            "  targetRefs: [{group: gateway.networking.k8s.io, kind: GRPCRoute, name: echo, "
+            "sectionName: canary}]\n"
+            "  when: ",
+            when, "\n"));
+  }
+
+  // Writes `text` as the manifest file `name`, atomically.
+  void WriteManifest(const std::string& name, const std::string& text) {
+    const std::filesystem::path file = std::filesystem::path(harness_->manifest_dir()) / name;
+    std::ofstream(file.string() + ".tmp") << text;
     std::filesystem::rename(file.string() + ".tmp", file);
   }
 
-  // Returns a bootstrap whose node metadata has env=`env`.
-  std::string BootstrapFor(const std::string& env) {
+  // Returns a bootstrap whose node metadata has `key`=`value`.
+  std::string BootstrapFor(const std::string& value, const std::string& key = "env") {
     absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
-        {.node_id = absl::StrCat("gateway-", env, "-", ClientKindName(GetParam())),
-         .metadata = {{"env", env}},
+        {.node_id = absl::StrCat("gateway-", key, "-", value, "-", ClientKindName(GetParam())),
+         .metadata = {{key, value}},
          .authorities = {}});
     EXPECT_THAT(bootstrap, IsOk());
     return bootstrap.ok() ? *bootstrap : "";
   }
 
   // Writes the consumer route a/echo-for-a on e2e/echo:7070 (every call to
-  // v2) and the ReferenceGrant in e2e it needs, as consumer.yaml, atomically.
+  // echo-v2) and the ReferenceGrant in e2e it needs, as consumer.yaml, atomically.
   void WriteConsumerRoute() {
-    const std::filesystem::path file =
-        std::filesystem::path(harness_->manifest_dir()) / "consumer.yaml";
-    std::ofstream(file.string() + ".tmp")
-        << "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\n"
-           "metadata: {name: echo-for-a, namespace: a}\n"
-           "spec:\n"
-           "  parentRefs: [{group: '', kind: Service, name: echo, namespace: e2e, port: 7070}]\n"
-           "  rules: [{backendRefs: [{name: echo-v2, namespace: e2e, port: 7070}]}]\n"
-           "---\n"
-           "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\n"
-           "metadata: {name: from-a, namespace: e2e}\n"
-           "spec:\n"
-           "  from: [{group: gateway.networking.k8s.io, kind: GRPCRoute, namespace: a}]\n"
-           "  to: [{group: '', kind: Service}]\n";
-    std::filesystem::rename(file.string() + ".tmp", file);
-  }
-
-  // Returns a bootstrap whose node metadata has namespace=`ns`.
-  std::string BootstrapInNamespace(const std::string& ns) {
-    absl::StatusOr<std::string> bootstrap = harness_->WriteBootstrap(
-        {.node_id = absl::StrCat("gateway-ns-", ns, "-", ClientKindName(GetParam())),
-         .metadata = {{"namespace", ns}},
-         .authorities = {}});
-    EXPECT_THAT(bootstrap, IsOk());
-    return bootstrap.ok() ? *bootstrap : "";
+    WriteManifest(
+        "consumer.yaml",
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\n"
+        "metadata: {name: echo-for-a, namespace: a}\n"
+        "spec:\n"
+        "  parentRefs: [{group: '', kind: Service, name: echo, namespace: e2e, port: 7070}]\n"
+        "  rules: [{backendRefs: [{name: echo-v2, namespace: e2e, port: 7070}]}]\n"
+        "---\n"
+        "apiVersion: gateway.networking.k8s.io/v1beta1\nkind: ReferenceGrant\n"
+        "metadata: {name: from-a, namespace: e2e}\n"
+        "spec:\n"
+        "  from: [{group: gateway.networking.k8s.io, kind: GRPCRoute, namespace: a}]\n"
+        "  to: [{group: '', kind: Service}]\n");
   }
 
   // Calls Echo with the canary header through `bootstrap` until it is
@@ -318,8 +312,8 @@ TEST_P(GatewayServeTest, LivePolicyEditNoFailedRpc) {
 // EchoThree UNIMPLEMENTED). /status shows the consumer route Accepted.
 TEST_P(GatewayServeTest, ConsumerRouteOnlyForItsNamespace) {
   WriteConsumerRoute();
-  const std::string in_a = BootstrapInNamespace("a");
-  const std::string in_b = BootstrapInNamespace("b");
+  const std::string in_a = BootstrapFor("a", "namespace");
+  const std::string in_b = BootstrapFor("b", "namespace");
   ASSERT_TRUE(WaitForCanaryAnsweredBy(in_a, "v2"));
   bootstrap_ = in_a;
   EXPECT_EQ(absl::StrJoin(Outcomes(kEcho, kMethods, 2), ", "),
