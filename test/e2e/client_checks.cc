@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/common/status_matchers.h"
@@ -82,6 +83,22 @@ std::vector<std::string> CallOutcomes(E2eHarness& harness, ClientOptions options
   std::vector<std::string> out;
   for (const std::string& line : run->lines) out.push_back(OutcomeOf(line));
   return out;
+}
+
+bool WaitForOutcome(E2eHarness& harness, ClientOptions options, const std::string& expected,
+                    absl::Duration timeout) {
+  options.count = 1;
+  options.outcomes = true;
+  std::string last;
+  for (const absl::Time deadline = absl::Now() + timeout; absl::Now() < deadline;
+       absl::SleepFor(absl::Milliseconds(100))) {
+    absl::StatusOr<ClientRun> run = harness.RunClient(options);
+    if (!run.ok() || run->lines.size() != 1) continue;
+    last = OutcomeOf(run->lines[0]);
+    if (last == expected) return true;
+  }
+  ADD_FAILURE() << "never " << expected << "; last: " << last;
+  return false;
 }
 
 void ServedManifestTest::Serve(const std::vector<std::string>& backends,

@@ -45,6 +45,14 @@ std::string OutcomeOf(const std::string& line);
 // it could not run.
 std::vector<std::string> CallOutcomes(E2eHarness& harness, ClientOptions options);
 
+// Runs one client in outcomes mode making one call (options.count and
+// options.outcomes set; one method and metadata set at most) every 100 ms
+// until its outcome is `expected` ("ok <id>" or "fail <CODE>"); returns
+// whether it was within `timeout`, with a test failure naming the last
+// outcome if not. For a change the clients see only once it is served.
+bool WaitForOutcome(E2eHarness& harness, ClientOptions options, const std::string& expected,
+                    absl::Duration timeout = absl::Seconds(30));
+
 // A suite that runs each test with each real client (the parameter)
 // against one `facet serve` on a manifest directory.
 class ServedManifestTest : public ::testing::TestWithParam<ClientKind> {

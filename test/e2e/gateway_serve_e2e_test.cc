@@ -115,23 +115,14 @@ class GatewayServeTest : public ServedManifestTest {
   // answered by `backend` (a client at a time: a new policy file is held
   // until it is quiet); returns whether it was within 30 s.
   bool WaitForCanaryAnsweredBy(const std::string& bootstrap, const std::string& backend) {
-    std::string last;
-    for (const absl::Time deadline = absl::Now() + absl::Seconds(30); absl::Now() < deadline;
-         absl::SleepFor(absl::Milliseconds(100))) {
-      absl::StatusOr<ClientRun> run = harness_->RunClient({.kind = GetParam(),
-                                                           .target = kEcho,
-                                                           .bootstrap_path = bootstrap,
-                                                           .count = 1,
-                                                           .rpc_timeout = absl::Seconds(10),
-                                                           .methods = {kEchoMethod},
-                                                           .metadata = {kCanary},
-                                                           .outcomes = true});
-      if (!run.ok() || run->lines.size() != 1) continue;
-      last = OutcomeOf(run->lines[0]);
-      if (last == "ok " + backend) return true;
-    }
-    ADD_FAILURE() << "never answered by " << backend << "; last: " << last;
-    return false;
+    return WaitForOutcome(*harness_,
+                          {.kind = GetParam(),
+                           .target = kEcho,
+                           .bootstrap_path = bootstrap,
+                           .rpc_timeout = absl::Seconds(10),
+                           .methods = {kEchoMethod},
+                           .metadata = {kCanary}},
+                          "ok " + backend);
   }
 
   // Returns the XdsVariantPolicy's status as /status shows it (null when
