@@ -97,6 +97,9 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
                true);
   flags.Define("cluster-domain", "cluster.local",
                "the cluster's DNS domain, in generated names S.N.svc.<domain>:P");
+  flags.Define(kGatewayClientNamespaceParamFlag,
+               gateway::TranslateOptions().client_namespace_param,
+               kGatewayClientNamespaceParamHelp);
   flags.Define("leader-election-namespace", "", "namespace of the Lease (default: $POD_NAMESPACE, else the kubeconfig's namespace)");
   flags.Define("leader-election-lease", "facet-controller", "name of the Lease");
   flags.Define("webhook-address", "",
@@ -167,6 +170,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
     source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
     source_options.gateway_api = flags.GetBool("gateway-api");
     source_options.gateway.cluster_domain = absl::AsciiStrToLower(flags.Get("cluster-domain"));
+    source_options.gateway.client_namespace_param = flags.Get(kGatewayClientNamespaceParamFlag);
     source_options.on_published = ObserveSnapshotBuilds(run.metrics());
     KubeSource& source = run.Own(std::make_unique<KubeSource>(
         kube_client, store, &ads,

@@ -71,6 +71,7 @@ if render_case default facet facet-system; then
     --arg=--xds-address=0.0.0.0:18000 --arg=--admin-address=0.0.0.0:18080 \
     --arg=--allow-old-style-names=true --arg=--leader-election=true \
     --arg=--gateway-api=true --arg=--cluster-domain=cluster.local \
+    --arg=--gateway-client-namespace-param=namespace \
     --arg=--leader-election-namespace=facet-system --arg=--leader-election-lease=facet-controller \
     --arg=--log-level=info --absent-flag=--namespaces --absent-flag=--node-metadata-params \
     --absent-flag=--kubeconfig --absent-flag=--csds-readers --webhook generated \
@@ -112,6 +113,7 @@ if render_case gateway-off facet facet-system "${here}/testdata/gateway-off.yaml
     --release-namespace facet-system --replicas 2 --lease facet-controller --gateway-api=false \
     --cluster-domain corp.example \
     --arg=--gateway-api=false --arg=--cluster-domain=corp.example \
+    --absent-flag=--gateway-client-namespace-param \
     --server-uri facet.facet-system.svc.corp.example:18000
 fi
 

@@ -43,7 +43,7 @@ var controllerFlags = map[string]bool{
 	"--webhook-address": true, "--webhook-tls-cert": true, "--webhook-tls-key": true,
 	"--xds-tls-cert": true, "--xds-tls-key": true, "--xds-tls-client-ca": true,
 	"--csds-readers": true, "--admin-tls-cert": true, "--admin-tls-key": true,
-	"--gateway-api": true, "--cluster-domain": true,
+	"--gateway-api": true, "--cluster-domain": true, "--gateway-client-namespace-param": true,
 }
 
 var namespacedKinds = map[string]bool{
