@@ -327,6 +327,64 @@ TEST_P(GatewayServeTest, ConsumerRouteOnlyForItsNamespace) {
   }
 }
 
+// MeshGRPCRouteWeight's shape: a route on Service split:7070 sends 70 % of
+// calls to v1 and 30 % to v2, and names a missing Service with weight 0:
+// that backend gets no traffic and no call fails, and the route is Accepted
+// with ResolvedRefs False BackendNotFound.
+TEST_P(GatewayServeTest, WeightedSplitWithAMissingWeightZeroBackend) {
+  constexpr char kSplit[] = "xds:///split.e2e.svc.cluster.local:7070";
+  WriteManifest("split.yaml",
+                "apiVersion: v1\nkind: Service\n"
+                "metadata: {name: split, namespace: e2e}\n"
+                "spec: {ports: [{name: grpc, port: 7070}]}\n"
+                "---\n"
+                "apiVersion: gateway.networking.k8s.io/v1\nkind: GRPCRoute\n"
+                "metadata: {name: split, namespace: e2e}\n"
+                "spec:\n"
+                "  parentRefs: [{group: '', kind: Service, name: split, port: 7070}]\n"
+                "  rules:\n"
+                "  - backendRefs:\n"
+                "    - {name: echo-v1, port: 7070, weight: 70}\n"
+                "    - {name: echo-v2, port: 7070, weight: 30}\n"
+                "    - {name: echo-missing, port: 7070, weight: 0}\n");
+  // Served once a call is answered (by either backend: a new gRPC C++
+  // process makes the same first weighted pick every time).
+  bool served = false;
+  for (const absl::Time deadline = absl::Now() + absl::Seconds(30);
+       !served && absl::Now() < deadline;) {
+    const std::vector<std::string> first = Outcomes(kSplit, {"/facet.test.Echo/Whoami"}, 1);
+    served = !first.empty() && absl::StartsWith(first[0], "ok ");
+  }
+  ASSERT_TRUE(served) << "split.e2e.svc.cluster.local:7070 never answered";
+  constexpr int kCalls = 400;
+  std::map<std::string, int> counts;
+  for (const std::string& outcome : Outcomes(kSplit, {"/facet.test.Echo/Whoami"}, kCalls)) {
+    ++counts[outcome];
+  }
+  EXPECT_EQ(counts["ok v1"] + counts["ok v2"], kCalls) << ::testing::PrintToString(counts);
+  // 70 % of 400 is 280; 240..320 is more than four standard deviations of a
+  // weighted random pick either side.
+  EXPECT_GE(counts["ok v1"], 240) << ::testing::PrintToString(counts);
+  EXPECT_LE(counts["ok v1"], 320) << ::testing::PrintToString(counts);
+
+  absl::StatusOr<std::string> text = harness_->AdminGet(E2eHarness::kFacet, "/status");
+  ASSERT_THAT(text, IsOk());
+  const nlohmann::json status = nlohmann::json::parse(*text);
+  nlohmann::json split;
+  for (const nlohmann::json& object : status["gateway_objects"]) {
+    if (object["object"] == "e2e/split" && object["kind"] == "GRPCRoute") split = object;
+  }
+  ASSERT_TRUE(split.contains("status")) << *text;
+  std::map<std::string, std::string> conditions;
+  for (const nlohmann::json& condition : split["status"]["parents"][0]["conditions"]) {
+    conditions[condition["type"].get<std::string>()] =
+        absl::StrCat(condition["status"].get<std::string>(), " ",
+                     condition["reason"].get<std::string>());
+  }
+  EXPECT_EQ(conditions["Accepted"], "True Accepted");
+  EXPECT_EQ(conditions["ResolvedRefs"], "False BackendNotFound");
+}
+
 INSTANTIATE_TEST_SUITE_P(Clients, GatewayServeTest,
                          ::testing::Values(ClientKind::kCpp, ClientKind::kNode),
                          [](const auto& info) { return ClientKindName(info.param); });
