@@ -586,9 +586,11 @@ class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffe
     AdsService* service = service_;
     if (started() != nullptr) {
       core_->OnDone();
+      // Its authorities are released before the stream counts as closed, so
+      // that whoever sees it closed sees them released.
+      core_->EndHeldAuthorities();
       service_->Unregister(core_.get(), core_->AllWatches());
       freed = core_->EndSubscriptionMemory();
-      core_->EndHeldAuthorities();
       if (DemandObserver* observer = service_->options_.demand_observer; observer != nullptr) {
         if (std::vector<DemandChange> ended = core_->EndDemand(); !ended.empty()) {
           observer->OnDemand(ended);
