@@ -599,7 +599,7 @@ void StreamState::NoteNack(TypeState& state, const std::vector<std::string>& sus
 }
 
 void StreamState::NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
-                           bool full_state) const {
+                           bool full_state) {
   state.last_sent = number;
   const uint64_t answered = state.answered;
   auto sent = [&](NameState& ns) {

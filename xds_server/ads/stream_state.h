@@ -407,7 +407,7 @@ class StreamState {
   // Records, for DescribeClient, that the response `state` just sent carried
   // `names` (at now_).
   void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
-                bool full_state) const;
+                bool full_state);
   // Whether some type has names to re-examine or answers due.
   bool HasPendingWork() const;
   TypeState* PickNext(bool* removal_phase);
