@@ -47,10 +47,22 @@ class CpprestKubeClient final : public KubeClient {
   }
 
   // Watches still open are cancelled by their handles, not by this. Waits
-  // (up to 10 s) for the read chains of cancelled watches to end:
-  // each holds its stream until cpprestsdk completes its last read, and a
-  // process exiting earlier leaves them behind.
+  // (up to 10 s in all) for the read chains of cancelled watches to end
+  // (each holds its stream until cpprestsdk completes its last read), then
+  // for every continuation already scheduled to have run (cpprestsdk
+  // finishes a response in continuations of its own): a process exiting
+  // earlier leaves them behind. Must not run on cpprestsdk's own threads.
   ~CpprestKubeClient() override;
+
+  // Continuations scheduled on pplx and not yet run, in the whole process
+  // (Facet's and cpprestsdk's own). Counted from the first Create on, through
+  // pplx's ambient scheduler; tracking_continuations() is false when pplx had
+  // been used before that (its scheduler can be set only before first use).
+  static bool tracking_continuations();
+  static int continuations_in_flight();
+  // Waits until continuations_in_flight() is 0; false when `timeout` passed
+  // first.
+  static bool AwaitContinuationsRun(absl::Duration timeout);
 
   // Watch streams whose read chain has not ended yet (cancelled ones
   // included).

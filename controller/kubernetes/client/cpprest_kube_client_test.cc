@@ -2,9 +2,11 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pplx/pplxtasks.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -628,6 +630,44 @@ TEST(CpprestKubeClientTest, DestroyingTheHandleCancelsAQuietWatch) {
   release.Notify();
   EXPECT_EQ(log.events().size(), 1u);
   EXPECT_FALSE(log.end().has_value());
+}
+
+TEST(CpprestKubeClientTest, DestructionWaitsForContinuationsAlreadyScheduled) {
+  // cpprestsdk completes a cancelled response in continuations of its own,
+  // after the watch's last one; a process exiting while one is queued leaves
+  // its task graph behind. A continuation that is slow to run stands in for it.
+  absl::Notification server_done;
+  ScriptedServer server([&](const HttpRequest&, Connection& connection) {
+    connection.StartChunked();
+    connection.Chunk(Event("ADDED", "a", 11));
+    server_done.WaitForNotificationWithTimeout(absl::Seconds(10));
+  });
+  std::unique_ptr<CpprestKubeClient> client = NewClient(server.url());
+  ASSERT_TRUE(CpprestKubeClient::tracking_continuations());
+  WatchLog log;
+  absl::StatusOr<std::unique_ptr<WatchHandle>> handle =
+      client->Watch(kCollection, WatchOptions{}, log.OnEvent(), log.OnEnd());
+  ASSERT_THAT(handle, IsOk());
+  ASSERT_TRUE(log.WaitForEvents(1));
+
+  absl::Notification release;
+  std::atomic<bool> ran{false};
+  pplx::create_task([&] {
+    release.WaitForNotification();
+    ran = true;
+  });
+  EXPECT_GE(CpprestKubeClient::continuations_in_flight(), 1);
+  EXPECT_FALSE(CpprestKubeClient::AwaitContinuationsRun(absl::Milliseconds(50)));
+  std::thread releaser([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    release.Notify();
+  });
+  handle->reset();
+  client.reset();  // Returns once the continuation has run.
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(CpprestKubeClient::continuations_in_flight(), 0);
+  releaser.join();
+  server_done.Notify();
 }
 
 // A self-signed test certificate (no key needed to trust it as a CA).
