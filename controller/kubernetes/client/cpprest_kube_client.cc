@@ -122,15 +122,18 @@ absl::StatusOr<ListResult> ParseList(absl::string_view what, const std::string& 
 // pplx's ambient scheduler, counting the continuations scheduled and not yet
 // run. cpprestsdk finishes a response (closing its body, setting its
 // completion event) in continuations of its own after the last one Facet
-// chained has run; a process exiting while one is queued leaves that task
-// graph behind (the thread pool drops it unrun, and LeakSanitizer reports it).
-// Destroying a client waits for the count to reach 0.
+// chained has run, and a connection closed under a request completes it the
+// same way; a process exiting while one is queued leaves that task graph
+// behind (the thread pool drops it unrun, and LeakSanitizer reports it).
+// Destroying a client waits until none is queued or running and none was
+// scheduled for a short quiet period.
 class TrackingScheduler final : public pplx::scheduler_interface {
  public:
   void schedule(pplx::TaskProc_t proc, void* param) override {
     {
       absl::MutexLock lock(&mu_);
       ++in_flight_;
+      ++scheduled_;
     }
     try {
       crossplat::threadpool::shared_instance().service().post([this, proc, param] {
@@ -150,18 +153,40 @@ class TrackingScheduler final : public pplx::scheduler_interface {
     return in_flight_;
   }
 
-  bool AwaitIdle(absl::Duration timeout) const {
+  // Waits until nothing is in flight and nothing was scheduled for `quiet`;
+  // false when `timeout` passed first.
+  bool AwaitQuiet(absl::Duration timeout, absl::Duration quiet) const {
+    const absl::Time deadline = absl::Now() + timeout;
     absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(
-        absl::Condition(
-            +[](const int* in_flight) { return *in_flight == 0; }, &in_flight_),
-        timeout);
+    while (true) {
+      if (!mu_.AwaitWithDeadline(
+              absl::Condition(
+                  +[](const int* in_flight) { return *in_flight == 0; }, &in_flight_),
+              deadline)) {
+        return false;
+      }
+      const Seen seen{&scheduled_, scheduled_};
+      const bool more = mu_.AwaitWithDeadline(
+          absl::Condition(
+              +[](const Seen* s) { return *s->scheduled != s->value; }, &seen),
+          std::min(absl::Now() + quiet, deadline));
+      if (!more) return true;
+      if (absl::Now() >= deadline) return false;
+    }
   }
 
  private:
+  struct Seen {
+    const uint64_t* scheduled;
+    uint64_t value;
+  };
+
   mutable absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t scheduled_ ABSL_GUARDED_BY(mu_) = 0;
 };
+
+constexpr absl::Duration kContinuationsQuiet = absl::Milliseconds(50);
 
 // Installed before the first request of the process; null when pplx's
 // scheduler was already in use (it can be set only once, before first use).
@@ -476,6 +501,9 @@ CpprestKubeClient::CpprestKubeClient(std::shared_ptr<State> state) : state_(std:
 CpprestKubeClient::~CpprestKubeClient() {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   AwaitWatchStreamsEnded(absl::Seconds(10));
+  // Closes the client's connections (when no watch holds them still): what
+  // they carried completes in continuations of its own.
+  state_.reset();
   AwaitContinuationsRun(std::max(deadline - absl::Now(), absl::ZeroDuration()));
 }
 
@@ -488,7 +516,7 @@ int CpprestKubeClient::continuations_in_flight() {
 
 bool CpprestKubeClient::AwaitContinuationsRun(absl::Duration timeout) {
   const TrackingScheduler* scheduler = InstallTrackingScheduler();
-  return scheduler == nullptr || scheduler->AwaitIdle(timeout);
+  return scheduler == nullptr || scheduler->AwaitQuiet(timeout, kContinuationsQuiet);
 }
 
 int CpprestKubeClient::watch_streams() const {

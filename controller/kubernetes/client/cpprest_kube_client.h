@@ -48,10 +48,12 @@ class CpprestKubeClient final : public KubeClient {
 
   // Watches still open are cancelled by their handles, not by this. Waits
   // (up to 10 s in all) for the read chains of cancelled watches to end
-  // (each holds its stream until cpprestsdk completes its last read), then
-  // for every continuation already scheduled to have run (cpprestsdk
-  // finishes a response in continuations of its own): a process exiting
-  // earlier leaves them behind. Must not run on cpprestsdk's own threads.
+  // (each holds its stream until cpprestsdk completes its last read), closes
+  // the client's connections, then waits for every continuation scheduled to
+  // have run and none to be scheduled for 50 ms (cpprestsdk finishes a
+  // response, or one whose connection closed, in continuations of its own):
+  // a process exiting earlier leaves them behind. Must not run on
+  // cpprestsdk's own threads.
   ~CpprestKubeClient() override;
 
   // Continuations scheduled on pplx and not yet run, in the whole process
@@ -60,8 +62,8 @@ class CpprestKubeClient final : public KubeClient {
   // been used before that (its scheduler can be set only before first use).
   static bool tracking_continuations();
   static int continuations_in_flight();
-  // Waits until continuations_in_flight() is 0; false when `timeout` passed
-  // first.
+  // Waits until continuations_in_flight() is 0 and none was scheduled for
+  // 50 ms; false when `timeout` passed first.
   static bool AwaitContinuationsRun(absl::Duration timeout);
 
   // Watch streams whose read chain has not ended yet (cancelled ones
