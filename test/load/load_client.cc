@@ -129,6 +129,8 @@ class LoadClient::Stream {
   // When the watched resource arrived in its (change+1)-th new version
   // (change 0 is the first version after the one it synced with), if it has.
   virtual std::optional<absl::Time> arrival(int change) const = 0;
+  // Responses that carried the watched resource after the first one.
+  virtual int watched_pushes() const = 0;
 };
 
 // One ADS stream. Reads run one at a time (each StartRead follows the previous
@@ -165,6 +167,11 @@ class LoadClient::Reactor final : public LoadClient::Stream,
     absl::MutexLock lock(&mu_);
     if (change < 0 || change >= static_cast<int>(arrivals_.size())) return std::nullopt;
     return arrivals_[change];
+  }
+
+  int watched_pushes() const override {
+    absl::MutexLock lock(&mu_);
+    return watched_pushes_;
   }
 
   void OnReadDone(bool ok) override {
@@ -240,6 +247,10 @@ class LoadClient::Reactor final : public LoadClient::Stream,
         last_ = fingerprint;
         continue;
       }
+      {
+        absl::MutexLock lock(&mu_);
+        ++watched_pushes_;
+      }
       if (fingerprint == *last_) continue;
       last_ = fingerprint;
       int change = 0;
@@ -279,6 +290,7 @@ class LoadClient::Reactor final : public LoadClient::Stream,
   std::deque<Request> pending_ ABSL_GUARDED_BY(mu_);  // front() is in flight.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<absl::Time> arrivals_ ABSL_GUARDED_BY(mu_);  // Of each new version.
+  int watched_pushes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 LoadClient::LoadClient(LoadOptions options, std::vector<StreamPlan> plans)
@@ -362,6 +374,13 @@ EditResults LoadClient::Edits(int change, absl::Time trigger) const {
   }
   std::sort(results.latencies.begin(), results.latencies.end());
   return results;
+}
+
+std::vector<int> LoadClient::WatchedPushes() const {
+  std::vector<int> pushes;
+  pushes.reserve(streams_.size());
+  for (const auto& stream : streams_) pushes.push_back(stream->watched_pushes());
+  return pushes;
 }
 
 std::string LoadClient::FirstFailure() const {

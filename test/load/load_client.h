@@ -87,6 +87,10 @@ class LoadClient {
   // Returns what the streams saw of change `change`, triggered at `trigger`.
   EditResults Edits(int change, absl::Time trigger) const;
 
+  // Returns, per stream, how many responses carried the watched resource after
+  // the one it synced with (in any version: a repeated version counts too).
+  std::vector<int> WatchedPushes() const;
+
   // Returns a description of the first stream that ended, if any ended.
   std::string FirstFailure() const;
 

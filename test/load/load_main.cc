@@ -1,19 +1,26 @@
 // facet_load: the xDS load benchmark. For each target server (`facet serve`
-// on the synthetic world, and the null server), starts it as a child process
-// on 127.0.0.1, opens N ADS streams over C connections, measures the time
-// until every stream holds its subscriptions, triggers one route change (a
-// file edit for facet, SIGUSR1 for the null server), measures when each
-// stream whose selected variant changes receives it, reads the server's RSS,
-// and prints a table with facet/null ratios and one JSON line.
+// on the synthetic world, the null server, and one or two `facet relay` tiers
+// in front of `facet serve`), starts it as a child process on 127.0.0.1, opens
+// N ADS streams over C connections, measures the time until every stream
+// holds its subscriptions, triggers one route change (a file edit for facet
+// and the relays, SIGUSR1 for the null server), measures when each stream
+// whose selected variant changes receives it and counts how often each got it,
+// reads the server's RSS and, behind relays, how many upstream streams each
+// relay opened, and prints a table with facet/null and relay/facet ratios and
+// one JSON line.
 //
 //   facet_load --streams 10000 --connections 100 --services 2000
+//   facet_load --targets=facet,relay,relay2 --streams 10000
 //
 // Exit status: 0 when every target synced every stream and delivered the
-// change to every stream that selects it, 1 otherwise, 2 on bad flags.
+// change to every stream that selects it (and each relay opened one upstream
+// stream), 1 otherwise, 2 on bad flags.
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include <httplib.h>  // Its feature macros come from pkg-config (CMakeLists.txt).
 
 #include <algorithm>
 #include <cmath>
@@ -49,7 +56,8 @@
 
 ABSL_FLAG(std::string, targets, "facet,null",
           "servers to measure, in order: facet, null, relay (facet relay in front of facet "
-          "serve; the streams connect to the relay)");
+          "serve; the streams connect to the relay), relay2 (facet relay in front of facet relay "
+          "in front of facet serve; the streams connect to the second relay)");
 ABSL_FLAG(int, streams, 10000, "ADS streams");
 ABSL_FLAG(int, connections, 100, "HTTP/2 connections the streams are spread over");
 ABSL_FLAG(bool, delta, false, "open delta ADS streams instead of SotW ones");
@@ -221,20 +229,45 @@ void AddCpu(const std::optional<absl::Duration>& before, const std::optional<abs
   }
 }
 
-// Returns the xds_address of a ready file, which must be on 127.0.0.1.
-absl::StatusOr<std::string> XdsAddress(absl::string_view ready) {
-  constexpr absl::string_view kKey = "\"xds_address\":\"";
-  const size_t start = ready.find(kKey);
+// Returns the address under `key` ("xds_address" or "admin_address") of a
+// ready file, which must be on 127.0.0.1.
+absl::StatusOr<std::string> ReadyAddress(absl::string_view ready, absl::string_view key) {
+  const std::string quoted_key = absl::StrCat("\"", key, "\":\"");
+  const size_t start = ready.find(quoted_key);
   const size_t end =
-      start == absl::string_view::npos ? start : ready.find('"', start + kKey.size());
+      start == absl::string_view::npos ? start : ready.find('"', start + quoted_key.size());
   if (end == absl::string_view::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("no xds_address in ready file: ", ready));
+    return absl::InvalidArgumentError(absl::StrCat("no ", key, " in ready file: ", ready));
   }
-  std::string address(ready.substr(start + kKey.size(), end - start - kKey.size()));
+  std::string address(ready.substr(start + quoted_key.size(), end - start - quoted_key.size()));
   if (!absl::StartsWith(address, "127.0.0.1:")) {
     return absl::FailedPreconditionError(absl::StrCat("server is not on 127.0.0.1: ", address));
   }
   return address;
+}
+
+// Returns the value of the unlabelled sample `metric` on the /metrics page of
+// the admin server at `admin_address` (127.0.0.1:PORT).
+absl::StatusOr<double> ScrapeMetric(const std::string& admin_address, absl::string_view metric) {
+  int port = 0;
+  if (!absl::SimpleAtoi(absl::StripPrefix(admin_address, "127.0.0.1:"), &port)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad admin address ", admin_address));
+  }
+  httplib::Client client("127.0.0.1", port);
+  client.set_connection_timeout(5);
+  client.set_read_timeout(5);
+  httplib::Result result = client.Get("/metrics");
+  if (!result || result->status != 200) {
+    return absl::UnavailableError(absl::StrCat("GET http://", admin_address, "/metrics failed"));
+  }
+  for (absl::string_view line : absl::StrSplit(result->body, '\n', absl::SkipEmpty())) {
+    double value = 0;
+    if (absl::ConsumePrefix(&line, metric) && absl::ConsumePrefix(&line, " ") &&
+        absl::SimpleAtod(line, &value)) {
+      return value;
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("no sample ", metric, " at ", admin_address));
 }
 
 // Returns the q-quantile (nearest rank) of the sorted `latencies` in ms, or
@@ -260,6 +293,15 @@ struct TargetResult {
   std::optional<absl::Duration> server_cpu;
   std::optional<absl::Duration> client_cpu;
   int changes = 0;
+  // Relay chains: per relay tier (1 nearest Facet), the ADS streams its
+  // upstream server saw opened (facet_xds_streams_total there).
+  std::vector<int64_t> upstream_streams;
+  // Per stream, the responses carrying the watched resource after its sync:
+  // streams that got each change exactly once (`changes` pushes if they
+  // select the edited variant, else none), fewer, and more.
+  int pushes_exact = 0;
+  int pushes_missing = 0;
+  int pushes_duplicated = 0;
 
   double RssPerStreamKib() const {
     return rss_before_kib < 0 || rss_after_kib < 0 || streams == 0
@@ -290,45 +332,50 @@ struct RunConfig {
   absl::Time deadline;
 };
 
-// Starts the server for `target`, waits for its ready file and returns it.
-// For "relay", `upstream` is the address of the Facet it relays.
-absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& target,
+// Starts server `kind` (facet, null or relay) as `name` (its log files' and
+// configuration's name), waits for nothing and returns it. A relay relays
+// `upstream`.
+absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& kind,
+                                                     const std::string& name,
                                                      const RunConfig& config,
                                                      const std::string& ready_file,
+                                                     const std::string& xds_address,
                                                      const std::string& upstream = "") {
   std::filesystem::remove(ready_file);
   ProcessOptions options;
-  if (target == "relay") {
-    const std::string config_path = absl::StrCat(config.work_dir, "/relay.json");
+  if (kind == "relay") {
+    const std::string config_path = absl::StrCat(config.work_dir, "/", name, ".json");
     std::ofstream file(config_path);
     file << "{\"xds_servers\": [{\"server_uri\": \"" << upstream
          << "\", \"channel_creds\": [{\"type\": \"insecure\"}]}], \"node\": {\"id\": "
-            "\"facet-load-relay\"}}\n";
+            "\"facet-load-"
+         << name << "\"}}\n";
     file.close();
     if (!file) return absl::InternalError(absl::StrCat("cannot write ", config_path));
     options.argv = {absl::GetFlag(FLAGS_facet_binary),
                     "relay",
                     absl::StrCat("--config=", config_path),
-                    "--xds-address=127.0.0.1:0",
+                    absl::StrCat("--xds-address=", xds_address),
                     "--admin-address=127.0.0.1:0",
                     absl::StrCat("--ready-file=", ready_file),
                     "--log-level=warn"};
-  } else if (target == "facet") {
+  } else if (kind == "facet") {
     options.argv = {absl::GetFlag(FLAGS_facet_binary),
                     "serve",
                     absl::StrCat("--manifests=", config.world_dir),
-                    "--xds-address=127.0.0.1:0",
+                    absl::StrCat("--xds-address=", xds_address),
                     "--admin-address=127.0.0.1:0",
                     absl::StrCat("--ready-file=", ready_file),
                     "--log-level=warn"};
   } else {
-    options.argv = {absl::GetFlag(FLAGS_null_server_binary), "--xds-address=127.0.0.1:0",
+    options.argv = {absl::GetFlag(FLAGS_null_server_binary),
+                    absl::StrCat("--xds-address=", xds_address),
                     absl::StrCat("--ready-file=", ready_file),
                     absl::StrCat("--services=", config.services),
                     absl::StrCat("--push=", absl::GetFlag(FLAGS_null_push))};
   }
-  options.stdout_path = absl::StrCat(config.work_dir, "/", target, ".stdout.log");
-  options.stderr_path = absl::StrCat(config.work_dir, "/", target, ".stderr.log");
+  options.stdout_path = absl::StrCat(config.work_dir, "/", name, ".stdout.log");
+  options.stderr_path = absl::StrCat(config.work_dir, "/", name, ".stderr.log");
   return Process::Start(options);
 }
 
@@ -337,7 +384,7 @@ absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& target,
 absl::StatusOr<absl::Time> TriggerChange(const std::string& target, const RunConfig& config,
                                          Process& server, int change) {
   absl::Time trigger;
-  if (target == "facet" || target == "relay") {
+  if (target != "null") {
     const std::string path =
         absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service));
     absl::Status written =
@@ -364,38 +411,124 @@ absl::Status StopServer(Process& server, absl::Time deadline) {
   return absl::OkStatus();
 }
 
+// The relay tiers in front of Facet that `target` measures.
+int RelayTiers(const std::string& target) {
+  if (target == "relay") return 1;
+  if (target == "relay2") return 2;
+  return 0;
+}
+
+// A started server and the addresses from its ready file.
+struct Server {
+  std::string name;
+  std::unique_ptr<Process> process;
+  std::string xds_address;
+  std::string admin_address;
+  absl::Duration ready;  // From spawning to the ready file.
+};
+
+// Starts a server (see StartServer) and waits for its ready file.
+absl::StatusOr<Server> StartAndWait(const std::string& kind, const std::string& name,
+                                    const RunConfig& config,
+                                    const std::string& xds_address = "127.0.0.1:0",
+                                    const std::string& upstream = "") {
+  Server server;
+  server.name = name;
+  const std::string ready_file = absl::StrCat(config.work_dir, "/", name, ".ready");
+  const absl::Time spawned = absl::Now();
+  absl::StatusOr<std::unique_ptr<Process>> started =
+      StartServer(kind, name, config, ready_file, xds_address, upstream);
+  if (!started.ok()) return started.status();
+  server.process = *std::move(started);
+  absl::StatusOr<std::string> ready =
+      e2e::WaitForFile(ready_file, config.deadline - absl::Now(), server.process.get());
+  if (!ready.ok()) return ready.status();
+  server.ready = absl::Now() - spawned;
+  absl::StatusOr<std::string> address = ReadyAddress(*ready, "xds_address");
+  if (!address.ok()) return address.status();
+  server.xds_address = *address;
+  if (kind != "null") {
+    absl::StatusOr<std::string> admin = ReadyAddress(*ready, "admin_address");
+    if (!admin.ok()) return admin.status();
+    server.admin_address = *admin;
+  }
+  return server;
+}
+
+// Starts `target`'s servers, Facet first and the server the streams connect
+// to last: for a relay chain, `facet serve` on the world and each relay tier
+// relaying the one before. Servers started before a failure are appended to
+// `*chain` all the same, to be stopped.
+absl::Status StartChain(const std::string& target, const RunConfig& config,
+                        std::vector<Server>* chain) {
+  const int tiers = RelayTiers(target);
+  for (int tier = 0; tier <= tiers; ++tier) {
+    std::string name = target;
+    if (tier == 0 && tiers > 0) name = absl::StrCat(target, "-upstream");
+    if (tier > 0 && tier < tiers) name = absl::StrCat(target, "-tier", tier);
+    const std::string kind = tiers == 0 ? target : (tier == 0 ? "facet" : "relay");
+    absl::StatusOr<Server> server = StartAndWait(
+        kind, name, config, "127.0.0.1:0", tier == 0 ? "" : chain->back().xds_address);
+    if (!server.ok()) return server.status();
+    chain->push_back(*std::move(server));
+  }
+  return absl::OkStatus();
+}
+
+// Stops a chain's servers, the last started first; returns the first error.
+absl::Status StopChain(std::vector<Server>& chain, absl::Time deadline) {
+  absl::Status first = absl::OkStatus();
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    if (it->process == nullptr) continue;
+    absl::Status stopped = StopServer(*it->process, deadline);
+    if (first.ok()) first = stopped;
+  }
+  return first;
+}
+
+// Counts, per stream, whether it got the watched resource exactly as often as
+// there were changes it selects.
+void CountPushes(const std::vector<int>& pushes, const RunConfig& config, TargetResult& result) {
+  for (size_t i = 0; i < pushes.size(); ++i) {
+    const int expected = config.plans[i].expects_edit ? result.changes : 0;
+    if (pushes[i] == expected) ++result.pushes_exact;
+    if (pushes[i] < expected) ++result.pushes_missing;
+    if (pushes[i] > expected) ++result.pushes_duplicated;
+  }
+}
+
+// Reads, for each relay of `chain`, how many ADS streams its upstream server
+// saw opened. FailedPrecondition unless each opened exactly one.
+absl::Status CheckUpstreamStreams(const std::vector<Server>& chain, TargetResult& result) {
+  for (size_t tier = 1; tier < chain.size(); ++tier) {
+    absl::StatusOr<double> streams =
+        ScrapeMetric(chain[tier - 1].admin_address, "facet_xds_streams_total");
+    if (!streams.ok()) return streams.status();
+    result.upstream_streams.push_back(static_cast<int64_t>(*streams));
+  }
+  for (size_t tier = 0; tier < result.upstream_streams.size(); ++tier) {
+    if (result.upstream_streams[tier] != 1) {
+      return absl::FailedPreconditionError(absl::StrCat("relay tier ", tier + 1, " opened ",
+                                                        result.upstream_streams[tier],
+                                                        " upstream streams, not 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
                             TargetResult& result) {
-  const std::string ready_file = absl::StrCat(config.work_dir, "/", target, ".ready");
-  // A relay relays a Facet on the same world: start that first.
-  std::unique_ptr<Process> upstream;
-  std::string upstream_address;
-  if (target == "relay") {
-    const std::string upstream_ready = absl::StrCat(config.work_dir, "/relay-upstream.ready");
-    absl::StatusOr<std::unique_ptr<Process>> started =
-        StartServer("facet", config, upstream_ready);
-    if (!started.ok()) return started.status();
-    upstream = *std::move(started);
-    absl::StatusOr<std::string> ready =
-        e2e::WaitForFile(upstream_ready, config.deadline - absl::Now(), upstream.get());
-    if (!ready.ok()) return ready.status();
-    absl::StatusOr<std::string> address = XdsAddress(*ready);
-    if (!address.ok()) return address.status();
-    upstream_address = *address;
+  std::vector<Server> chain;
+  if (absl::Status started = StartChain(target, config, &chain); !started.ok()) {
+    StopChain(chain, config.deadline).IgnoreError();
+    return started;
   }
-  const absl::Time spawned = absl::Now();
-  absl::StatusOr<std::unique_ptr<Process>> server =
-      StartServer(target, config, ready_file, upstream_address);
-  if (!server.ok()) return server.status();
-  absl::StatusOr<std::string> ready =
-      e2e::WaitForFile(ready_file, config.deadline - absl::Now(), server->get());
-  if (!ready.ok()) return ready.status();
-  result.ready = absl::Now() - spawned;
+  Server& served = chain.back();
+  result.ready = served.ready;
   LoadOptions load = config.load;
-  absl::StatusOr<std::string> address = XdsAddress(*ready);
-  if (!address.ok()) return address.status();
-  load.address = *address;
-  result.rss_before_kib = ReadRssKib((*server)->pid());
+  load.address = served.xds_address;
+  Process* const server = served.process.get();
+  result.rss_before_kib = ReadRssKib(server->pid());
 
   absl::Status status = [&]() -> absl::Status {
     LoadClient client(load, config.plans);
@@ -406,7 +539,7 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
     if (!sync.ok()) return sync.status();
     result.sync = *sync;
     absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
-    result.rss_after_kib = ReadRssKib((*server)->pid());
+    result.rss_after_kib = ReadRssKib(server->pid());
     // Each change waits a gap drawn with the seed (the first one too, after
     // the settle): every target sees the same gaps, and no change keeps one
     // phase to a periodic timer of the client's or the server's. (A change
@@ -418,12 +551,12 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
     result.server_cpu = result.client_cpu = absl::ZeroDuration();
     for (int change = 0; change < config.changes; ++change) {
       absl::SleepFor(std::min(mean_gap * gap_fraction(gaps), config.deadline - absl::Now()));
-      const std::optional<absl::Duration> server_cpu = ReadCpuTime((*server)->pid());
+      const std::optional<absl::Duration> server_cpu = ReadCpuTime(server->pid());
       const std::optional<absl::Duration> client_cpu = ReadCpuTime(getpid());
-      absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, **server, change);
+      absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, *server, change);
       if (!trigger.ok()) return trigger.status();
       const bool complete = client.WaitForChange(change, config.deadline);
-      const std::optional<absl::Duration> server_cpu_after = ReadCpuTime((*server)->pid());
+      const std::optional<absl::Duration> server_cpu_after = ReadCpuTime(server->pid());
       const std::optional<absl::Duration> client_cpu_after = ReadCpuTime(getpid());
       AddCpu(server_cpu, server_cpu_after, &result.server_cpu);
       AddCpu(client_cpu, client_cpu_after, &result.client_cpu);
@@ -443,15 +576,14 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
       }
     }
     std::sort(result.edits.latencies.begin(), result.edits.latencies.end());
+    // A duplicate push would come soon after the change it repeats.
+    absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
+    CountPushes(client.WatchedPushes(), config, result);
     client.Shutdown(config.deadline);
-    return absl::OkStatus();
+    return CheckUpstreamStreams(chain, result);
   }();
-  absl::Status stopped = StopServer(**server, config.deadline);
-  if (upstream != nullptr) {
-    absl::Status upstream_stopped = StopServer(*upstream, config.deadline);
-    if (stopped.ok()) stopped = upstream_stopped;
-  }
-  if (target == "facet" || target == "relay") {
+  absl::Status stopped = StopChain(chain, config.deadline);
+  if (target != "null") {
     // Leave the world as it was, for the next target or run.
     absl::Status restored = WriteFileByRename(
         absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service)),
@@ -516,19 +648,26 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
     std::cout << "facet/null: " << absl::StrJoin(text, ", ") << "\n";
     ratio_json = absl::StrCat(",\"ratio\":{", absl::StrJoin(json, ","), "}");
   }
-  const TargetResult* relay = nullptr;
   for (const TargetResult& r : results) {
-    if (r.name == "relay") relay = &r;
+    const int tiers = RelayTiers(r.name);
+    if (facet == nullptr || tiers == 0) continue;
+    const double p50 = r.LatencyMs(0.5) / facet->LatencyMs(0.5);
+    const double p99 = r.LatencyMs(0.99) / facet->LatencyMs(0.99);
+    std::cout << r.name << "/facet: p50 " << FormatNumber(p50, 2) << "x, p99 "
+              << FormatNumber(p99, 2) << "x, max "
+              << FormatNumber(r.LatencyMs(1.0) / facet->LatencyMs(1.0), 2) << "x\n";
+    ratio_json += absl::StrCat(",\"", r.name, "_ratio\":{\"p50\":", JsonNumber(p50),
+                               ",\"p99\":", JsonNumber(p99), "}");
   }
-  if (facet != nullptr && relay != nullptr) {
-    std::cout << "relay/facet: p50 " << FormatNumber(relay->LatencyMs(0.5) / facet->LatencyMs(0.5), 2)
-              << "x, p99 " << FormatNumber(relay->LatencyMs(0.99) / facet->LatencyMs(0.99), 2)
-              << "x, max " << FormatNumber(relay->LatencyMs(1.0) / facet->LatencyMs(1.0), 2)
-              << "x\n";
-    ratio_json += absl::StrCat(",\"relay_ratio\":{\"p50\":",
-                               JsonNumber(relay->LatencyMs(0.5) / facet->LatencyMs(0.5)),
-                               ",\"p99\":", JsonNumber(relay->LatencyMs(0.99) / facet->LatencyMs(0.99)),
-                               "}");
+  for (const TargetResult& r : results) {
+    std::cout << absl::StrFormat(
+        "%s: each change exactly once to %d of %d streams (%d missing one, %d duplicated)", r.name,
+        r.pushes_exact, r.streams, r.pushes_missing, r.pushes_duplicated);
+    if (!r.upstream_streams.empty()) {
+      std::cout << "; upstream streams opened per relay tier: "
+                << absl::StrJoin(r.upstream_streams, ", ");
+    }
+    std::cout << "\n";
   }
   std::vector<std::string> targets;
   for (const TargetResult& r : results) {
@@ -542,7 +681,10 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         ",\"rss_before_kib\":", r.rss_before_kib, ",\"rss_after_kib\":", r.rss_after_kib,
         ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()),
         ",\"server_cpu_ms_per_change\":", JsonNumber(r.ServerCpuMs()),
-        ",\"client_cpu_ms_per_change\":", JsonNumber(r.ClientCpuMs()), ",\"change_p99_ms\":[",
+        ",\"client_cpu_ms_per_change\":", JsonNumber(r.ClientCpuMs()),
+        ",\"pushes_exact\":", r.pushes_exact, ",\"pushes_missing\":", r.pushes_missing,
+        ",\"pushes_duplicated\":", r.pushes_duplicated, ",\"upstream_streams\":[",
+        absl::StrJoin(r.upstream_streams, ","), "],\"change_p99_ms\":[",
         absl::StrJoin(r.change_p99_ms, ",",
                       [](std::string* out, double v) { out->append(JsonNumber(v)); }),
         "]}"));
@@ -591,8 +733,8 @@ int Main() {
         "--change-service below --services, and --change-gap not negative";
   }
   for (const std::string& target : targets) {
-    if (target != "facet" && target != "null" && target != "relay") {
-      usage_error = "--targets: facet, null and/or relay";
+    if (target != "facet" && target != "null" && RelayTiers(target) == 0) {
+      usage_error = "--targets: facet, null, relay and/or relay2";
     }
   }
   if (null_push != "all" && null_push != "selected") usage_error = "--null-push: all or selected";
@@ -625,8 +767,8 @@ int Main() {
   std::filesystem::create_directories(config.work_dir);
   config.world_dir = absl::GetFlag(FLAGS_world);
   if (config.world_dir.empty() &&
-      (std::find(targets.begin(), targets.end(), "facet") != targets.end() ||
-       std::find(targets.begin(), targets.end(), "relay") != targets.end())) {
+      std::any_of(targets.begin(), targets.end(),
+                  [](const std::string& target) { return target != "null"; })) {
     config.world_dir = absl::StrCat(config.work_dir, "/world");
     std::filesystem::remove_all(config.world_dir);
     if (absl::Status written = WriteWorld(config.world_dir, config.services); !written.ok()) {

@@ -10,7 +10,7 @@ expect_usage_error '--changes must be positive' --changes=0
 expect_usage_error '--change-gap not negative' --change-gap=-1s
 expect_usage_error '--streams, --connections, --services and --changes must be positive' --streams=0
 expect_usage_error '--change-service below --services' --services=5 --change-service=5
-expect_usage_error '--targets: facet, null and/or relay' --targets=facet,envoy
+expect_usage_error '--targets: facet, null, relay and/or relay2' --targets=facet,envoy
 expect_usage_error '--null-push: all or selected' --null-push=some
 expect_usage_error '--resources must include the changed route' --resources=lds:*
 if [[ ${failures} -ne 0 ]]; then
