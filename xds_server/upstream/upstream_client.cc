@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "envoy/service/discovery/v3/ads.grpc.pb.h"
@@ -22,6 +21,7 @@
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
+#include "xds_server/common/backoff.h"
 #include "xds_server/common/log_text.h"
 #include "xds_server/names/names.h"
 #include "xds_server/resources/resource_type.h"
@@ -38,8 +38,6 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 using ::envoy::service::discovery::v3::Resource;
 using ::envoy::service::discovery::v3::ResourceLocator;
 
-constexpr double kBackoffMultiplier = 1.6;
-constexpr double kBackoffJitter = 0.2;
 // ACKs and NACKs kept per type while a write is in flight.
 constexpr size_t kMaxQueuedAcks = 8;
 
@@ -288,7 +286,6 @@ class UpstreamClient::Core {
   // Records the end of the current stream and schedules the next one.
   void EndStreamLocked(bool got_response, bool timed_out, const absl::Status& status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Duration NextBackoffLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Returns server `index`'s channel, or null when its credentials are
   // unsupported.
   std::shared_ptr<grpc::Channel> ChannelLocked(int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -332,8 +329,8 @@ class UpstreamClient::Core {
   int server_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time next_start_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Duration backoff_ ABSL_GUARDED_BY(mu_);
-  absl::BitGen rng_ ABSL_GUARDED_BY(mu_);
+  // gRPC's connection backoff from options_.initial_backoff to max_backoff.
+  ConnectionBackoff backoff_ ABSL_GUARDED_BY(mu_);
   UpstreamClientStats stats_ ABSL_GUARDED_BY(mu_);
 
   std::thread timer_thread_;
@@ -420,7 +417,7 @@ UpstreamClient::Core::Core(std::vector<UpstreamServer> servers, Options options,
       listener_(listener),
       node_(options_.node),
       channels_(servers_.size()),
-      backoff_(options_.initial_backoff) {
+      backoff_({.initial = options_.initial_backoff, .max = options_.max_backoff}) {
   if (servers_.empty()) spdlog::error("upstream client has no servers: nothing will connect");
   const auto& features = node_.client_features();
   if (std::find(features.begin(), features.end(), kResourceInSotwFeature) == features.end()) {
@@ -576,12 +573,12 @@ void UpstreamClient::Core::EndStreamLocked(bool got_response, bool timed_out,
   const int n = static_cast<int>(servers_.size());
   if (got_response) {
     // A healthy stream ended: the same server once more, soon.
-    backoff_ = options_.initial_backoff;
+    backoff_.Reset();
   } else {
     server_ = (server_ + 1) % n;
     if (server_ != ended) ++stats_.failovers;
   }
-  const absl::Duration delay = NextBackoffLocked();
+  const absl::Duration delay = backoff_.Next();
   spdlog::info("upstream {}: stream ended{} ({}); next stream to {} in {}",
                servers_[ended].server_uri,
                got_response ? "" : (timed_out ? " unanswered" : " before any response"),
@@ -591,12 +588,6 @@ void UpstreamClient::Core::EndStreamLocked(bool got_response, bool timed_out,
   stats_.connected = false;
   stats_.server_index = -1;
   wake_.Signal();
-}
-
-absl::Duration UpstreamClient::Core::NextBackoffLocked() {
-  const absl::Duration current = backoff_;
-  backoff_ = std::min(options_.max_backoff, current * kBackoffMultiplier);
-  return current * absl::Uniform(rng_, 1.0 - kBackoffJitter, 1.0 + kBackoffJitter);
 }
 
 void UpstreamClient::Core::OnReactorDestroyed() {
