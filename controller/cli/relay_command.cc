@@ -46,6 +46,9 @@ void AddRelayMetrics(Metrics& metrics, const xds::Relay& relay) {
       .Counter("facet_relay_upstream_updates_rejected_total",
                "Upstream responses rejected (NACKed upstream), by the cache or as malformed.",
                [](const S& s) { return s.upstream_nacks_sent; })
+      .Counter("facet_relay_upstream_requests_total",
+               "Requests written upstream: subscriptions, ACKs and NACKs.",
+               [](const S& s) { return s.upstream_requests_sent; })
       .Counter("facet_relay_upstream_reconnects_total", "Upstream streams started after the first.",
                [](const S& s) { return s.upstream_reconnects; })
       .Counter("facet_relay_upstream_failovers_total",

@@ -194,6 +194,7 @@ RelayStats Relay::stats() const {
     out.upstream_reconnects += stats.reconnects;
     out.upstream_failovers += stats.failovers;
     out.upstream_nacks_sent += stats.nacks_sent;
+    out.upstream_requests_sent += stats.requests_sent;
     out.upstreams.emplace_back(upstream->servers().front().server_uri, stats.connected);
   }
   return out;

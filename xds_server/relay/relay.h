@@ -30,6 +30,7 @@ struct RelayStats {
   int64_t upstream_reconnects = 0;
   int64_t upstream_failovers = 0;
   int64_t upstream_nacks_sent = 0;
+  int64_t upstream_requests_sent = 0;  // Subscriptions, ACKs and NACKs written.
   // Per upstream server list: its first server_uri, and whether connected.
   std::vector<std::pair<std::string, bool>> upstreams;
 };
