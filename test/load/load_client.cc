@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <random>
 #include <string_view>
 #include <utility>
 
@@ -141,9 +142,10 @@ class LoadClient::Reactor final : public LoadClient::Stream,
  public:
   static constexpr bool kDelta = std::is_same_v<Request, DeltaDiscoveryRequest>;
 
-  Reactor(LoadClient& client, int index, std::vector<Request> subscriptions)
+  Reactor(LoadClient& client, int index, int generation, std::vector<Request> subscriptions)
       : client_(client),
         index_(index),
+        generation_(generation),
         expects_edit_(client.plans_[index].expects_edit),
         subscriptions_(std::move(subscriptions)),
         answered_(subscriptions_.size(), false) {}
@@ -177,10 +179,13 @@ class LoadClient::Reactor final : public LoadClient::Stream,
   void OnReadDone(bool ok) override {
     if (!ok) return;  // OnDone follows with the status.
     const absl::Time now = absl::Now();
+    responded_ = true;
     const int subscription = SubscriptionOf(response_.type_url());
     if (subscription >= 0 && !answered_[subscription]) {
       answered_[subscription] = true;
-      if (++answered_count_ == static_cast<int>(answered_.size())) client_.OnSynced();
+      if (++answered_count_ == static_cast<int>(answered_.size())) {
+        client_.OnSynced(index_, generation_);
+      }
     }
     if (response_.type_url() == client_.options_.watched_type_url) CheckWatched(now);
     if (subscription >= 0) Send(Ack(subscription));
@@ -202,7 +207,10 @@ class LoadClient::Reactor final : public LoadClient::Stream,
     if (next != nullptr) this->StartWrite(next);
   }
 
-  void OnDone(const grpc::Status& status) override { client_.OnDone(index_, status); }
+  // After every other callback, so responded_ is read safely.
+  void OnDone(const grpc::Status& status) override {
+    client_.OnDone(index_, status, responded_);
+  }
 
  private:
   int SubscriptionOf(const std::string& type_url) const {
@@ -277,6 +285,7 @@ class LoadClient::Reactor final : public LoadClient::Stream,
 
   LoadClient& client_;
   const int index_;
+  const int generation_;
   const bool expects_edit_;
   grpc::ClientContext context_;
   // Touched only by the reader callbacks (one at a time) and Start.
@@ -284,6 +293,7 @@ class LoadClient::Reactor final : public LoadClient::Stream,
   Response response_;
   std::vector<bool> answered_;
   int answered_count_ = 0;
+  bool responded_ = false;
   std::optional<size_t> last_;  // Fingerprint of the watched resource's last version.
 
   mutable absl::Mutex mu_;
@@ -294,7 +304,7 @@ class LoadClient::Reactor final : public LoadClient::Stream,
 };
 
 LoadClient::LoadClient(LoadOptions options, std::vector<StreamPlan> plans)
-    : options_(std::move(options)), plans_(std::move(plans)) {}
+    : options_(std::move(options)), plans_(std::move(plans)), jitter_(options_.seed) {}
 
 LoadClient::~LoadClient() { Shutdown(absl::Now() + absl::Seconds(10)); }
 
@@ -317,33 +327,89 @@ absl::Status LoadClient::Connect(absl::Time deadline) {
   return absl::OkStatus();
 }
 
+std::unique_ptr<LoadClient::Stream> LoadClient::NewStream(int index, int generation) {
+  if (options_.delta) {
+    return std::make_unique<Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>>(
+        *this, index, generation,
+        DeltaRequests(options_, index, plans_[index]));
+  }
+  return std::make_unique<Reactor<DiscoveryRequest, DiscoveryResponse>>(
+      *this, index, generation,
+      SotwRequests(options_, index, plans_[index]));
+}
+
 absl::StatusOr<absl::Duration> LoadClient::OpenAndSync(absl::Time deadline) {
-  std::vector<std::unique_ptr<AggregatedDiscoveryService::Stub>> stubs;
-  for (auto& channel : channels_) stubs.push_back(AggregatedDiscoveryService::NewStub(channel));
+  for (auto& channel : channels_) stubs_.push_back(AggregatedDiscoveryService::NewStub(channel));
   const int count = static_cast<int>(plans_.size());
-  for (int i = 0; i < count; ++i) {
-    if (options_.delta) {
-      streams_.push_back(std::make_unique<Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>>(
-          *this, i, DeltaRequests(options_, i, plans_[i])));
-    } else {
-      streams_.push_back(std::make_unique<Reactor<DiscoveryRequest, DiscoveryResponse>>(
-          *this, i, SotwRequests(options_, i, plans_[i])));
+  for (int i = 0; i < count; ++i) streams_.push_back(NewStream(i, /*generation=*/0));
+  {
+    absl::MutexLock lock(&mu_);
+    started_ += count;
+    if (options_.reconnect) {
+      backoffs_.reserve(count);
+      for (int i = 0; i < count; ++i) {
+        backoffs_.emplace_back(options_.backoff, [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          // Called by Next(), under mu_.
+          return std::uniform_real_distribution<double>(0.0, 1.0)(jitter_);
+        });
+      }
+      generations_.assign(count, 0);
+      reconnections_.resynced.assign(count, std::nullopt);
     }
   }
+  if (options_.reconnect) reopener_ = std::thread([this] { ReopenLoop(); });
   const absl::Time start = absl::Now();
-  for (int i = 0; i < count; ++i) streams_[i]->Start(*stubs[i % stubs.size()]);
+  for (int i = 0; i < count; ++i) streams_[i]->Start(*stubs_[i % stubs_.size()]);
   absl::MutexLock lock(&mu_);
   auto synced_or_failed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return synced_ == count || done_ > 0;
+    return synced_ == count || failed_ > 0;
   };
   mu_.AwaitWithDeadline(absl::Condition(&synced_or_failed), deadline);
   const absl::Duration took = absl::Now() - start;
-  if (done_ > 0) return absl::UnavailableError(first_failure_);
+  if (failed_ > 0) return absl::UnavailableError(first_failure_);
   if (synced_ < count) {
     return absl::DeadlineExceededError(
         absl::StrCat(synced_, " of ", count, " streams synced before the deadline"));
   }
   return took;
+}
+
+void LoadClient::ReopenLoop() {
+  for (;;) {
+    std::vector<std::pair<Stream*, int>> due_now;
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Time wake = due_.empty() ? absl::InfiniteFuture() : due_.begin()->first;
+      auto stop_or_earlier = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return shutting_down_ || (!due_.empty() && due_.begin()->first < wake);
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&stop_or_earlier), wake);
+      if (shutting_down_) return;
+      const absl::Time now = absl::Now();
+      while (!due_.empty() && due_.begin()->first <= now) {
+        const int index = due_.begin()->second;
+        due_.erase(due_.begin());
+        reopened_.push_back(NewStream(index, ++generations_[index]));
+        ++started_;
+        reconnections_.attempts.push_back(now);
+        due_now.emplace_back(reopened_.back().get(), index);
+      }
+    }
+    // Started outside the lock: gRPC may run a reaction inline.
+    for (auto& [stream, index] : due_now) stream->Start(*stubs_[index % stubs_.size()]);
+  }
+}
+
+bool LoadClient::WaitForResync(absl::Time deadline) {
+  const int count = static_cast<int>(plans_.size());
+  absl::MutexLock lock(&mu_);
+  auto resynced = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return resynced_count_ == count; };
+  return mu_.AwaitWithDeadline(absl::Condition(&resynced), deadline);
+}
+
+ReconnectResults LoadClient::Reconnections() const {
+  absl::MutexLock lock(&mu_);
+  return reconnections_;
 }
 
 bool LoadClient::WaitForChange(int change, absl::Time deadline) {
@@ -355,7 +421,7 @@ bool LoadClient::WaitForChange(int change, absl::Time deadline) {
     return it == edited_expected_.end() ? 0 : it->second;
   };
   auto arrived_or_failed = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return received() == expected || done_ > 0;
+    return received() == expected || failed_ > 0;
   };
   mu_.AwaitWithDeadline(absl::Condition(&arrived_or_failed), deadline);
   return received() == expected;
@@ -394,19 +460,32 @@ void LoadClient::Shutdown(absl::Time deadline) {
     if (shutting_down_) return;
     shutting_down_ = true;
   }
-  for (auto& stream : streams_) stream->Cancel();
-  const int count = static_cast<int>(streams_.size());
+  // Every stream it reopens is started before it returns.
+  if (reopener_.joinable()) reopener_.join();
+  std::vector<Stream*> all;
+  for (auto& stream : streams_) all.push_back(stream.get());
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& stream : reopened_) all.push_back(stream.get());
+  }
+  for (Stream* stream : all) stream->Cancel();
   absl::MutexLock lock(&mu_);
-  auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_ == count; };
+  auto all_done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_ == started_; };
   if (!mu_.AwaitWithDeadline(absl::Condition(&all_done), deadline)) {
     // Reactors still in use by gRPC must not be destroyed.
     for (auto& stream : streams_) stream.release();
+    for (auto& stream : reopened_) stream.release();
   }
 }
 
-void LoadClient::OnSynced() {
+void LoadClient::OnSynced(int index, int generation) {
   absl::MutexLock lock(&mu_);
-  ++synced_;
+  if (generation == 0) {
+    ++synced_;
+  } else if (!reconnections_.resynced[index].has_value()) {
+    reconnections_.resynced[index] = absl::Now();
+    ++resynced_count_;
+  }
 }
 
 void LoadClient::OnEdited(bool expected, int change) {
@@ -415,10 +494,21 @@ void LoadClient::OnEdited(bool expected, int change) {
   ++edited_expected_[change];
 }
 
-void LoadClient::OnDone(int index, const grpc::Status& status) {
+void LoadClient::OnDone(int index, const grpc::Status& status, bool responded) {
   absl::MutexLock lock(&mu_);
   ++done_;
-  if (first_failure_.empty() && !shutting_down_) {
+  if (shutting_down_) return;
+  if (options_.reconnect) {
+    // As gRPC's xDS client: a stream that had a response starts the backoff
+    // over.
+    const absl::Time now = absl::Now();
+    reconnections_.ended.push_back(now);
+    if (responded) backoffs_[index].Reset();
+    due_.emplace(now + backoffs_[index].Next(), index);
+    return;
+  }
+  ++failed_;
+  if (first_failure_.empty()) {
     first_failure_ = absl::StrCat("stream ", index, " ended: ", status.error_code(), " ",
                                   status.error_message());
   }

@@ -7,7 +7,10 @@
 
 #include <map>
 #include <memory>
+#include <optional>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -15,7 +18,9 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "envoy/service/discovery/v3/ads.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "xds_server/common/backoff.h"
 
 namespace facet::load {
 
@@ -41,6 +46,14 @@ struct LoadOptions {
   // The resource whose new version is measured.
   std::string watched_type_url;
   std::string watched_name;
+  // Reopen a stream that ends (other than at Shutdown) after a wait of
+  // `backoff`, reset once a stream has had a response, as gRPC's xDS client
+  // does; its channel reconnects when the new stream needs it. False: a
+  // stream that ends is a failure.
+  bool reconnect = false;
+  xds::ConnectionBackoff::Params backoff;
+  // Seeds the backoff's jitter.
+  uint32_t seed = 1;
 };
 
 // One stream: its dynamic parameters, and whether it should receive the
@@ -60,8 +73,18 @@ struct EditResults {
   int unexpected = 0;
 };
 
-// Thread-safe. Owns the channels and the streams; the destructor cancels
-// every stream and waits for them.
+// When the streams ended and came back (with LoadOptions::reconnect).
+struct ReconnectResults {
+  // When streams ended other than at Shutdown, in order.
+  std::vector<absl::Time> ended;
+  // When reopened streams were started (each attempt), in order.
+  std::vector<absl::Time> attempts;
+  // Per stream, when a reopened stream of it first synced.
+  std::vector<std::optional<absl::Time>> resynced;
+};
+
+// Thread-safe. Owns the channels, the streams and (with reconnect) a thread
+// that reopens them; the destructor cancels every stream and waits for them.
 class LoadClient {
  public:
   LoadClient(LoadOptions options, std::vector<StreamPlan> plans);
@@ -87,6 +110,13 @@ class LoadClient {
   // Returns what the streams saw of change `change`, triggered at `trigger`.
   EditResults Edits(int change, absl::Time trigger) const;
 
+  // Waits until every stream has ended and been reopened and synced again.
+  // False at `deadline`.
+  bool WaitForResync(absl::Time deadline);
+
+  // Returns when streams ended and came back so far.
+  ReconnectResults Reconnections() const;
+
   // Returns, per stream, how many responses carried the watched resource after
   // the one it synced with (in any version: a repeated version counts too).
   std::vector<int> WatchedPushes() const;
@@ -103,24 +133,45 @@ class LoadClient {
   template <typename Request, typename Response>
   class Reactor;
 
+  // Returns a new stream `index` of the protocol in options_ (not started).
+  std::unique_ptr<Stream> NewStream(int index, int generation);
+
   // Called by streams: OnSynced and OnDone once each, OnEdited for each new
   // version of the watched resource (`change` counts them from 0).
-  void OnSynced();
+  // `generation` counts the reopenings of stream `index`.
+  void OnSynced(int index, int generation);
   void OnEdited(bool expected, int change);
-  void OnDone(int index, const grpc::Status& status);
+  void OnDone(int index, const grpc::Status& status, bool responded);
+
+  // With reconnect: starts the streams whose backoff is over, until Shutdown.
+  void ReopenLoop();
 
   const LoadOptions options_;
   const std::vector<StreamPlan> plans_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;
-  std::vector<std::unique_ptr<Stream>> streams_;
+  std::vector<std::unique_ptr<envoy::service::discovery::v3::AggregatedDiscoveryService::Stub>>
+      stubs_;
+  std::vector<std::unique_ptr<Stream>> streams_;  // The first of each index.
+  std::thread reopener_;
 
   mutable absl::Mutex mu_;
   int synced_ ABSL_GUARDED_BY(mu_) = 0;
   // Per change: the streams expecting edits that have received it.
   std::map<int, int> edited_expected_ ABSL_GUARDED_BY(mu_);
+  int started_ ABSL_GUARDED_BY(mu_) = 0;  // Streams started, reopened ones too.
   int done_ ABSL_GUARDED_BY(mu_) = 0;
+  int failed_ ABSL_GUARDED_BY(mu_) = 0;  // Ended and not to be reopened.
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   std::string first_failure_ ABSL_GUARDED_BY(mu_);
+  // With reconnect: each index's backoff, its streams after the first, and
+  // when the next one is due.
+  std::mt19937 jitter_ ABSL_GUARDED_BY(mu_);
+  std::vector<xds::ConnectionBackoff> backoffs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Stream>> reopened_ ABSL_GUARDED_BY(mu_);
+  std::multimap<absl::Time, int> due_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> generations_ ABSL_GUARDED_BY(mu_);
+  int resynced_count_ ABSL_GUARDED_BY(mu_) = 0;
+  ReconnectResults reconnections_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace facet::load

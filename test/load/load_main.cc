@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@
 #include "test/e2e/process.h"
 #include "test/load/load_client.h"
 #include "test/load/world.h"
+#include "xds_server/common/status_macros.h"
 
 ABSL_FLAG(std::string, targets, "facet,null",
           "servers to measure, in order: facet, null, relay (facet relay in front of facet "
@@ -93,6 +95,15 @@ ABSL_FLAG(absl::Duration, settle, absl::Seconds(1),
 ABSL_FLAG(std::string, work_dir, "",
           "where the world, ready files and server logs go; empty: a new directory under /tmp, "
           "removed after a successful run");
+ABSL_FLAG(std::string, scenario, "change",
+          "change: measure each target's push of --changes route changes; relay-restart: the "
+          "streams on a facet relay in front of facet serve, which is killed (SIGKILL) and "
+          "started again on the same port, the streams reconnecting as gRPC clients do; "
+          "--targets and --changes are then ignored");
+ABSL_FLAG(absl::Duration, restart_after, absl::ZeroDuration(),
+          "relay-restart: how long the relay stays down before it is started again");
+ABSL_FLAG(absl::Duration, histogram_bucket, absl::Milliseconds(100),
+          "relay-restart: the width of the reconnection histogram's buckets");
 ABSL_FLAG(std::string, facet_binary, FACET_BINARY, "the facet binary");
 ABSL_FLAG(std::string, null_server_binary, FACET_NULL_SERVER_BINARY, "the null server binary");
 
@@ -696,6 +707,179 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
                             absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
 }
 
+// What the relay-restart scenario saw.
+struct RestartResult {
+  std::string error;  // Empty when every stream was served again.
+  std::optional<absl::Duration> sync;
+  absl::Duration down;     // From the kill to the new relay's ready file.
+  std::optional<absl::Duration> all_served;  // From the kill to the last stream's resync.
+  std::vector<absl::Duration> resynced;      // Each stream's, from the kill, sorted.
+  std::vector<absl::Duration> attempts;      // Each reopening, from the kill.
+  int ended = 0;                             // Streams that ended after the kill.
+  int distinct = 0;  // Distinct (resource, parameter set) pairs the streams subscribe to.
+  // What the restarted relay asked of its upstream, from the upstream's
+  // counters (streams, pushes) and its own (requests, subscriptions).
+  int64_t upstream_streams = -1;
+  int64_t upstream_pushes = -1;
+  int64_t upstream_requests = -1;
+  int64_t upstream_subscriptions = -1;
+  int64_t downstream_streams = -1;  // Streams the restarted relay accepted.
+};
+
+// Returns the number of values in each `bucket`-wide bucket from zero to the
+// largest value.
+std::vector<int> Histogram(const std::vector<absl::Duration>& values, absl::Duration bucket) {
+  std::vector<int> counts;
+  for (absl::Duration value : values) {
+    const size_t index = static_cast<size_t>(std::max<int64_t>(0, value / bucket));
+    if (index >= counts.size()) counts.resize(index + 1, 0);
+    ++counts[index];
+  }
+  return counts;
+}
+
+// Returns the sample as an integer, or -1 when it could not be read.
+int64_t MetricOr(const std::string& admin_address, absl::string_view metric) {
+  absl::StatusOr<double> value = ScrapeMetric(admin_address, metric);
+  return value.ok() ? static_cast<int64_t>(*value) : -1;
+}
+
+// Runs the relay-restart scenario: facet serve, a relay in front of it, the
+// streams on the relay (reconnecting with gRPC's backoff); kills the relay,
+// starts it again on the same port and waits until every stream has synced
+// again.
+absl::Status RunRelayRestart(const RunConfig& config, RestartResult& result) {
+  std::vector<Server> chain;
+  absl::Status status = [&]() -> absl::Status {
+    RETURN_IF_ERROR(StartChain("relay", config, &chain));
+    LoadOptions load = config.load;
+    load.address = chain.back().xds_address;
+    load.reconnect = true;
+    load.seed = absl::GetFlag(FLAGS_seed);
+    std::set<std::map<std::string, std::string>> parameter_sets;
+    for (const StreamPlan& plan : config.plans) parameter_sets.insert(plan.params);
+    int names = 0;
+    for (const Subscription& subscription : load.subscriptions) {
+      names += std::max<int>(1, static_cast<int>(subscription.names.size()));
+    }
+    result.distinct = names * static_cast<int>(parameter_sets.size());
+
+    LoadClient client(load, config.plans);
+    RETURN_IF_ERROR(client.Connect(config.deadline));
+    absl::StatusOr<absl::Duration> sync = client.OpenAndSync(config.deadline);
+    if (!sync.ok()) return sync.status();
+    result.sync = *sync;
+    absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
+    Server& upstream = chain.front();
+    const int64_t upstream_streams = MetricOr(upstream.admin_address, "facet_xds_streams_total");
+    const int64_t upstream_pushes = MetricOr(upstream.admin_address, "facet_xds_pushes_total");
+
+    const absl::Time killed = absl::Now();
+    RETURN_IF_ERROR(chain.back().process->Signal(SIGKILL));
+    absl::StatusOr<e2e::ExitStatus> exit = chain.back().process->WaitExit(absl::Seconds(10));
+    if (!exit.ok()) return exit.status();
+    chain.back().process.reset();
+    absl::SleepFor(absl::GetFlag(FLAGS_restart_after));
+    absl::StatusOr<Server> restarted =
+        StartAndWait("relay", "relay-restarted", config, chain.back().xds_address,
+                     upstream.xds_address);
+    if (!restarted.ok()) return restarted.status();
+    chain.back() = *std::move(restarted);
+    result.down = absl::Now() - killed;
+
+    const bool served = client.WaitForResync(config.deadline);
+    // Requests that follow the last resync (ACKs) land within the settle.
+    absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
+    const Server& relay = chain.back();
+    result.upstream_streams =
+        MetricOr(upstream.admin_address, "facet_xds_streams_total") - upstream_streams;
+    result.upstream_pushes =
+        MetricOr(upstream.admin_address, "facet_xds_pushes_total") - upstream_pushes;
+    result.upstream_requests = MetricOr(relay.admin_address, "facet_relay_upstream_requests_total");
+    result.upstream_subscriptions =
+        MetricOr(relay.admin_address, "facet_relay_upstream_subscriptions");
+    result.downstream_streams = MetricOr(relay.admin_address, "facet_xds_streams_total");
+    const ReconnectResults reconnections = client.Reconnections();
+    client.Shutdown(config.deadline);
+    for (absl::Time at : reconnections.ended) result.ended += at >= killed ? 1 : 0;
+    for (absl::Time at : reconnections.attempts) result.attempts.push_back(at - killed);
+    int missing = 0;
+    for (const std::optional<absl::Time>& at : reconnections.resynced) {
+      if (at.has_value()) {
+        result.resynced.push_back(*at - killed);
+      } else {
+        ++missing;
+      }
+    }
+    std::sort(result.resynced.begin(), result.resynced.end());
+    if (!served) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          missing, " of ", config.plans.size(), " streams were not served again by the deadline"));
+    }
+    result.all_served = result.resynced.back();
+    if (result.upstream_streams != 1) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "the restarted relay opened ", result.upstream_streams, " upstream streams, not 1"));
+    }
+    return absl::OkStatus();
+  }();
+  absl::Status stopped = StopChain(chain, config.deadline);
+  return status.ok() ? stopped : status;
+}
+
+// Prints a histogram's non-empty buckets, one line each, with a bar.
+void PrintHistogram(absl::string_view title, const std::vector<int>& counts,
+                    absl::Duration bucket) {
+  std::cout << title << " (" << absl::FormatDuration(bucket) << " buckets, from the kill):\n";
+  const int most = counts.empty() ? 0 : *std::max_element(counts.begin(), counts.end());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] == 0) continue;
+    std::cout << absl::StrFormat("  %7.0f ms %6d %s\n",
+                                 absl::ToDoubleMilliseconds(bucket * static_cast<int64_t>(i)),
+                                 counts[i], std::string(counts[i] * 50 / most, '#'));
+  }
+}
+
+void PrintRestartReport(const RestartResult& r, const RunConfig& config) {
+  const absl::Duration bucket = absl::GetFlag(FLAGS_histogram_bucket);
+  auto quantile = [&](double q) { return LatencyQuantileMs(r.resynced, q); };
+  std::cout << absl::StrFormat(
+      "\nrelay-restart: %d %s streams over %d connections on a relay in front of facet serve\n",
+      config.plans.size(), config.load.delta ? "delta" : "sotw", config.load.connections);
+  std::cout << absl::StrFormat(
+      "relay down %s ms (kill to ready); %d streams ended, %d reopenings; every stream served "
+      "again after %s ms (p50 %s, p99 %s)\n",
+      FormatNumber(absl::ToDoubleMilliseconds(r.down), 0), r.ended, r.attempts.size(),
+      FormatNumber(r.all_served ? absl::ToDoubleMilliseconds(*r.all_served) : NAN, 0),
+      FormatNumber(quantile(0.5), 0), FormatNumber(quantile(0.99), 0));
+  std::cout << absl::StrFormat(
+      "upstream of the restarted relay: %d streams, %d requests, %d subscriptions, %d pushes, for "
+      "%d distinct (resource, parameter set) pairs and %d clients (%d streams accepted)\n",
+      r.upstream_streams, r.upstream_requests, r.upstream_subscriptions, r.upstream_pushes,
+      r.distinct, config.plans.size(), r.downstream_streams);
+  const std::vector<int> attempts = Histogram(r.attempts, bucket);
+  const std::vector<int> resynced = Histogram(r.resynced, bucket);
+  PrintHistogram("reopenings", attempts, bucket);
+  PrintHistogram("served again", resynced, bucket);
+  if (!r.error.empty()) std::cout << "result: " << r.error << "\n";
+  auto ints = [](const std::vector<int>& v) { return absl::StrJoin(v, ","); };
+  std::cout << absl::StrCat(
+      "{\"scenario\":\"relay-restart\",\"streams\":", config.plans.size(),
+      ",\"connections\":", config.load.connections, ",\"ok\":", r.error.empty() ? "true" : "false",
+      ",\"sync_ms\":", JsonNumber(r.sync ? absl::ToDoubleMilliseconds(*r.sync) : NAN),
+      ",\"down_ms\":", JsonNumber(absl::ToDoubleMilliseconds(r.down)),
+      ",\"all_served_ms\":",
+      JsonNumber(r.all_served ? absl::ToDoubleMilliseconds(*r.all_served) : NAN),
+      ",\"served_p50_ms\":", JsonNumber(quantile(0.5)), ",\"served_p99_ms\":",
+      JsonNumber(quantile(0.99)), ",\"ended\":", r.ended, ",\"reopenings\":", r.attempts.size(),
+      ",\"upstream\":{\"streams\":", r.upstream_streams, ",\"requests\":", r.upstream_requests,
+      ",\"subscriptions\":", r.upstream_subscriptions, ",\"pushes\":", r.upstream_pushes,
+      "},\"distinct\":", r.distinct, ",\"downstream_streams\":", r.downstream_streams,
+      ",\"bucket_ms\":", JsonNumber(absl::ToDoubleMilliseconds(bucket)),
+      ",\"reopenings_histogram\":[", ints(attempts), "],\"served_histogram\":[", ints(resynced),
+      "]}\n");
+}
+
 void RaiseFileLimit() {
   rlimit limit;
   if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
@@ -717,7 +901,11 @@ int Main() {
   config.load.delta = absl::GetFlag(FLAGS_delta);
   config.load.locators = absl::GetFlag(FLAGS_locators);
   config.load.resource_in_sotw = absl::GetFlag(FLAGS_resource_in_sotw);
-  const std::vector<std::string> targets = absl::StrSplit(absl::GetFlag(FLAGS_targets), ',');
+  const std::string scenario = absl::GetFlag(FLAGS_scenario);
+  const bool restart = scenario == "relay-restart";
+  const std::vector<std::string> targets =
+      restart ? std::vector<std::string>{"relay"}
+              : std::vector<std::string>(absl::StrSplit(absl::GetFlag(FLAGS_targets), ','));
   const std::string null_push = absl::GetFlag(FLAGS_null_push);
   auto dists = ParseDistributions(absl::GetFlag(FLAGS_param));
   const std::string service = ServiceName(config.change_service);
@@ -738,6 +926,11 @@ int Main() {
     }
   }
   if (null_push != "all" && null_push != "selected") usage_error = "--null-push: all or selected";
+  if (scenario != "change" && !restart) usage_error = "--scenario: change or relay-restart";
+  if (absl::GetFlag(FLAGS_restart_after) < absl::ZeroDuration() ||
+      absl::GetFlag(FLAGS_histogram_bucket) <= absl::ZeroDuration()) {
+    usage_error = "--restart-after must not be negative and --histogram-bucket must be positive";
+  }
   if (subscriptions.ok() &&
       std::none_of(subscriptions->begin(), subscriptions->end(), [&](const Subscription& s) {
         return absl::EndsWith(s.type_url, ".RouteConfiguration") &&
@@ -778,9 +971,18 @@ int Main() {
   }
   std::cerr << "facet_load: work directory " << config.work_dir << "\n";
 
-  std::vector<TargetResult> results;
   bool ok = true;
-  for (const std::string& target : targets) {
+  if (restart) {
+    std::cerr << "facet_load: restarting a relay under " << streams << " streams\n";
+    RestartResult result;
+    if (absl::Status status = RunRelayRestart(config, result); !status.ok()) {
+      result.error = std::string(status.message());
+      ok = false;
+    }
+    PrintRestartReport(result, config);
+  }
+  std::vector<TargetResult> results;
+  for (const std::string& target : restart ? std::vector<std::string>{} : targets) {
     TargetResult& result = results.emplace_back();
     result.name = target;
     result.streams = streams;
@@ -790,7 +992,7 @@ int Main() {
       ok = false;
     }
   }
-  PrintReport(results, config);
+  if (!restart) PrintReport(results, config);
   if (ok && own_work_dir) {
     std::filesystem::remove_all(config.work_dir);
   } else if (!ok) {

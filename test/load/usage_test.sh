@@ -13,6 +13,8 @@ expect_usage_error '--change-service below --services' --services=5 --change-ser
 expect_usage_error '--targets: facet, null, relay and/or relay2' --targets=facet,envoy
 expect_usage_error '--null-push: all or selected' --null-push=some
 expect_usage_error '--resources must include the changed route' --resources=lds:*
+expect_usage_error '--scenario: change or relay-restart' --scenario=restart
+expect_usage_error '--histogram-bucket must be positive' --scenario=relay-restart --histogram-bucket=0s
 if [[ ${failures} -ne 0 ]]; then
   exit 1
 fi
