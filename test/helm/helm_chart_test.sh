@@ -8,8 +8,10 @@
 #      the admission webhook (check/webhook.go) with generated certificates
 #      (the caBundle verifies the Secret's certificate) and with cert-manager,
 #      the xDS and admin ports' TLS (Secret or cert-manager, mTLS client CA),
-#      the admin port kept off the Service, the NetworkPolicy (check/tls.go);
-#   3. runs the rendered XdsAuthority objects through `facet validate`.
+#      the admin port kept off the Service, the NetworkPolicy (check/tls.go),
+#      the relay tier as a Deployment or a DaemonSet (check/relay.go);
+#   3. runs the rendered XdsAuthority objects through `facet validate`;
+#   4. starts `facet relay` on the relay configuration the chart renders.
 # Step 2 needs Debian's golang-go, golang-github-masterminds-sprig-dev and
 # golang-gopkg-yaml.v3-dev; without them the test reports SKIP (exit 77) after
 # step 1.
@@ -134,6 +136,37 @@ if render_case no-leader-election facet facet-system "${here}/testdata/no-leader
     fail "no-leader-election: serviceAccountName is not facet-preexisting"
 fi
 
+# The relay tier: a Deployment fetching over TLS from the release's own xDS
+# Service, admitted by the NetworkPolicy; the notes point clients at it.
+if render_case relay facet facet-system "${here}/testdata/relay.yaml"; then
+  check_case --manifests "${work}/relay.yaml" --notes "${work}/relay.notes.txt" \
+    --release-namespace facet-system --replicas 2 --lease facet-controller \
+    --server-uri facet-relay.facet-system.svc.cluster.local:18000 \
+    --xds-tls certManager --xds-tls-secret facet-xds-tls --xds-issuer ClusterIssuer/mesh-ca \
+    --network-policy --xds-peers 2 \
+    --relay Deployment --relay-replicas 3 \
+    --relay-upstream facet.facet-system.svc.cluster.local:18000 --relay-creds tls \
+    --relay-ca-secret facet-xds-tls --relay-arg=--xds-address=0.0.0.0:18000 \
+    --relay-arg=--admin-address=0.0.0.0:18080 --relay-arg=--upstream-protocol=delta \
+    --relay-arg=--upstream-linger=30s --relay-arg=--log-level=info
+fi
+
+# A node-local relay DaemonSet in front of another relay tier.
+if render_case relay-daemonset facet facet-system "${here}/testdata/relay-daemonset.yaml"; then
+  check_case --manifests "${work}/relay-daemonset.yaml" \
+    --notes "${work}/relay-daemonset.notes.txt" --release-namespace facet-system --replicas 2 \
+    --lease facet-controller --server-uri facet-relay.facet-system.svc.cluster.local:18000 \
+    --xds-tls secret --xds-tls-secret xds-serving \
+    --relay DaemonSet --relay-upstream facet-relay-core.xds.svc.cluster.local:18000 \
+    --relay-creds insecure --relay-arg=--upstream-protocol=sotw \
+    --relay-arg=--log-level=debug --relay-arg=--node-metadata-params=env,zone \
+    --relay-config-out "${work}/relay-daemonset.relay.json"
+  grep -q 'internalTrafficPolicy: Local' "${work}/relay-daemonset.yaml" ||
+    fail "relay-daemonset: the relay Service is not internalTrafficPolicy Local"
+  grep -q '"payments.example.com": {}' "${work}/relay-daemonset.yaml" ||
+    fail "relay-daemonset: relay.config's authority is not in the relay's configuration"
+fi
+
 # Invalid values are refused with the message in their "# expect:" line.
 for values in "${here}"/testdata/invalid-*.yaml; do
   want=$(sed -n 's/^# expect: //p' "${values}")
@@ -150,6 +183,30 @@ if [[ -n ${facet} && ! -x ${facet} ]]; then
 elif [[ -n ${facet} && -f ${work}/overrides.authorities.yaml ]]; then
   if ! "${facet}" validate "${work}/overrides.authorities.yaml"; then
     fail "facet validate rejects the rendered XdsAuthority objects"
+  fi
+fi
+
+# 4. `facet relay` accepts the configuration the chart writes (its upstream
+# moved to a loopback port nothing listens on): it starts, and stops on
+# SIGTERM with status 0.
+if [[ -n ${facet} && -f ${work}/relay-daemonset.relay.json ]]; then
+  sed 's/"server_uri": "[^"]*"/"server_uri": "127.0.0.1:1"/' \
+    "${work}/relay-daemonset.relay.json" >"${work}/relay-local.json"
+  rm -f "${work}/relay.ready"
+  "${facet}" relay --config "${work}/relay-local.json" --xds-address 127.0.0.1:0 \
+    --admin-address 127.0.0.1:0 --ready-file "${work}/relay.ready" --log-level=error &
+  relay_pid=$!
+  for _ in $(seq 100); do
+    [[ -s ${work}/relay.ready ]] || ! kill -0 "${relay_pid}" 2>/dev/null && break
+    sleep 0.1
+  done
+  if [[ ! -s ${work}/relay.ready ]]; then
+    fail "facet relay did not start on the chart's relay configuration"
+    kill "${relay_pid}" 2>/dev/null
+    wait "${relay_pid}"
+  else
+    kill -TERM "${relay_pid}"
+    wait "${relay_pid}" || fail "facet relay on the chart's relay configuration exited $?"
   fi
 fi
 

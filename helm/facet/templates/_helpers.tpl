@@ -155,3 +155,73 @@ none, secret or certManager. Called with (dict "root" . "port" "xds").
 {{- $tls.secretName | default (printf "%s-%s-tls" (include "facet.fullname" .root) .port) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The relay tier's name (its workload, Service and ConfigMap). */}}
+{{- define "facet.relayName" -}}
+{{- printf "%s-relay" (include "facet.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Labels that select the relay pods. The name differs from the controller's, so
+the controller's Service and NetworkPolicy never select a relay pod.
+*/}}
+{{- define "facet.relaySelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-relay" (include "facet.name" .) | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "facet.relayLabels" -}}
+helm.sh/chart: {{ include "facet.chart" . }}
+{{ include "facet.relaySelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/component: relay
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* relay.kind, rejecting anything but Deployment or DaemonSet. */}}
+{{- define "facet.relayKind" -}}
+{{- $kind := .Values.relay.kind | default "Deployment" -}}
+{{- if not (has $kind (list "Deployment" "DaemonSet")) -}}
+{{- fail (printf "relay.kind must be Deployment or DaemonSet, got %v" $kind) -}}
+{{- end -}}
+{{- $kind -}}
+{{- end -}}
+
+{{/* The relay Service's address as clients in the cluster dial it. */}}
+{{- define "facet.relayServerUri" -}}
+{{- printf "%s.%s.svc.%s:%v" (include "facet.relayName" .) .Release.Namespace .Values.clusterDomain .Values.relay.port -}}
+{{- end -}}
+
+{{/*
+How the relay reaches its upstream: "none" (plaintext) or "tls".
+relay.upstreamTls.mode, or when empty: tls if the upstream is this release's
+xDS Service and that serves TLS, else none.
+*/}}
+{{- define "facet.relayUpstreamTls" -}}
+{{- $mode := .Values.relay.upstreamTls.mode -}}
+{{- if not $mode -}}
+{{- if and (not .Values.relay.upstream) (ne (include "facet.tlsMode" (dict "root" . "port" "xds")) "none") -}}
+{{- $mode = "tls" -}}
+{{- else -}}
+{{- $mode = "none" -}}
+{{- end -}}
+{{- end -}}
+{{- if not (has $mode (list "none" "tls")) -}}
+{{- fail (printf "relay.upstreamTls.mode must be none or tls, got %v" $mode) -}}
+{{- end -}}
+{{- $mode -}}
+{{- end -}}
+
+{{/*
+The Secret with the CA certificates the upstream's certificate must chain to,
+or "" for the system roots: relay.upstreamTls.caSecret, or for this
+release's own TLS xDS Service its serving Secret (cert-manager writes the
+issuer's CA there as ca.crt).
+*/}}
+{{- define "facet.relayUpstreamCaSecret" -}}
+{{- if .Values.relay.upstreamTls.caSecret -}}
+{{- .Values.relay.upstreamTls.caSecret -}}
+{{- else if and (not .Values.relay.upstream) (ne (include "facet.tlsMode" (dict "root" . "port" "xds")) "none") -}}
+{{- include "facet.tlsSecretName" (dict "root" . "port" "xds") -}}
+{{- end -}}
+{{- end -}}

@@ -3,7 +3,8 @@
 // flags the values ask for, least-privilege RBAC, a Service for gRPC, the
 // admission webhook and its certificates (webhook.go), the xDS and admin
 // ports' TLS and the NetworkPolicy (tls.go), and a NOTES.txt with a valid
-// client bootstrap. It prints every failure and exits 1 if there is one.
+// client bootstrap, and the relay tier when it is on (relay.go). It prints
+// every failure and exits 1 if there is one.
 //
 // Usage:
 //
@@ -17,7 +18,9 @@
 //	      [--xds-issuer KIND/NAME] [--xds-client-ca SECRET/KEY]
 //	      [--admin-tls none|secret|certManager] [--admin-tls-secret NAME]
 //	      [--admin-issuer KIND/NAME] [--admin-service] [--network-policy]
-//	      [--xds-peers N] [--admin-peers N]
+//	      [--xds-peers N] [--admin-peers N] [--relay off|Deployment|DaemonSet]
+//	      [--relay-replicas N] [--relay-upstream HOST:PORT] [--relay-creds insecure|tls]
+//	      [--relay-ca-secret NAME] [--relay-arg ARG]... [--relay-config-out FILE]
 package main
 
 import (
@@ -49,6 +52,7 @@ var controllerFlags = map[string]bool{
 var namespacedKinds = map[string]bool{
 	"Deployment": true, "Service": true, "ServiceAccount": true, "Role": true, "RoleBinding": true,
 	"Secret": true, "Certificate": true, "Issuer": true, "NetworkPolicy": true,
+	"DaemonSet": true, "ConfigMap": true,
 }
 
 type object = map[string]interface{}
@@ -84,6 +88,8 @@ type options struct {
 	gatewayAPI bool
 	// clusterDomain: in the Service's DNS names certificates are issued for.
 	clusterDomain string
+	// The relay tier (relay.go).
+	relay relayOptions
 }
 
 func main() {
@@ -120,6 +126,13 @@ func main() {
 	flag.IntVar(&o.tls.adminPeers, "admin-peers", 0, "expected `from` peers of the admin port (0: no rule)")
 	flag.BoolVar(&o.gatewayAPI, "gateway-api", true, "expect the Gateway API's RBAC rules and install notes")
 	flag.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "the clusterDomain value")
+	flag.StringVar(&o.relay.kind, "relay", "off", "expected relay tier: off, Deployment or DaemonSet")
+	flag.IntVar(&o.relay.replicas, "relay-replicas", 2, "expected relay Deployment replicas")
+	flag.StringVar(&o.relay.upstream, "relay-upstream", "", "expected server_uri of the relay's configuration")
+	flag.StringVar(&o.relay.creds, "relay-creds", "insecure", "expected channel_creds type of the relay's upstream")
+	flag.StringVar(&o.relay.caSecret, "relay-ca-secret", "", "expected Secret of the upstream's CA (empty: none)")
+	flag.Var(&o.relay.args, "relay-arg", "an argument the relay container must have (repeatable)")
+	flag.StringVar(&o.relay.configOut, "relay-config-out", "", "write the rendered relay.json here")
 	flag.Parse()
 	if o.manifests == "" || o.notes == "" || o.releaseNamespace == "" || o.replicas < 0 {
 		fmt.Fprintln(os.Stderr, "check: --manifests, --notes, --release-namespace and --replicas are required")
@@ -130,12 +143,15 @@ func main() {
 	o.bootstrapAuthorities = splitList(bootstrapAuthorities)
 
 	c := &checker{}
-	docs, err := readDocuments(o.manifests)
+	all, err := readDocuments(o.manifests)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "check: %s: %v\n", o.manifests, err)
 		os.Exit(1)
 	}
-	c.checkObjects(docs)
+	c.checkObjects(all)
+	// The controller's checks see the controller's objects only.
+	relayDocs, docs := splitRelay(all)
+	c.checkRelay(relayDocs, docs, o.relay)
 	if o.webhook != "off" && o.webhook != "generated" && o.webhook != "certManager" {
 		fmt.Fprintln(os.Stderr, "check: --webhook must be off, generated or certManager")
 		os.Exit(2)
@@ -153,7 +169,7 @@ func main() {
 	if len(c.failures) > 0 {
 		os.Exit(1)
 	}
-	fmt.Printf("check: %s: %d objects ok\n", o.manifests, len(docs))
+	fmt.Printf("check: %s: %d objects ok\n", o.manifests, len(all))
 }
 
 func splitList(s string) []string {
@@ -775,7 +791,7 @@ func (c *checker) checkNotes(o options) {
 	}
 	creds := list(servers[0], "channel_creds")
 	switch {
-	case o.tls.xds == "none":
+	case o.tls.xds == "none" || o.relay.kind != "off": // The relay serves plaintext.
 		if len(creds) != 1 || str(creds[0], "type") != "insecure" {
 			c.failf("NOTES.txt: channel_creds are %v, want insecure", creds)
 		}
