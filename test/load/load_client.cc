@@ -208,9 +208,7 @@ class LoadClient::Reactor final : public LoadClient::Stream,
   }
 
   // After every other callback, so responded_ is read safely.
-  void OnDone(const grpc::Status& status) override {
-    client_.OnDone(index_, status, responded_);
-  }
+  void OnDone(const grpc::Status& status) override { client_.OnDone(index_, status, responded_); }
 
  private:
   int SubscriptionOf(const std::string& type_url) const {
@@ -330,12 +328,10 @@ absl::Status LoadClient::Connect(absl::Time deadline) {
 std::unique_ptr<LoadClient::Stream> LoadClient::NewStream(int index, int generation) {
   if (options_.delta) {
     return std::make_unique<Reactor<DeltaDiscoveryRequest, DeltaDiscoveryResponse>>(
-        *this, index, generation,
-        DeltaRequests(options_, index, plans_[index]));
+        *this, index, generation, DeltaRequests(options_, index, plans_[index]));
   }
   return std::make_unique<Reactor<DiscoveryRequest, DiscoveryResponse>>(
-      *this, index, generation,
-      SotwRequests(options_, index, plans_[index]));
+      *this, index, generation, SotwRequests(options_, index, plans_[index]));
 }
 
 absl::StatusOr<absl::Duration> LoadClient::OpenAndSync(absl::Time deadline) {
@@ -387,11 +383,12 @@ void LoadClient::ReopenLoop() {
       if (shutting_down_) return;
       const absl::Time now = absl::Now();
       while (!due_.empty() && due_.begin()->first <= now) {
-        const int index = due_.begin()->second;
+        const auto [due, index] = *due_.begin();
         due_.erase(due_.begin());
         reopened_.push_back(NewStream(index, ++generations_[index]));
         ++started_;
-        reconnections_.attempts.push_back(now);
+        reconnections_.attempts.push_back(due);
+        reconnections_.max_start_lag = std::max(reconnections_.max_start_lag, now - due);
         due_now.emplace_back(reopened_.back().get(), index);
       }
     }

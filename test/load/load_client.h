@@ -77,8 +77,11 @@ struct EditResults {
 struct ReconnectResults {
   // When streams ended other than at Shutdown, in order.
   std::vector<absl::Time> ended;
-  // When reopened streams were started (each attempt), in order.
+  // When each reopening was due (its end plus the backoff drawn), in order.
   std::vector<absl::Time> attempts;
+  // How much later than due the most belated reopening was started (the
+  // client's own lag when many are due at once).
+  absl::Duration max_start_lag;
   // Per stream, when a reopened stream of it first synced.
   std::vector<std::optional<absl::Time>> resynced;
 };

@@ -15,12 +15,11 @@
 // Exit status: 0 when every target synced every stream and delivered the
 // change to every stream that selects it (and each relay opened one upstream
 // stream), 1 otherwise, 2 on bad flags.
+#include <httplib.h>  // Its feature macros come from pkg-config (CMakeLists.txt).
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <httplib.h>  // Its feature macros come from pkg-config (CMakeLists.txt).
 
 #include <algorithm>
 #include <cmath>
@@ -379,11 +378,10 @@ absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& kind,
                     absl::StrCat("--ready-file=", ready_file),
                     "--log-level=warn"};
   } else {
-    options.argv = {absl::GetFlag(FLAGS_null_server_binary),
-                    absl::StrCat("--xds-address=", xds_address),
-                    absl::StrCat("--ready-file=", ready_file),
-                    absl::StrCat("--services=", config.services),
-                    absl::StrCat("--push=", absl::GetFlag(FLAGS_null_push))};
+    options.argv = {
+        absl::GetFlag(FLAGS_null_server_binary), absl::StrCat("--xds-address=", xds_address),
+        absl::StrCat("--ready-file=", ready_file), absl::StrCat("--services=", config.services),
+        absl::StrCat("--push=", absl::GetFlag(FLAGS_null_push))};
   }
   options.stdout_path = absl::StrCat(config.work_dir, "/", name, ".stdout.log");
   options.stderr_path = absl::StrCat(config.work_dir, "/", name, ".stderr.log");
@@ -478,8 +476,8 @@ absl::Status StartChain(const std::string& target, const RunConfig& config,
     if (tier == 0 && tiers > 0) name = absl::StrCat(target, "-upstream");
     if (tier > 0 && tier < tiers) name = absl::StrCat(target, "-tier", tier);
     const std::string kind = tiers == 0 ? target : (tier == 0 ? "facet" : "relay");
-    absl::StatusOr<Server> server = StartAndWait(
-        kind, name, config, "127.0.0.1:0", tier == 0 ? "" : chain->back().xds_address);
+    absl::StatusOr<Server> server =
+        StartAndWait(kind, name, config, "127.0.0.1:0", tier == 0 ? "" : chain->back().xds_address);
     if (!server.ok()) return server.status();
     chain->push_back(*std::move(server));
   }
@@ -711,10 +709,11 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
 struct RestartResult {
   std::string error;  // Empty when every stream was served again.
   std::optional<absl::Duration> sync;
-  absl::Duration down;     // From the kill to the new relay's ready file.
+  absl::Duration down;                       // From the kill to the new relay's ready file.
   std::optional<absl::Duration> all_served;  // From the kill to the last stream's resync.
   std::vector<absl::Duration> resynced;      // Each stream's, from the kill, sorted.
-  std::vector<absl::Duration> attempts;      // Each reopening, from the kill.
+  std::vector<absl::Duration> attempts;      // Each reopening as due, from the kill.
+  absl::Duration max_start_lag;              // The client's lag behind the due times.
   int ended = 0;                             // Streams that ended after the kill.
   int distinct = 0;  // Distinct (resource, parameter set) pairs the streams subscribe to.
   // What the restarted relay asked of its upstream, from the upstream's
@@ -780,9 +779,8 @@ absl::Status RunRelayRestart(const RunConfig& config, RestartResult& result) {
     if (!exit.ok()) return exit.status();
     chain.back().process.reset();
     absl::SleepFor(absl::GetFlag(FLAGS_restart_after));
-    absl::StatusOr<Server> restarted =
-        StartAndWait("relay", "relay-restarted", config, chain.back().xds_address,
-                     upstream.xds_address);
+    absl::StatusOr<Server> restarted = StartAndWait("relay", "relay-restarted", config,
+                                                    chain.back().xds_address, upstream.xds_address);
     if (!restarted.ok()) return restarted.status();
     chain.back() = *std::move(restarted);
     result.down = absl::Now() - killed;
@@ -803,6 +801,8 @@ absl::Status RunRelayRestart(const RunConfig& config, RestartResult& result) {
     client.Shutdown(config.deadline);
     for (absl::Time at : reconnections.ended) result.ended += at >= killed ? 1 : 0;
     for (absl::Time at : reconnections.attempts) result.attempts.push_back(at - killed);
+    std::sort(result.attempts.begin(), result.attempts.end());
+    result.max_start_lag = reconnections.max_start_lag;
     int missing = 0;
     for (const std::optional<absl::Time>& at : reconnections.resynced) {
       if (at.has_value()) {
@@ -847,9 +847,10 @@ void PrintRestartReport(const RestartResult& r, const RunConfig& config) {
       "\nrelay-restart: %d %s streams over %d connections on a relay in front of facet serve\n",
       config.plans.size(), config.load.delta ? "delta" : "sotw", config.load.connections);
   std::cout << absl::StrFormat(
-      "relay down %s ms (kill to ready); %d streams ended, %d reopenings; every stream served "
-      "again after %s ms (p50 %s, p99 %s)\n",
+      "relay down %s ms (kill to ready); %d streams ended, %d reopenings (started up to %s ms "
+      "after due); every stream served again after %s ms (p50 %s, p99 %s)\n",
       FormatNumber(absl::ToDoubleMilliseconds(r.down), 0), r.ended, r.attempts.size(),
+      FormatNumber(absl::ToDoubleMilliseconds(r.max_start_lag), 0),
       FormatNumber(r.all_served ? absl::ToDoubleMilliseconds(*r.all_served) : NAN, 0),
       FormatNumber(quantile(0.5), 0), FormatNumber(quantile(0.99), 0));
   std::cout << absl::StrFormat(
@@ -859,7 +860,7 @@ void PrintRestartReport(const RestartResult& r, const RunConfig& config) {
       r.distinct, config.plans.size(), r.downstream_streams);
   const std::vector<int> attempts = Histogram(r.attempts, bucket);
   const std::vector<int> resynced = Histogram(r.resynced, bucket);
-  PrintHistogram("reopenings", attempts, bucket);
+  PrintHistogram("reopenings due (backoff drawn)", attempts, bucket);
   PrintHistogram("served again", resynced, bucket);
   if (!r.error.empty()) std::cout << "result: " << r.error << "\n";
   auto ints = [](const std::vector<int>& v) { return absl::StrJoin(v, ","); };
@@ -867,11 +868,12 @@ void PrintRestartReport(const RestartResult& r, const RunConfig& config) {
       "{\"scenario\":\"relay-restart\",\"streams\":", config.plans.size(),
       ",\"connections\":", config.load.connections, ",\"ok\":", r.error.empty() ? "true" : "false",
       ",\"sync_ms\":", JsonNumber(r.sync ? absl::ToDoubleMilliseconds(*r.sync) : NAN),
-      ",\"down_ms\":", JsonNumber(absl::ToDoubleMilliseconds(r.down)),
-      ",\"all_served_ms\":",
+      ",\"down_ms\":", JsonNumber(absl::ToDoubleMilliseconds(r.down)), ",\"all_served_ms\":",
       JsonNumber(r.all_served ? absl::ToDoubleMilliseconds(*r.all_served) : NAN),
-      ",\"served_p50_ms\":", JsonNumber(quantile(0.5)), ",\"served_p99_ms\":",
-      JsonNumber(quantile(0.99)), ",\"ended\":", r.ended, ",\"reopenings\":", r.attempts.size(),
+      ",\"served_p50_ms\":", JsonNumber(quantile(0.5)),
+      ",\"served_p99_ms\":", JsonNumber(quantile(0.99)), ",\"ended\":", r.ended,
+      ",\"reopenings\":", r.attempts.size(),
+      ",\"max_start_lag_ms\":", JsonNumber(absl::ToDoubleMilliseconds(r.max_start_lag)),
       ",\"upstream\":{\"streams\":", r.upstream_streams, ",\"requests\":", r.upstream_requests,
       ",\"subscriptions\":", r.upstream_subscriptions, ",\"pushes\":", r.upstream_pushes,
       "},\"distinct\":", r.distinct, ",\"downstream_streams\":", r.downstream_streams,
