@@ -322,22 +322,32 @@ func (c *checker) checkDeployment(docs []document, o options) {
 		str(pod, "serviceAccountName") != str(accounts[0], "metadata", "name") {
 		c.failf("%s: serviceAccountName %q is not the rendered ServiceAccount", name(d), str(pod, "serviceAccountName"))
 	}
-	if pod["hostNetwork"] == true || pod["hostPID"] == true || pod["hostIPC"] == true {
-		c.failf("%s: uses host namespaces", name(d))
-	}
-	containers := list(pod, "containers")
-	if len(containers) != 1 {
-		c.failf("%s: want 1 container, got %d", name(d), len(containers))
+	container, ok := c.checkPod(name(d), pod)
+	if !ok {
 		return
 	}
-	container, _ := containers[0].(object)
-	c.checkSecurity(name(d), pod, container)
 	c.checkPorts(name(d), container, o)
 	c.checkArgs(name(d), container, o)
 	c.checkEnv(name(d), container)
 	if get(container, "command") != nil {
 		c.failf("%s: command overrides the image's entrypoint (facet controller)", name(d))
 	}
+}
+
+// checkPod checks that a workload's pod uses no host namespaces and runs one
+// container, locked down (checkSecurity), and returns that container.
+func (c *checker) checkPod(what string, pod object) (object, bool) {
+	if pod["hostNetwork"] == true || pod["hostPID"] == true || pod["hostIPC"] == true {
+		c.failf("%s: uses host namespaces", what)
+	}
+	containers := list(pod, "containers")
+	if len(containers) != 1 {
+		c.failf("%s: want 1 container, got %d", what, len(containers))
+		return nil, false
+	}
+	container, _ := containers[0].(object)
+	c.checkSecurity(what, pod, container)
+	return container, true
 }
 
 func (c *checker) checkSecurity(what string, pod, container object) {

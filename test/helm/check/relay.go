@@ -114,16 +114,10 @@ func (c *checker) checkRelay(relayDocs, controllerDocs []document, o relayOption
 	if pod["automountServiceAccountToken"] != false {
 		c.failf("%s: mounts a service account token it never uses", name(w))
 	}
-	if pod["hostNetwork"] == true || pod["hostPID"] == true || pod["hostIPC"] == true {
-		c.failf("%s: uses host namespaces", name(w))
-	}
-	containers := list(pod, "containers")
-	if len(containers) != 1 {
-		c.failf("%s: want 1 container, got %d", name(w), len(containers))
+	container, ok := c.checkPod(name(w), pod)
+	if !ok {
 		return
 	}
-	container, _ := containers[0].(object)
-	c.checkSecurity(name(w), pod, container)
 	if got := toStrings(list(container, "command")); !reflect.DeepEqual(got, []string{"/usr/local/bin/facet", "relay"}) {
 		c.failf("%s: command is %v, want facet relay", name(w), got)
 	}
