@@ -34,8 +34,10 @@ absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(
       HttpServer::Start(std::move(options), [self](const HttpRequest& request) {
         AdminRequest admin_request;
         admin_request.params = ParseQuery(request.query);
+        admin_request.headers = request.headers;
         AdminResponse answer = self->Respond(request.path, admin_request);
-        return HttpResponse{answer.code, std::move(answer.content_type), std::move(answer.body)};
+        return HttpResponse{answer.code, std::move(answer.content_type), std::move(answer.body),
+                            std::move(answer.headers)};
       });
   if (!http.ok()) {
     if (http.status().code() != absl::StatusCode::kUnavailable) return http.status();

@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -24,12 +25,21 @@ struct AdminResponse {
   int code = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // Further header fields (name, value), e.g. ETag.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 // What a handler may read of a request: its query parameters, decoded, in
-// order (a name may repeat).
+// order (a name may repeat), and its header fields by lower-case name.
 struct AdminRequest {
   std::multimap<std::string, std::string> params;
+  std::map<std::string, std::string> headers;
+
+  // Returns the value of header `lower_case_name`, or "" when absent.
+  std::string Header(const std::string& lower_case_name) const {
+    auto it = headers.find(lower_case_name);
+    return it == headers.end() ? "" : it->second;
+  }
 
   // Returns the first value of `name`, or "" when absent.
   std::string Param(const std::string& name) const {

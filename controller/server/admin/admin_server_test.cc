@@ -52,6 +52,21 @@ TEST(AdminServerTest, ServesRoutesOnAPickedPort) {
   EXPECT_THAT(Get((*server)->address(), "garbage\r\n\r\n"), StartsWith("HTTP/1.1 400"));
 }
 
+TEST(AdminServerTest, HandlersReadRequestHeadersAndAddResponseHeaders) {
+  auto server = AdminServer::Start(
+      "127.0.0.1:0", {{"/tag", [](const AdminRequest& request) {
+                         AdminResponse response{200, "text/plain", request.Header("if-none-match")};
+                         response.headers.emplace_back("ETag", "\"abc\"");
+                         return response;
+                       }}});
+  ASSERT_THAT(server, IsOk());
+  const std::string answer = Get((*server)->address(),
+                                 "GET /tag HTTP/1.1\r\nIf-None-Match: \"x\"\r\n"
+                                 "if-none-match: \"y\"\r\n\r\n");
+  EXPECT_THAT(answer, HasSubstr("ETag: \"abc\"\r\n"));
+  EXPECT_THAT(answer, HasSubstr("\r\n\r\n\"x\", \"y\""));
+}
+
 TEST(AdminServerTest, RejectsBadAddresses) {
   EXPECT_THAT(AdminServer::Start("nocolon", {}), StatusIs(absl::StatusCode::kInvalidArgument));
   EXPECT_THAT(AdminServer::Start("127.0.0.1:99999", {}), StatusIs(absl::StatusCode::kInvalidArgument));

@@ -17,6 +17,7 @@
 #include <iterator>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -249,6 +250,13 @@ class HttpServer::Session : public SessionBase {
     if (question != beast::string_view::npos) {
       request->query = std::string(target.substr(question + 1));
     }
+    for (const auto& field : parser_->get()) {
+      std::string name = absl::AsciiStrToLower(
+          absl::string_view(field.name_string().data(), field.name_string().size()));
+      std::string& value = request->headers[name];
+      if (!value.empty()) value += ", ";
+      value.append(field.value().data(), field.value().size());
+    }
     request->body = std::move(parser_->get().body());
     parser_.reset();
     asio::post(*io_.workers, [self = Self(), request] {
@@ -267,6 +275,7 @@ class HttpServer::Session : public SessionBase {
     response_.result(static_cast<unsigned>(answer.code));
     response_.set(http::field::content_type, answer.content_type);
     response_.set(http::field::connection, "close");
+    for (const auto& [name, value] : answer.headers) response_.set(name, value);
     if (method_ == "HEAD") {
       response_.content_length(answer.body.size());
     } else {

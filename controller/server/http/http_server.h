@@ -29,6 +29,8 @@ struct HttpRequest {
   std::string method;  // As sent: "GET", "HEAD", "POST".
   std::string path;    // Percent-decoded, without the query.
   std::string query;   // As sent, without the "?".
+  // Header fields by lower-case name; a repeated field's values joined by ", ".
+  std::map<std::string, std::string> headers;
   std::string body;
 };
 
@@ -36,6 +38,8 @@ struct HttpResponse {
   int code = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  // Further header fields (name, value), e.g. ETag, sent as given.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 // Answers one request. Runs on one of the server's worker threads, several
