@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "controller/server/console/console_routes.h"
 #include "controller/server/metrics/ads_metrics.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/csds_service.h"
@@ -229,6 +230,8 @@ absl::Status ServingRunner::StartAdmin(const ServingParts& parts) {
     return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"};
   });
   routes.merge(InsightRoutes(*ads_, parts.explain_context));
+  // The console's pages read the routes above; nothing runs while no one looks.
+  routes.merge(ConsoleRoutes());
   absl::StatusOr<std::unique_ptr<AdminServer>> admin =
       AdminServer::Start(flags_.Get("admin-address"), std::move(routes), admin_tls_);
   if (!admin.ok()) return admin.status();

@@ -209,6 +209,10 @@ TEST(ServingRunnerTest, ServesUntilSignalledThenStopsTheLastStartedFirst) {
   EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4"));
   EXPECT_THAT(metrics, HasSubstr("# TYPE facet_xds_streams_open gauge\nfacet_xds_streams_open 0\n"));
   EXPECT_THAT(Get(admin_port, "/clients"), StartsWith("HTTP/1.1 200"));
+  const std::string console = Get(admin_port, "/ui/");
+  EXPECT_THAT(console, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(console, HasSubstr("Content-Type: text/html; charset=utf-8"));
+  EXPECT_THAT(console, HasSubstr("<title>Facet console</title>"));
 
   EXPECT_EQ(command.Terminate(), 0);
   EXPECT_THAT(log.events(),

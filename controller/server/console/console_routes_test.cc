@@ -1,0 +1,134 @@
+#include "controller/server/console/console_routes.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "xds_server/common/status_matchers.h"
+
+namespace facet::controller {
+namespace {
+
+using ::facet::testing::IsOk;
+using ::testing::AllOf;
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+const EmbeddedFile kTestFiles[] = {
+    {"/ui/", "text/html; charset=utf-8", "\"aaaa\"", "<!doctype html><title>t</title>"},
+    {"/ui/console.css", "text/css; charset=utf-8", "\"bbbb\"", "body{}"},
+};
+
+// Sends `request` raw over TCP and returns the whole answer.
+std::string Send(const std::string& address, const std::string& request) {
+  auto host_port = SplitHostPort(address);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(host_port->second);
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "connect failed";
+  ::send(fd, request.data(), request.size(), 0);
+  std::string response;
+  char buffer[4096];
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
+  ::close(fd);
+  return response;
+}
+
+class ConsoleRoutesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto server = AdminServer::Start("127.0.0.1:0", ConsoleRoutes(kTestFiles));
+    ASSERT_THAT(server, IsOk());
+    server_ = *std::move(server);
+  }
+  std::string Get(const std::string& target, const std::string& headers = "") {
+    return Send(server_->address(), absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: x\r\n",
+                                                 headers, "\r\n"));
+  }
+  std::unique_ptr<AdminServer> server_;
+};
+
+TEST_F(ConsoleRoutesTest, ServesEachFileWithItsContentTypeAndETag) {
+  const std::string page = Get("/ui/");
+  EXPECT_THAT(page, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(page, HasSubstr("Content-Type: text/html; charset=utf-8\r\n"));
+  EXPECT_THAT(page, HasSubstr("ETag: \"aaaa\"\r\n"));
+  EXPECT_THAT(page, HasSubstr("Cache-Control: no-cache\r\n"));
+  EXPECT_THAT(page, HasSubstr("Content-Security-Policy: default-src 'self';"));
+  EXPECT_THAT(page, EndsWith("\r\n\r\n<!doctype html><title>t</title>"));
+  const std::string css = Get("/ui/console.css");
+  EXPECT_THAT(css, HasSubstr("Content-Type: text/css; charset=utf-8\r\n"));
+  EXPECT_THAT(css, HasSubstr("ETag: \"bbbb\"\r\n"));
+  EXPECT_THAT(css, EndsWith("body{}"));
+}
+
+TEST_F(ConsoleRoutesTest, AnswersNotModifiedWithoutBodyWhenTheETagMatches) {
+  const std::string unchanged = Get("/ui/", "If-None-Match: \"zzzz\", W/\"aaaa\"\r\n");
+  EXPECT_THAT(unchanged, StartsWith("HTTP/1.1 304"));
+  EXPECT_THAT(unchanged, HasSubstr("ETag: \"aaaa\"\r\n"));
+  EXPECT_THAT(unchanged, EndsWith("\r\n\r\n"));
+  EXPECT_THAT(Get("/ui/", "If-None-Match: \"bbbb\"\r\n"), StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(Get("/ui/", "If-None-Match: *\r\n"), StartsWith("HTTP/1.1 304"));
+}
+
+TEST_F(ConsoleRoutesTest, AnswersNotFoundForUnknownPaths) {
+  EXPECT_THAT(Get("/ui/nope.js"), StartsWith("HTTP/1.1 404"));
+  EXPECT_THAT(Get("/ui/console.css/"), StartsWith("HTTP/1.1 404"));
+  EXPECT_THAT(Get("/ui/index.html"), StartsWith("HTTP/1.1 404"));
+}
+
+TEST_F(ConsoleRoutesTest, ServesNoFileOutsideTheTableWhateverThePathSays) {
+  for (const std::string target :
+       {"/ui/../etc/passwd", "/ui/%2e%2e/%2e%2e/etc/passwd", "/ui/..%2fCMakeLists.txt",
+        "/../../../../etc/passwd", "/ui//console.css", "/ui/./console.css",
+        "/ui/console.css%00.html", "/UI/"}) {
+    const std::string answer = Get(target);
+    EXPECT_THAT(answer, StartsWith("HTTP/1.1 404")) << target;
+    EXPECT_THAT(answer, AllOf(Not(HasSubstr("root:")), Not(HasSubstr("body{}")))) << target;
+  }
+}
+
+TEST_F(ConsoleRoutesTest, RedirectsTheBarePathToTheOverview) {
+  const std::string answer = Get("/ui");
+  EXPECT_THAT(answer, StartsWith("HTTP/1.1 308"));
+  EXPECT_THAT(answer, HasSubstr("Location: /ui/\r\n"));
+}
+
+TEST(IfNoneMatchTest, ComparesEachListedTagWeakly) {
+  EXPECT_TRUE(IfNoneMatchMatches("\"a\"", "\"a\""));
+  EXPECT_TRUE(IfNoneMatchMatches("W/\"a\"", "\"a\""));
+  EXPECT_TRUE(IfNoneMatchMatches(" \"b\" ,\"a\"", "\"a\""));
+  EXPECT_TRUE(IfNoneMatchMatches("*", "\"a\""));
+  EXPECT_FALSE(IfNoneMatchMatches("", "\"a\""));
+  EXPECT_FALSE(IfNoneMatchMatches("\"ab\"", "\"a\""));
+  EXPECT_FALSE(IfNoneMatchMatches("a", "\"a\""));
+}
+
+TEST(ConsoleFilesTest, EmbedsThePagesWithContentTypesAndDigestETags) {
+  std::map<std::string, const EmbeddedFile*> by_path;
+  for (const EmbeddedFile& file : ConsoleFiles()) by_path[std::string(file.path)] = &file;
+  ASSERT_EQ(by_path.count("/ui/"), 1u);
+  EXPECT_EQ(by_path["/ui/"]->content_type, "text/html; charset=utf-8");
+  EXPECT_THAT(std::string(by_path["/ui/"]->body), HasSubstr("<!doctype html>"));
+  ASSERT_EQ(by_path.count("/ui/console.js"), 1u);
+  EXPECT_EQ(by_path["/ui/console.js"]->content_type, "text/javascript; charset=utf-8");
+  ASSERT_EQ(by_path.count("/ui/console.css"), 1u);
+  EXPECT_EQ(by_path["/ui/console.css"]->content_type, "text/css; charset=utf-8");
+  for (const auto& [path, file] : by_path) {
+    EXPECT_THAT(std::string(file->etag), AllOf(StartsWith("\""), EndsWith("\""))) << path;
+    EXPECT_EQ(file->etag.size(), 34u) << path;
+    EXPECT_FALSE(file->body.empty()) << path;
+  }
+  EXPECT_NE(by_path["/ui/"]->etag, by_path["/ui/console.js"]->etag);
+}
+
+}  // namespace
+}  // namespace facet::controller

@@ -1,0 +1,76 @@
+// Facet console: helpers shared by the pages. No framework, no network but
+// this origin's JSON endpoints; text is always set as text (never as HTML).
+'use strict';
+
+const Facet = (() => {
+  // Returns a new element: el('td', {class: 'x'}, 'text', child, ...).
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      node.setAttribute(name, value === true ? '' : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return node;
+  }
+
+  // Replaces `parent`'s children with `children`.
+  function fill(parent, ...children) {
+    parent.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+  }
+
+  function clock(date) {
+    return date.toLocaleTimeString([], {hour12: false});
+  }
+
+  // Polls `url` every `interval_ms` after the previous answer, only while the
+  // page is visible (a hidden tab asks nothing), and calls onData(json) or
+  // onError(message). The status line (#live) says when the data was read.
+  function poll(url, onData, {interval_ms = 1000, onError} = {}) {
+    const live = document.getElementById('live');
+    let timer = null;
+    let inFlight = false;
+    async function tick() {
+      timer = null;
+      if (document.hidden || inFlight) return;
+      inFlight = true;
+      try {
+        const response = await fetch(url, {cache: 'no-cache', headers: {Accept: 'application/json'}});
+        const text = await response.text();
+        if (!response.ok) throw new Error(`${url}: HTTP ${response.status}: ${text.trim()}`);
+        onData(JSON.parse(text));
+        if (live) {
+          live.textContent = `live · updated ${clock(new Date())}`;
+          live.classList.remove('down');
+        }
+      } catch (error) {
+        if (live) {
+          live.textContent = `not updating: ${error.message}`;
+          live.classList.add('down');
+        }
+        if (onError) onError(error.message);
+      } finally {
+        inFlight = false;
+        schedule();
+      }
+    }
+    function schedule() {
+      if (timer === null && !document.hidden) timer = setTimeout(tick, interval_ms);
+    }
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden && timer === null && !inFlight) tick();
+    });
+    tick();
+  }
+
+  // A badge for an outcome: its class carries the colour, its text the word
+  // (the colour is never the only signal).
+  function badge(kind, text) {
+    return el('span', {class: `badge ${kind}`}, text);
+  }
+
+  return {el, fill, clock, poll, badge};
+})();
