@@ -120,6 +120,11 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
   auto& fields = *root.mutable_fields();
   fields["snapshot_version"] = StringValue(store.Current()->version());
   fields["streams_open"] = NumberValue(static_cast<double>(ads.stats().streams_open));
+  // The xdstp:// authorities the directory defines (as in the client bootstrap).
+  auto* authority_list = fields["authorities"].mutable_list_value();
+  for (const std::string& authority : source.authorities()) {
+    *authority_list->add_values() = StringValue(xds::EscapeText(authority));
+  }
   auto* objects = fields["objects"].mutable_list_value();
   for (const auto& status_ptr : source.statuses()) {
     const xds::ObjectStatus& status = *status_ptr;
