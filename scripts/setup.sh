@@ -33,6 +33,9 @@ test_packages=(
   # scripts/test-sanitizers.sh: clang with the ASan, UBSan, TSan and libFuzzer
   # runtimes, and llvm-symbolizer for their reports.
   clang-14 libclang-rt-14-dev llvm-14
+  # test/browser: the console's pages in Debian's headless Chromium
+  # (/usr/bin/chromium-headless-shell: --dump-dom, --screenshot).
+  chromium-headless-shell
 )
 packages=("${facet_packages[@]}" "${test_packages[@]}")
 # Node.js and npm fetch the pinned Envoy API protos (and run the Node client

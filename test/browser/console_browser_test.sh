@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Loads the console's overview (/ui/) from a running `facet serve` in Debian's
+# headless Chromium and checks the DOM its scripts built: authorities, an
+# accepted object, a rejected one with its reason, one whose previous revision
+# keeps serving, and a file that does not parse with file:line:column. Saves
+# a screenshot as OUT_DIR/overview.png.
+#
+# Usage: console_browser_test.sh FACET_BINARY SOURCE_DIR OUT_DIR
+set -u
+facet=$1
+source_dir=$2
+out_dir=$3
+browser=${FACET_BROWSER:-$(command -v chromium-headless-shell || true)}
+if [[ -z ${browser} ]]; then
+  echo "FAIL: chromium-headless-shell not found (scripts/setup.sh installs it)"
+  exit 1
+fi
+mkdir -p "${out_dir}"
+work=$(mktemp -d)
+serve=
+cleanup() {
+  [[ -n ${serve} ]] && kill -TERM "${serve}" 2>/dev/null && wait "${serve}" 2>/dev/null
+  rm -rf "${work}"
+}
+trap cleanup EXIT
+
+manifests=${work}/manifests
+mkdir "${manifests}"
+cp "${source_dir}"/examples/00-authorities.yaml "${source_dir}"/examples/10-old-style.yaml \
+  "${source_dir}"/examples/20-authority-a.yaml "${source_dir}"/examples/30-authority-b.yaml \
+  "${manifests}/"
+cluster() {  # cluster NAME LB_POLICY
+  printf 'apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: %s\n  namespace: demo\nspec:\n  type: cluster\n  name: %s\n  variants:\n  - resource:\n      type: EDS\n      eds_cluster_config:\n        eds_config: {ads: {}, resource_api_version: V3}\n      lb_policy: %s\n' \
+    "$1" "$1" "$2"
+}
+cluster rejected-cluster ROUND_ROBBIN >"${manifests}/60-rejected.yaml"
+cluster edited-cluster ROUND_ROBIN >"${manifests}/70-edited.yaml"
+
+"${facet}" serve --manifests "${manifests}" --xds-address 127.0.0.1:0 \
+  --admin-address 127.0.0.1:0 --ready-file "${work}/ready" >"${work}/stdout" 2>"${work}/stderr" &
+serve=$!
+for _ in $(seq 1 300); do
+  [[ -s ${work}/ready ]] && break
+  sleep 0.1
+done
+if [[ ! -s ${work}/ready ]]; then
+  echo "FAIL: facet serve did not become ready"
+  cat "${work}/stderr"
+  exit 1
+fi
+admin=$(sed -E 's/.*"admin_address":"([^"]+)".*/\1/' "${work}/ready")
+port=${admin##*:}
+
+http_get() {  # http_get PATH: the response body (the admin port closes after one answer)
+  exec 3<>"/dev/tcp/127.0.0.1/${port}" || return 1
+  printf 'GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n' "$1" >&3
+  sed '1,/^\r$/d' <&3
+  exec 3<&-
+}
+
+# An edit that is rejected: its previous revision keeps serving. A file that
+# does not parse: its last good read (none) keeps serving.
+cluster edited-cluster ROUND_ROBBIN >"${manifests}/70-edited.yaml"
+printf 'apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: [unclosed\n' \
+  >"${manifests}/50-broken.yaml"
+for _ in $(seq 1 100); do
+  status=$(http_get /status)
+  [[ ${status} == *'"serving_previous": true'* && ${status} == *'50-broken.yaml'* ]] && break
+  sleep 0.1
+done
+
+failures=0
+fail() {
+  echo "FAIL: $1"
+  failures=$((failures + 1))
+}
+[[ ${status} == *'"authorities": ['* ]] || fail "/status lists no authorities"
+
+url="http://${admin}/ui/"
+browser_flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
+  --user-data-dir="${work}/profile" --window-size=1280,1500 --virtual-time-budget=5000)
+"${browser}" "${browser_flags[@]}" --dump-dom "${url}" >"${out_dir}/overview.html" \
+  2>"${work}/browser.log"
+"${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/overview.png" "${url}" \
+  >/dev/null 2>>"${work}/browser.log"
+dom=$(cat "${out_dir}/overview.html")
+
+has() {  # has TEXT WHAT
+  [[ ${dom} == *"$1"* ]] || fail "the overview shows no $2 (${1})"
+}
+has '<title>Facet console</title>' "title"
+has 'live · updated' "live status line (the scripts did not run or /status failed)"
+has '<li class="mono">a.example</li>' "authority a.example"
+has '<li class="mono">b.example</li>' "authority b.example"
+has 'data-object="demo/edited-cluster" data-outcome="previous"' \
+  "row for the rejected edit whose previous revision serves"
+has 'rejected · previous revision serving' "previous-revision badge"
+has 'data-object="demo/rejected-cluster" data-outcome="rejected"' "row for the rejected object"
+has 'rejected · not served' "rejected badge"
+has 'ROUND_ROBBIN' "rejection reason naming the bad value"
+has 'data-outcome="accepted"' "accepted object"
+has 'badge accepted">accepted<' "accepted badge"
+[[ ${dom} =~ 50-broken\.yaml:[1-9][0-9]*:[1-9][0-9]* ]] ||
+  fail "the overview shows no file:line:column for the file that does not parse"
+# Problems sort first: the first row is not an accepted one.
+first_row=$(grep -o 'data-outcome="[a-z]*"' <<<"${dom}" | head -1)
+[[ ${first_row} != 'data-outcome="accepted"' ]] || fail "an accepted row sorts before the problems"
+[[ -s ${out_dir}/overview.png ]] || fail "no screenshot at ${out_dir}/overview.png"
+
+if [[ ${failures} -gt 0 ]]; then
+  echo "--- DOM: ${out_dir}/overview.html"
+  echo "--- browser log:"
+  tail -20 "${work}/browser.log"
+  echo "--- facet serve stderr:"
+  tail -20 "${work}/stderr"
+  exit 1
+fi
+echo "console overview in the browser: ok (${out_dir}/overview.png)"
