@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -31,6 +32,14 @@ void BlockShutdownSignals() {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 }
 
+namespace {
+
+// The smallest /clients page a caller may ask for: room for one client with
+// a few hundred resources.
+constexpr size_t kMinClientsPageBytes = 64 << 10;
+
+}  // namespace
+
 std::map<std::string, AdminServer::Handler> InsightRoutes(
     const xds::AdsService& ads, std::function<void(xds::ExplainRequest*)> explain_context) {
   std::map<std::string, AdminServer::Handler> routes;
@@ -46,6 +55,17 @@ std::map<std::string, AdminServer::Handler> InsightRoutes(
       return AdminResponse{400, "text/plain; charset=utf-8",
                            absl::StrCat("after=\"", request.Param("after"),
                                         "\": expected a stream id\n")};
+    }
+    // A smaller page for callers that poll (the console asks for 256 KiB);
+    // at least kMinClientsPageBytes, at most the default.
+    if (request.params.count("max_bytes") > 0) {
+      size_t max_bytes = 0;
+      if (!absl::SimpleAtoi(request.Param("max_bytes"), &max_bytes)) {
+        return AdminResponse{400, "text/plain; charset=utf-8",
+                             absl::StrCat("max_bytes=\"", request.Param("max_bytes"),
+                                          "\": expected a number of bytes\n")};
+      }
+      query.max_bytes = std::clamp(max_bytes, kMinClientsPageBytes, query.max_bytes);
     }
     // A page ends at the first client that does not fit; "next_after" says
     // where the next one starts.

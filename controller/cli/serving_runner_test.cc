@@ -282,7 +282,7 @@ TEST(InsightRoutesTest, ExplainTakesParametersAsTypedXdsTargetsAndTheSourcesStat
   EXPECT_EQ(routes.at("/explain")(Query({{"target", "xds:greeter"}})).code, 400);
 }
 
-TEST(InsightRoutesTest, ClientsPagesAfterAStreamId) {
+TEST(InsightRoutesTest, ClientsPagesAfterAStreamIdWithinAChosenSize) {
   xds::SnapshotStore store;
   store.Publish(GreeterSnapshot());
   xds::AdsService ads(store, xds::AdsService::Options());
@@ -293,6 +293,11 @@ TEST(InsightRoutesTest, ClientsPagesAfterAStreamId) {
   AdminResponse bad = routes.at("/clients")(Query({{"after", "next"}}));
   EXPECT_EQ(bad.code, 400);
   EXPECT_THAT(bad.body, HasSubstr("after=\"next\": expected a stream id"));
+  EXPECT_EQ(routes.at("/clients")(Query({{"after", "3"}, {"max_bytes", "262144"}})).body,
+            page.body);
+  AdminResponse bad_size = routes.at("/clients")(Query({{"max_bytes", "big"}}));
+  EXPECT_EQ(bad_size.code, 400);
+  EXPECT_THAT(bad_size.body, HasSubstr("max_bytes=\"big\": expected a number of bytes"));
 }
 
 TEST(ObserveSnapshotBuildsTest, ObservesTheTimeSinceTheChangeInTheHistogram) {
