@@ -3,13 +3,16 @@
 # headless Chromium and checks the DOM its scripts built: authorities, an
 # accepted object, a rejected one with its reason, one whose previous revision
 # keeps serving, and a file that does not parse with file:line:column. Saves
-# a screenshot as OUT_DIR/overview.png.
+# a screenshot as OUT_DIR/overview.png. Then, with a real gRPC xDS client
+# connected, loads the clients page (/ui/clients) and checks that the client's
+# resources name the object and variant that served them (OUT_DIR/clients.png).
 #
-# Usage: console_browser_test.sh FACET_BINARY SOURCE_DIR OUT_DIR
+# Usage: console_browser_test.sh FACET_BINARY SOURCE_DIR OUT_DIR CPP_CLIENT_BINARY
 set -u
 facet=$1
 source_dir=$2
 out_dir=$3
+cpp_client=$4
 browser=${FACET_BROWSER:-$(command -v chromium-headless-shell || true)}
 if [[ -z ${browser} ]]; then
   echo "FAIL: chromium-headless-shell not found (scripts/setup.sh installs it)"
@@ -18,7 +21,9 @@ fi
 mkdir -p "${out_dir}"
 work=$(mktemp -d)
 serve=
+client=
 cleanup() {
+  [[ -n ${client} ]] && kill -TERM "${client}" 2>/dev/null && wait "${client}" 2>/dev/null
   [[ -n ${serve} ]] && kill -TERM "${serve}" 2>/dev/null && wait "${serve}" 2>/dev/null
   rm -rf "${work}"
 }
@@ -107,12 +112,39 @@ first_row=$(grep -o 'data-outcome="[a-z]*"' <<<"${dom}" | head -1)
 [[ ${first_row} != 'data-outcome="accepted"' ]] || fail "an accepted row sorts before the problems"
 [[ -s ${out_dir}/overview.png ]] || fail "no screenshot at ${out_dir}/overview.png"
 
+# A real client (gRPC C++, the bootstrap facet serve printed: node
+# greeter-client-1, env=prod) holds the greeter resources while the clients
+# page loads; its call waits for a backend that is not there.
+sed '1,/^Client bootstrap/d' "${work}/stdout" >"${work}/bootstrap.json"
+GRPC_XDS_BOOTSTRAP="${work}/bootstrap.json" "${cpp_client}" --target xds:///greeter \
+  --count 1 --rpc-timeout-ms 60000 >"${work}/client.log" 2>&1 &
+client=$!
+for _ in $(seq 1 200); do
+  clients=$(http_get /clients)
+  [[ ${clients} == *'"object":"demo/greeter-prod-endpoints"'*'"status":"ACKED"'* ]] && break
+  sleep 0.1
+done
+[[ ${clients} == *'greeter-client-1'* ]] || fail "/clients shows no greeter-client-1"
+clients_url="http://${admin}/ui/clients"
+"${browser}" "${browser_flags[@]}" --dump-dom "${clients_url}" >"${out_dir}/clients.html" \
+  2>>"${work}/browser.log"
+"${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/clients.png" "${clients_url}" \
+  >/dev/null 2>>"${work}/browser.log"
+dom=$(cat "${out_dir}/clients.html")
+has 'data-node="greeter-client-1"' "card for the connected client"
+has '{env=prod}' "client's parameters"
+has '<th scope="row" class="mono">greeter</th><td class="mono">demo/greeter-routes</td>' \
+  "route greeter served by demo/greeter-routes"
+has '<span class="mono">prod-v2</span>' "variant prod-v2 of the route"
+has 'badge accepted">ACKed<' "ACKed resource"
+[[ -s ${out_dir}/clients.png ]] || fail "no screenshot at ${out_dir}/clients.png"
+
 if [[ ${failures} -gt 0 ]]; then
-  echo "--- DOM: ${out_dir}/overview.html"
+  echo "--- DOM: ${out_dir}/overview.html, ${out_dir}/clients.html"
   echo "--- browser log:"
   tail -20 "${work}/browser.log"
   echo "--- facet serve stderr:"
   tail -20 "${work}/stderr"
   exit 1
 fi
-echo "console overview in the browser: ok (${out_dir}/overview.png)"
+echo "console in the browser: ok (${out_dir}/overview.png, ${out_dir}/clients.png)"

@@ -26,10 +26,13 @@ const Facet = (() => {
     return date.toLocaleTimeString([], {hour12: false});
   }
 
-  // Polls `url` every `interval_ms` after the previous answer, only while the
-  // page is visible (a hidden tab asks nothing), and calls onData(json) or
-  // onError(message). The status line (#live) says when the data was read.
+  // Polls `url` (a string, or a function returning one) every `interval_ms`
+  // after the previous answer, only while the page is visible (a hidden tab
+  // asks nothing), and calls onData(json) or onError(message). The status
+  // line (#live) says when the data was read. Returns a function that asks
+  // again at once (e.g. after the URL changed).
   function poll(url, onData, {interval_ms = 1000, onError} = {}) {
+    const urlOf = typeof url === 'function' ? url : () => url;
     const live = document.getElementById('live');
     let timer = null;
     let inFlight = false;
@@ -38,9 +41,9 @@ const Facet = (() => {
       if (document.hidden || inFlight) return;
       inFlight = true;
       try {
-        const response = await fetch(url, {cache: 'no-cache', headers: {Accept: 'application/json'}});
+        const response = await fetch(urlOf(), {cache: 'no-cache', headers: {Accept: 'application/json'}});
         const text = await response.text();
-        if (!response.ok) throw new Error(`${url}: HTTP ${response.status}: ${text.trim()}`);
+        if (!response.ok) throw new Error(`${urlOf()}: HTTP ${response.status}: ${text.trim()}`);
         onData(JSON.parse(text));
         if (live) {
           live.textContent = `live · updated ${clock(new Date())}`;
@@ -64,6 +67,11 @@ const Facet = (() => {
       if (!document.hidden && timer === null && !inFlight) tick();
     });
     tick();
+    return () => {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+      if (!inFlight) tick();
+    };
   }
 
   // A badge for an outcome: its class carries the colour, its text the word
