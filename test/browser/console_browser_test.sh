@@ -5,7 +5,9 @@
 # keeps serving, and a file that does not parse with file:line:column. Saves
 # a screenshot as OUT_DIR/overview.png. Then, with a real gRPC xDS client
 # connected, loads the clients page (/ui/clients) and checks that the client's
-# resources name the object and variant that served them (OUT_DIR/clients.png).
+# resources name the object and variant that served them (OUT_DIR/clients.png),
+# and the explain page (/ui/explain) for env=prod, version=v2 draws the graph
+# with boxes labelled by object and variant (OUT_DIR/explain.png).
 #
 # Usage: console_browser_test.sh FACET_BINARY SOURCE_DIR OUT_DIR CPP_CLIENT_BINARY
 set -u
@@ -139,12 +141,27 @@ has '<span class="mono">prod-v2</span>' "variant prod-v2 of the route"
 has 'badge accepted">ACKed<' "ACKed resource"
 [[ -s ${out_dir}/clients.png ]] || fail "no screenshot at ${out_dir}/clients.png"
 
+# The explain page draws the graph a client with env=prod, version=v2 gets.
+explain_url="http://${admin}/ui/explain?target=xds:///greeter&param=env=prod&param=version=v2"
+"${browser}" "${browser_flags[@]}" --dump-dom "${explain_url}" >"${out_dir}/explain.html" \
+  2>>"${work}/browser.log"
+"${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/explain.png" "${explain_url}" \
+  >/dev/null 2>>"${work}/browser.log"
+dom=$(cat "${out_dir}/explain.html")
+has 'class="box accepted" transform="translate(10,' "listener box in the first column"
+has 'data-type="listener" data-name="greeter"' "listener box"
+has 'data-type="route" data-name="greeter"' "route box"
+has 'demo/greeter-routes · prod-v2' "route box labelled with its object and variant"
+has 'data-type="endpoint"' "endpoint box"
+has 'class="verdict accepted-text"' "verdict: complete"
+[[ -s ${out_dir}/explain.png ]] || fail "no screenshot at ${out_dir}/explain.png"
+
 if [[ ${failures} -gt 0 ]]; then
-  echo "--- DOM: ${out_dir}/overview.html, ${out_dir}/clients.html"
+  echo "--- DOM: ${out_dir}/{overview,clients,explain}.html"
   echo "--- browser log:"
   tail -20 "${work}/browser.log"
   echo "--- facet serve stderr:"
   tail -20 "${work}/stderr"
   exit 1
 fi
-echo "console in the browser: ok (${out_dir}/overview.png, ${out_dir}/clients.png)"
+echo "console in the browser: ok (${out_dir}/{overview,clients,explain}.png)"

@@ -124,6 +124,8 @@ TEST(ConsoleFilesTest, EmbedsThePagesWithContentTypesAndDigestETags) {
   EXPECT_EQ(by_path["/ui/console.css"]->content_type, "text/css; charset=utf-8");
   ASSERT_EQ(by_path.count("/ui/clients"), 1u);
   EXPECT_EQ(by_path["/ui/clients"]->content_type, "text/html; charset=utf-8");
+  ASSERT_EQ(by_path.count("/ui/explain"), 1u);
+  EXPECT_EQ(by_path["/ui/explain"]->content_type, "text/html; charset=utf-8");
   for (const auto& [path, file] : by_path) {
     EXPECT_THAT(std::string(file->etag), AllOf(StartsWith("\""), EndsWith("\""))) << path;
     EXPECT_EQ(file->etag.size(), 34u) << path;
