@@ -86,11 +86,16 @@ fail() {
 url="http://${admin}/ui/"
 browser_flags=(--headless --no-sandbox --disable-gpu --no-first-run --disable-extensions
   --user-data-dir="${work}/profile" --window-size=1280,1500 --virtual-time-budget=5000)
-"${browser}" "${browser_flags[@]}" --dump-dom "${url}" >"${out_dir}/overview.html" \
-  2>"${work}/browser.log"
-"${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/overview.png" "${url}" \
-  >/dev/null 2>>"${work}/browser.log"
-dom=$(cat "${out_dir}/overview.html")
+# load NAME URL: the DOM after the page's scripts ran into OUT_DIR/NAME.html
+# (and ${dom}), a screenshot into OUT_DIR/NAME.png.
+load() {
+  "${browser}" "${browser_flags[@]}" --dump-dom "$2" >"${out_dir}/$1.html" 2>>"${work}/browser.log"
+  "${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/$1.png" "$2" \
+    >/dev/null 2>>"${work}/browser.log"
+  dom=$(cat "${out_dir}/$1.html")
+  [[ -s ${out_dir}/$1.png ]] || fail "no screenshot at ${out_dir}/$1.png"
+}
+load overview "${url}"
 
 has() {  # has TEXT WHAT
   [[ ${dom} == *"$1"* ]] || fail "the overview shows no $2 (${1})"
@@ -112,7 +117,6 @@ has 'badge accepted">accepted<' "accepted badge"
 # Problems sort first: the first row is not an accepted one.
 first_row=$(grep -o 'data-outcome="[a-z]*"' <<<"${dom}" | head -1)
 [[ ${first_row} != 'data-outcome="accepted"' ]] || fail "an accepted row sorts before the problems"
-[[ -s ${out_dir}/overview.png ]] || fail "no screenshot at ${out_dir}/overview.png"
 
 # A real client (gRPC C++, the bootstrap facet serve printed: node
 # greeter-client-1, env=prod) holds the greeter resources while the clients
@@ -127,34 +131,22 @@ for _ in $(seq 1 200); do
   sleep 0.1
 done
 [[ ${clients} == *'greeter-client-1'* ]] || fail "/clients shows no greeter-client-1"
-clients_url="http://${admin}/ui/clients"
-"${browser}" "${browser_flags[@]}" --dump-dom "${clients_url}" >"${out_dir}/clients.html" \
-  2>>"${work}/browser.log"
-"${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/clients.png" "${clients_url}" \
-  >/dev/null 2>>"${work}/browser.log"
-dom=$(cat "${out_dir}/clients.html")
+load clients "http://${admin}/ui/clients"
 has 'data-node="greeter-client-1"' "card for the connected client"
 has '{env=prod}' "client's parameters"
 has '<th scope="row" class="mono">greeter</th><td class="mono">demo/greeter-routes</td>' \
   "route greeter served by demo/greeter-routes"
 has '<span class="mono">prod-v2</span>' "variant prod-v2 of the route"
 has 'badge accepted">ACKed<' "ACKed resource"
-[[ -s ${out_dir}/clients.png ]] || fail "no screenshot at ${out_dir}/clients.png"
 
 # The explain page draws the graph a client with env=prod, version=v2 gets.
-explain_url="http://${admin}/ui/explain?target=xds:///greeter&param=env=prod&param=version=v2"
-"${browser}" "${browser_flags[@]}" --dump-dom "${explain_url}" >"${out_dir}/explain.html" \
-  2>>"${work}/browser.log"
-"${browser}" "${browser_flags[@]}" --screenshot="${out_dir}/explain.png" "${explain_url}" \
-  >/dev/null 2>>"${work}/browser.log"
-dom=$(cat "${out_dir}/explain.html")
+load explain "http://${admin}/ui/explain?target=xds:///greeter&param=env=prod&param=version=v2"
 has 'class="box accepted" transform="translate(10,' "listener box in the first column"
 has 'data-type="listener" data-name="greeter"' "listener box"
 has 'data-type="route" data-name="greeter"' "route box"
 has 'demo/greeter-routes · prod-v2' "route box labelled with its object and variant"
 has 'data-type="endpoint"' "endpoint box"
 has 'class="verdict accepted-text"' "verdict: complete"
-[[ -s ${out_dir}/explain.png ]] || fail "no screenshot at ${out_dir}/explain.png"
 
 if [[ ${failures} -gt 0 ]]; then
   echo "--- DOM: ${out_dir}/{overview,clients,explain}.html"

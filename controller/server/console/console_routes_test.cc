@@ -1,13 +1,9 @@
 #include "controller/server/console/console_routes.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "test/http_attack/http_attack.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::controller {
@@ -25,23 +21,6 @@ const EmbeddedFile kTestFiles[] = {
     {"/ui/console.css", "text/css; charset=utf-8", "\"bbbb\"", "body{}"},
 };
 
-// Sends `request` raw over TCP and returns the whole answer.
-std::string Send(const std::string& address, const std::string& request) {
-  auto host_port = SplitHostPort(address);
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(host_port->second);
-  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return "connect failed";
-  ::send(fd, request.data(), request.size(), 0);
-  std::string response;
-  char buffer[4096];
-  for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) response.append(buffer, n);
-  ::close(fd);
-  return response;
-}
-
 class ConsoleRoutesTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -50,8 +29,12 @@ class ConsoleRoutesTest : public ::testing::Test {
     server_ = *std::move(server);
   }
   std::string Get(const std::string& target, const std::string& headers = "") {
-    return Send(server_->address(), absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: x\r\n",
-                                                 headers, "\r\n"));
+    const int port = SplitHostPort(server_->address())->second;
+    absl::StatusOr<std::string> answer = facet::testing::Exchange(
+        port, /*tls=*/false,
+        absl::StrCat("GET ", target, " HTTP/1.1\r\nHost: x\r\n", headers, "\r\n"),
+        absl::Seconds(10));
+    return answer.ok() ? *answer : std::string(answer.status().message());
   }
   std::unique_ptr<AdminServer> server_;
 };
