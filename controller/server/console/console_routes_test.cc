@@ -1,9 +1,13 @@
 #include "controller/server/console/console_routes.h"
 
+#include <fstream>
+
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "test/http_attack/http_attack.h"
+#include "test/kube_api_server/tls.h"
 #include "xds_server/common/status_matchers.h"
 
 namespace facet::controller {
@@ -83,6 +87,29 @@ TEST_F(ConsoleRoutesTest, RedirectsTheBarePathToTheOverview) {
   const std::string answer = Get("/ui");
   EXPECT_THAT(answer, StartsWith("HTTP/1.1 308"));
   EXPECT_THAT(answer, HasSubstr("Location: /ui/\r\n"));
+}
+
+TEST(ConsoleRoutesTlsTest, ServesThePagesOverTheAdminPortsTls) {
+  absl::StatusOr<facet::testing::TlsCredentials> credentials =
+      facet::testing::GenerateTestCredentials();
+  ASSERT_THAT(credentials, IsOk());
+  const std::string dir = ::testing::TempDir();
+  TlsFiles tls{dir + "/console-cert.pem", dir + "/console-key.pem", ""};
+  std::ofstream(tls.cert_file) << credentials->cert_pem;
+  std::ofstream(tls.key_file) << credentials->key_pem;
+  auto server = AdminServer::Start("127.0.0.1:0", ConsoleRoutes(kTestFiles), tls);
+  ASSERT_THAT(server, IsOk());
+  EXPECT_STREQ((*server)->scheme(), "https");
+  const int port = SplitHostPort((*server)->address())->second;
+  absl::StatusOr<std::string> page = facet::testing::Exchange(
+      port, /*tls=*/true, "GET /ui/ HTTP/1.1\r\nHost: x\r\n\r\n", absl::Seconds(10));
+  ASSERT_THAT(page, IsOk());
+  EXPECT_THAT(*page, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(*page, EndsWith("<!doctype html><title>t</title>"));
+  // Plain HTTP on the TLS port gets no page.
+  absl::StatusOr<std::string> plain = facet::testing::Exchange(
+      port, /*tls=*/false, "GET /ui/ HTTP/1.1\r\nHost: x\r\n\r\n", absl::Seconds(10));
+  EXPECT_FALSE(plain.ok() && absl::StrContains(*plain, "<!doctype html>"));
 }
 
 TEST(IfNoneMatchTest, ComparesEachListedTagWeakly) {
