@@ -3,7 +3,9 @@
 # headless Chromium and checks the DOM its scripts built: authorities, an
 # accepted object, a rejected one with its reason, one whose previous revision
 # keeps serving, and a file that does not parse with file:line:column. Saves
-# a screenshot as OUT_DIR/overview.png. Then, with a real gRPC xDS client
+# a screenshot as OUT_DIR/overview.png. With the overview open (live_update.js,
+# the DevTools protocol), a rejected edit must show within 2 s without a
+# reload (OUT_DIR/overview-live.png). Then, with a real gRPC xDS client
 # connected, loads the clients page (/ui/clients) and checks that the client's
 # resources name the object and variant that served them (OUT_DIR/clients.png),
 # and the explain page (/ui/explain) for env=prod, version=v2 draws the graph
@@ -42,6 +44,8 @@ cluster() {  # cluster NAME LB_POLICY
 }
 cluster rejected-cluster ROUND_ROBBIN >"${manifests}/60-rejected.yaml"
 cluster edited-cluster ROUND_ROBIN >"${manifests}/70-edited.yaml"
+cluster live-cluster ROUND_ROBIN >"${manifests}/80-live.yaml"
+cluster live-cluster ROUND_ROBBIN >"${work}/80-live-rejected.yaml"
 
 "${facet}" serve --manifests "${manifests}" --xds-address 127.0.0.1:0 \
   --admin-address 127.0.0.1:0 --ready-file "${work}/ready" >"${work}/stdout" 2>"${work}/stderr" &
@@ -117,6 +121,13 @@ has 'badge accepted">accepted<' "accepted badge"
 # Problems sort first: the first row is not an accepted one.
 first_row=$(grep -o 'data-outcome="[a-z]*"' <<<"${dom}" | head -1)
 [[ ${first_row} != 'data-outcome="accepted"' ]] || fail "an accepted row sorts before the problems"
+
+# Live: with the overview open, a rejected edit shows within 2 s, no reload.
+live=$(node "$(dirname "$0")/live_update.js" "${browser}" "${url}" demo/live-cluster \
+  "${manifests}/80-live.yaml" "${work}/80-live-rejected.yaml" "${out_dir}/overview-live.png" 2>&1)
+echo "${live}"
+[[ ${live} == *'live update: '* && ${live} != *FAIL* ]] ||
+  fail "the open overview did not show the rejected edit live: ${live}"
 
 # A real client (gRPC C++, the bootstrap facet serve printed: node
 # greeter-client-1, env=prod) holds the greeter resources while the clients
