@@ -177,8 +177,10 @@ xds::AdsService& ServingRunner::StartAds(xds::DemandObserver* demand_observer) {
   xds::AdsService::Options options = xds_options_.ads;
   options.mapping = mapping_;
   options.demand_observer = demand_observer;
-  // Pushed before the service, so it outlives it.
-  options.observer = &parts_.Own(std::make_unique<PrometheusAdsObserver>(*metrics_));
+  // Pushed before the service, so they outlive it.
+  auto& prometheus = parts_.Own(std::make_unique<PrometheusAdsObserver>(*metrics_));
+  events_ = &parts_.Own(std::make_unique<EventLog>());
+  options.observer = &parts_.Own(std::make_unique<xds::AdsObserverPair>(prometheus, events_));
   ads_ = &parts_.Own(std::make_unique<xds::AdsService>(store(), std::move(options)));
   return *ads_;
 }
@@ -248,6 +250,15 @@ absl::Status ServingRunner::StartAdmin(const ServingParts& parts) {
       return AdminResponse{503, "text/plain; charset=utf-8", "opening the xDS port\n"};
     }
     return AdminResponse{200, "text/plain; charset=utf-8", "ready\n"};
+  });
+  routes.emplace("/events", [events = events_](const AdminRequest& request) {
+    uint64_t after = 0;
+    if (request.params.count("after") > 0 && !absl::SimpleAtoi(request.Param("after"), &after)) {
+      return AdminResponse{400, "text/plain; charset=utf-8",
+                           absl::StrCat("after=\"", request.Param("after"),
+                                        "\": expected a sequence number\n")};
+    }
+    return AdminResponse{200, "application/json", events->Json(after) + "\n"};
   });
   routes.merge(InsightRoutes(*ads_, parts.explain_context));
   // The console's pages read the routes above; nothing runs while no one looks.

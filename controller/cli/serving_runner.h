@@ -23,6 +23,7 @@
 #include "controller/cli/serving_common.h"
 #include "controller/cli/stop_stack.h"
 #include "controller/server/admin/admin_server.h"
+#include "controller/server/console/event_log.h"
 #include "controller/server/metrics/metrics.h"
 #include "controller/server/tls/tls_files.h"
 #include "controller/sources/publisher/publisher.h"
@@ -184,6 +185,7 @@ class ServingRunner {
   Metrics* metrics_ = nullptr;  // The first part.
   xds::SnapshotStore* store_ = nullptr;
   xds::AdsService* ads_ = nullptr;
+  EventLog* events_ = nullptr;  // What the ADS server did, for /events.
   AdminServer* admin_ = nullptr;
   std::string xds_address_;
   // Read by /readyz on the admin server's thread.

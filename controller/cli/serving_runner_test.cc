@@ -209,6 +209,8 @@ TEST(ServingRunnerTest, ServesUntilSignalledThenStopsTheLastStartedFirst) {
   EXPECT_THAT(metrics, HasSubstr("Content-Type: text/plain; version=0.0.4"));
   EXPECT_THAT(metrics, HasSubstr("# TYPE facet_xds_streams_open gauge\nfacet_xds_streams_open 0\n"));
   EXPECT_THAT(Get(admin_port, "/clients"), StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(Get(admin_port, "/events"), HasSubstr("{\"events\":["));
+  EXPECT_THAT(Get(admin_port, "/events?after=x"), StartsWith("HTTP/1.1 400"));
   const std::string console = Get(admin_port, "/ui/");
   EXPECT_THAT(console, StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(console, HasSubstr("Content-Type: text/html; charset=utf-8"));

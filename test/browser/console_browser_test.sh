@@ -116,6 +116,7 @@ has 'rejected · not served' "rejected badge"
 has 'ROUND_ROBBIN' "rejection reason naming the bad value"
 has 'data-outcome="accepted"' "accepted object"
 has 'badge accepted">accepted<' "accepted badge"
+has '<li data-kind="snapshot">' "snapshot from the server's /events in the timeline"
 [[ ${dom} =~ 50-broken\.yaml:[1-9][0-9]*:[1-9][0-9]* ]] ||
   fail "the overview shows no file:line:column for the file that does not parse"
 # Problems sort first: the first row is not an accepted one.

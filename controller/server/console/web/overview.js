@@ -51,8 +51,10 @@
     return {version: answer.snapshot_version, objects, files};
   }
 
-  function addEvent(kind, label, text) {
-    events.unshift({at: new Date(), kind, label, text});
+  function addEvent(kind, label, text, at = new Date()) {
+    events.push({at, kind, label, text});
+    // Newest first; the server's events carry their own times.
+    events.sort((a, b) => b.at - a.at);
     if (events.length > kMaxEvents) events.length = kMaxEvents;
   }
 
@@ -67,9 +69,6 @@
 
   function recordChanges(now) {
     if (previous === null) return;
-    if (now.version !== previous.version) {
-      addEvent('accepted', 'snapshot', `snapshot ${String(now.version).slice(0, 12)} published`);
-    }
     for (const [name, fact] of now.objects) {
       const before = previous.objects.get(name);
       if (!before) {
@@ -235,6 +234,21 @@
       filterInput.value = '';
       render();
     }
+  });
+
+  // The server's own log (/events: snapshots with the pushes between them,
+  // NACKs by type, streams it ended), from before the page opened too.
+  const kServerEvents = {
+    snapshot: ['accepted', 'snapshot'], nack: ['nacked', 'NACK'], stream_ended: ['stale', 'stream ended'],
+  };
+  let lastSeq = 0;
+  poll(() => `../events?after=${lastSeq}`, (answer) => {
+    for (const event of answer.events || []) {
+      const [kind, label] = kServerEvents[event.kind] || ['stale', event.kind];
+      addEvent(kind, label, event.text, new Date(event.time));
+    }
+    lastSeq = answer.last_seq || lastSeq;
+    if ((answer.events || []).length) render();
   });
 
   poll('../status', (answer) => {

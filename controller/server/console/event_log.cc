@@ -1,0 +1,112 @@
+#include "controller/server/console/event_log.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace facet::controller {
+namespace {
+
+// The last part of a type URL: "Listener", "RouteConfiguration", ...
+absl::string_view ShortType(absl::string_view type_url) {
+  const size_t dot = type_url.rfind('.');
+  return dot == absl::string_view::npos ? type_url : type_url.substr(dot + 1);
+}
+
+const char* ReasonText(xds::StreamEndReason reason) {
+  switch (reason) {
+    case xds::StreamEndReason::kNamesLimit: return "over the names limit";
+    case xds::StreamEndReason::kTypesLimit: return "over the types limit";
+    case xds::StreamEndReason::kBytesLimit: return "over the bytes limit";
+    case xds::StreamEndReason::kConnectionSubscriptionLimit:
+      return "over the subscription bytes per connection";
+    case xds::StreamEndReason::kServerSubscriptionLimit: return "over the server's subscription bytes";
+    case xds::StreamEndReason::kWriteStall: return "a write stalled";
+    case xds::StreamEndReason::kInvalidRequest: return "an invalid request";
+    case xds::StreamEndReason::kShutdown: return "shutting down";
+  }
+  return "unknown";
+}
+
+void AppendJsonString(std::string* out, absl::string_view text) {
+  out->push_back('"');
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(out, "\\u%04x", static_cast<int>(c));
+    } else {
+      out->push_back(c);
+    }
+  }
+  out->push_back('"');
+}
+
+}  // namespace
+
+EventLog::EventLog(size_t capacity, std::function<absl::Time()> now)
+    : capacity_(capacity == 0 ? 1 : capacity), now_(std::move(now)) {}
+
+void EventLog::OnSnapshot(int64_t streams_woken) {
+  const int64_t pushes = pushes_.exchange(0, std::memory_order_relaxed);
+  Add("snapshot", absl::StrCat("snapshot published; ", streams_woken, " stream",
+                               streams_woken == 1 ? "" : "s", " woken; ", pushes, " response",
+                               pushes == 1 ? "" : "s", " pushed since the one before"));
+}
+
+void EventLog::OnPush(absl::string_view /*type_url*/) {
+  pushes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void EventLog::OnNack(absl::string_view type_url) {
+  Add("nack", absl::StrCat("a client NACKed a ", ShortType(type_url), " response"));
+}
+
+void EventLog::OnStreamEnding(xds::StreamEndReason reason) {
+  if (reason == xds::StreamEndReason::kShutdown) return;
+  Add("stream_ended", absl::StrCat("the server ended a stream: ", ReasonText(reason)));
+}
+
+void EventLog::Add(std::string kind, std::string text) {
+  const absl::Time time = now_ ? now_() : absl::Now();
+  absl::MutexLock lock(&mu_);
+  events_.push_back(Event{++last_seq_, time, std::move(kind), std::move(text)});
+  while (events_.size() > capacity_) events_.pop_front();
+}
+
+std::deque<EventLog::Event> EventLog::After(uint64_t after) const {
+  absl::MutexLock lock(&mu_);
+  std::deque<Event> out;
+  for (const Event& event : events_) {
+    if (event.seq > after) out.push_back(event);
+  }
+  return out;
+}
+
+std::string EventLog::Json(uint64_t after) const {
+  uint64_t last_seq = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    last_seq = last_seq_;
+  }
+  std::string out = "{\"events\":[";
+  bool first = true;
+  for (const Event& event : After(after)) {
+    if (!first) out += ",";
+    first = false;
+    out += "\n{\"kind\":";
+    AppendJsonString(&out, event.kind);
+    absl::StrAppend(&out, ",\"seq\":", event.seq, ",\"text\":");
+    AppendJsonString(&out, event.text);
+    absl::StrAppend(&out, ",\"time\":\"",
+                    absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", event.time, absl::UTCTimeZone()),
+                    "\"}");
+  }
+  absl::StrAppend(&out, "],\"last_seq\":", last_seq,
+                  ",\"pushes_since_snapshot\":", pushes_.load(std::memory_order_relaxed), "}");
+  return out;
+}
+
+}  // namespace facet::controller
