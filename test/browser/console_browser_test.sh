@@ -148,7 +148,7 @@ has 'data-node="greeter-client-1"' "card for the connected client"
 has '{env=prod}' "client's parameters"
 has '<th scope="row" class="mono">greeter</th><td class="mono">demo/greeter-routes</td>' \
   "route greeter served by demo/greeter-routes"
-has '<span class="mono">prod-v2</span>' "variant prod-v2 of the route"
+has '<span class="mono">prod</span>' "variant prod of the route (env=prod, no version)"
 has 'badge accepted">ACKed<' "ACKed resource"
 
 # The explain page draws the graph a client with env=prod, version=v2 gets.
