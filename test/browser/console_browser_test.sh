@@ -102,7 +102,7 @@ load() {
 load overview "${url}"
 
 has() {  # has TEXT WHAT
-  [[ ${dom} == *"$1"* ]] || fail "the overview shows no $2 (${1})"
+  [[ ${dom} == *"$1"* ]] || fail "the page shows no $2 (${1})"
 }
 has '<title>Facet console</title>' "title"
 has 'live · updated' "live status line (the scripts did not run or /status failed)"
