@@ -38,9 +38,11 @@ mkdir "${manifests}"
 cp "${source_dir}"/examples/00-authorities.yaml "${source_dir}"/examples/10-old-style.yaml \
   "${source_dir}"/examples/20-authority-a.yaml "${source_dir}"/examples/30-authority-b.yaml \
   "${manifests}/"
-cluster() {  # cluster NAME LB_POLICY
+cluster() {  # cluster NAME LB_POLICY: an EDS cluster and its endpoints
   printf 'apiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: %s\n  namespace: demo\nspec:\n  type: cluster\n  name: %s\n  variants:\n  - resource:\n      type: EDS\n      eds_cluster_config:\n        eds_config: {ads: {}, resource_api_version: V3}\n      lb_policy: %s\n' \
     "$1" "$1" "$2"
+  printf -- '---\napiVersion: facet.dev/v1alpha1\nkind: XdsResource\nmetadata:\n  name: %s-endpoints\n  namespace: demo\nspec:\n  type: endpoint\n  name: %s\n  variants:\n  - resource:\n      endpoints:\n      - lb_endpoints:\n        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 9}}}\n' \
+    "$1" "$1"
 }
 cluster rejected-cluster ROUND_ROBBIN >"${manifests}/60-rejected.yaml"
 cluster edited-cluster ROUND_ROBIN >"${manifests}/70-edited.yaml"
