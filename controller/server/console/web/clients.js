@@ -59,12 +59,13 @@
                      : null));
   }
 
-  function clientCard(client) {
+  // A page of a few clients shows them all open.
+  function clientCard(client, few) {
     const p = problems(client);
     const id = String(client.stream_id);
     const hasProblems = p.nacked > 0 || p.stale > 0;
     const details = el('details', {class: 'client', 'data-node': client.node_id, 'data-stream': id,
-                                   open: open.has(id) || (hasProblems && !closed.has(id))});
+                                   open: open.has(id) || ((hasProblems || few) && !closed.has(id))});
     const parameters = Object.entries(client.parameters || {}).map(([k, v]) => `${k}=${v}`).join(', ');
     details.append(
         el('summary', {},
@@ -95,7 +96,7 @@
       return p.nacked > 0 || p.stale > 0;
     });
     fill(document.getElementById('clients'),
-         clients.length ? clients.map(clientCard)
+         clients.length ? clients.map((c) => clientCard(c, clients.length <= 10))
                         : [el('p', {class: 'hint'}, 'No client on this page.')]);
     const shown = (answer.clients || []).length;
     const rest = answer.omitted_clients || 0;

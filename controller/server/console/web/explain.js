@@ -8,7 +8,7 @@
 (() => {
   const {el, fill, poll, badge} = Facet;
   const kSvg = 'http://www.w3.org/2000/svg';
-  const kBoxWidth = 250, kBoxHeight = 58, kColumnGap = 70, kRowGap = 14, kMaxNodes = 400;
+  const kBoxWidth = 230, kBoxHeight = 58, kColumnGap = 100, kRowGap = 14, kMaxNodes = 400;
 
   const page = new URLSearchParams(location.search);
   const targetInput = document.getElementById('target');
@@ -89,8 +89,14 @@
       const broken = outcome(n.node) === 'rejected';
       picture.append(svg('path', {d: `M${x1},${y1} H${mid} V${y2} H${x2}`,
                                   class: `edge${broken ? ' broken' : ''}`}));
-      const label = broken ? clip(n.node.problem, 40) : clip(n.node.field || '', 34);
-      if (label) picture.append(svg('text', {x: mid + 4, y: y2 - 4, class: `edge-label${broken ? ' broken' : ''}`}, label));
+      // The referencing field's last part ("route_config_name", "name") on
+      // the edge's last segment; the whole field and any problem in its title.
+      const field = (n.node.field || '').split(' ')[0].split('.').pop();
+      const label = broken ? clip(n.node.problem, 8) : clip(field, 8);
+      if (label) {
+        picture.append(svg('text', {x: mid + 4, y: y2 - 4, class: `edge-label${broken ? ' broken' : ''}`},
+                           svg('title', {}, [n.node.field, n.node.problem].filter(Boolean).join(': ')), label));
+      }
     }
     for (const n of nodes) {
       const node = n.node;
@@ -103,9 +109,9 @@
                                    ...(node.details || [])].filter(Boolean).join('\n')),
                  svg('rect', {width: kBoxWidth, height: kBoxHeight, rx: 6}),
                  svg('text', {x: 8, y: 17, class: 'box-type'}, `${node.type} · ${statusWord(node)}`),
-                 svg('text', {x: 8, y: 34, class: 'box-name'}, clip(node.name, 34)),
+                 svg('text', {x: 8, y: 34, class: 'box-name'}, clip(node.name, 29)),
                  svg('text', {x: 8, y: 50, class: 'box-object'},
-                     clip(node.object ? `${node.object} · ${variant}` : variant, 40)));
+                     clip(node.object ? `${node.object} · ${variant}` : variant, 30)));
       picture.append(box);
     }
     fill(document.getElementById('graph'), picture);
