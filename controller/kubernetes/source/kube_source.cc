@@ -103,6 +103,7 @@ KubeSource::KubeSource(kube::KubeClient& client, xds::SnapshotStore& store,
         publishing.build = options_.build;
         publishing.build.authority_policy = xds::BuildOptions::AuthorityPolicy::kEnforce;
         publishing.on_published = options_.on_published;
+        publishing.on_report = options_.on_report;
         return publishing;
       }()) {
   auto make = [&](const std::string& path, const std::string& name, Kind kind) {
@@ -247,6 +248,10 @@ KubeSource::Stats KubeSource::stats() const {
   for (const auto& reflector : resource_reflectors_) add(*reflector);
   if (authority_reflector_) add(*authority_reflector_);
   return stats;
+}
+
+std::vector<std::shared_ptr<const xds::ObjectStatus>> KubeSource::shared_statuses() const {
+  return publisher_.statuses();
 }
 
 std::vector<xds::ObjectStatus> KubeSource::statuses() const {

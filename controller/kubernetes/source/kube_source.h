@@ -72,6 +72,9 @@ class KubeSource {
     absl::Duration gateway_discovery_interval = absl::Seconds(60);
     // Told what each published snapshot took (see Publisher::Options).
     std::function<void(const PublishTiming&)> on_published;
+    // Told each rejection and each object accepted again (see
+    // Publisher::Options).
+    std::function<void(const ReportEvent&)> on_report;
   };
   // The publisher's counters (builds, validated and rejected objects, ...)
   // and the cluster's.
@@ -106,6 +109,8 @@ class KubeSource {
   void RequestStatusSync();
   Stats stats() const;
   std::vector<xds::ObjectStatus> statuses() const;
+  // Returns the same statuses as shared, without copying them.
+  std::vector<std::shared_ptr<const xds::ObjectStatus>> shared_statuses() const;
   // Returns the XdsAuthority objects as currently watched (for admission
   // reviews). Thread-safe.
   std::vector<xds::AuthorityObject> AuthorityObjects() const;

@@ -14,6 +14,7 @@
 #include <utility>
 #include <variant>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/common/log_text.h"
@@ -58,6 +59,7 @@ ManifestDirSource::ManifestDirSource(Options options, xds::SnapshotStore& store)
         Publisher::Options publishing;
         publishing.build = options_.build;
         publishing.on_published = options_.on_published;
+        publishing.on_report = options_.on_report;
         return publishing;
       }()),
       front_end_(options_.gateway) {
@@ -293,7 +295,7 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
                  it->second.objects.size());
     {
       absl::MutexLock lock(&mu_);
-      unparsed_.erase(path);
+      if (unparsed_.erase(path) > 0) stats_.report_changes++;
     }
     const auto objects = std::move(it->second.objects);
     files_.erase(it);
@@ -320,14 +322,35 @@ void ManifestDirSource::ProcessFile(const std::string& path, Clock::time_point n
     }
   }
   state.stamp = stamp;
+  std::optional<UnparsedFile> unparsed;
+  for (const ManifestProblem& problem : read.problems) {
+    if (problem.kind != ManifestProblem::Kind::kUnreadable) continue;
+    unparsed = UnparsedFile{path, problem.line, problem.column, problem.message};
+    break;
+  }
+  bool was_unparsed = false;
   {
     absl::MutexLock lock(&mu_);
-    unparsed_.erase(path);
-    for (const ManifestProblem& problem : read.problems) {
-      if (problem.kind != ManifestProblem::Kind::kUnreadable) continue;
-      unparsed_.emplace(path, UnparsedFile{path, problem.line, problem.column, problem.message});
-      break;
+    auto before = unparsed_.find(path);
+    was_unparsed = before != unparsed_.end();
+    // The same problem again is no news.
+    if (was_unparsed && unparsed && before->second.line == unparsed->line &&
+        before->second.column == unparsed->column && before->second.message == unparsed->message) {
+      was_unparsed = false;
+      unparsed.reset();
+    } else {
+      unparsed_.erase(path);
+      if (unparsed) unparsed_.emplace(path, *unparsed);
+      if (unparsed || was_unparsed) stats_.report_changes++;
     }
+  }
+  if (unparsed) {
+    publisher_.ReportFile(
+        path, unparsed->line > 0
+                  ? absl::StrCat(unparsed->line, ":", unparsed->column, ": ", unparsed->message)
+                  : unparsed->message);
+  } else if (was_unparsed) {
+    publisher_.ReportFile(path, "");
   }
   if (read.unreadable) {
     state.held.reset();  // Removals are decided by the next good read.
@@ -574,6 +597,7 @@ void ManifestDirSource::ReconcileGateway(const xds::IncrementalBuilder::Result& 
     it->second.status = status;
     it->second.status_since = now;
   }
+  if (!changed.empty()) stats_.report_changes++;
 }
 
 std::vector<std::string> ManifestDirSource::authorities() const {
@@ -596,6 +620,10 @@ std::vector<ManifestDirSource::GatewayObjectReport> ManifestDirSource::gateway_o
   out.reserve(gateway_objects_.size());
   for (const auto& [ref, report] : gateway_objects_) out.push_back(report);
   return out;
+}
+
+std::map<xds::ObjectRef, absl::Time> ManifestDirSource::rejected_since() const {
+  return publisher_.rejected_since();
 }
 
 std::map<std::string, ManifestDirSource::UnparsedFile> ManifestDirSource::unparsed_files()

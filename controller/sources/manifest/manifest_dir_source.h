@@ -77,6 +77,9 @@ class ManifestDirSource {
     }();
     // Told what each published snapshot took (see Publisher::Options).
     std::function<void(const PublishTiming&)> on_published;
+    // Told each change in what the source reports: rejections, files that
+    // stop or start parsing (see Publisher::Options).
+    std::function<void(const ReportEvent&)> on_report;
     // How Gateway API objects are translated.
     gateway::TranslateOptions gateway;
   };
@@ -98,6 +101,9 @@ class ManifestDirSource {
     int64_t removals = 0;           // Objects removed from the builder.
     int64_t held_removals = 0;      // Re-reads held back because they would withdraw.
     int64_t wakeups = 0;            // Times the worker woke (events, timers).
+    // Changes to what the source reports beside the publisher's statuses
+    // (files that do not parse, Gateway API statuses), counted after each.
+    int64_t report_changes = 0;
     bool inotify = false;           // Whether inotify watches the directory.
   };
 
@@ -112,6 +118,9 @@ class ManifestDirSource {
   std::vector<std::string> authorities() const;
   // Returns the status of every object, sorted by reference.
   std::vector<std::shared_ptr<const xds::ObjectStatus>> statuses() const;
+  // Returns when the rejection of each rejected object began (see
+  // Publisher::rejected_since).
+  std::map<xds::ObjectRef, absl::Time> rejected_since() const;
   // Returns every Gateway API object the directory defines, sorted by
   // reference.
   std::vector<GatewayObjectReport> gateway_objects() const;

@@ -41,6 +41,15 @@ void ReportFindings(const xds::IncrementalBuilder::Result& result) {
   }
 }
 
+// The first error of `status`: its field path and message; empty when it has
+// none.
+std::pair<std::string, std::string> FirstError(const xds::ObjectStatus& status) {
+  for (const xds::Finding& finding : status.findings) {
+    if (finding.severity == xds::Severity::kError) return {finding.field, finding.message};
+  }
+  return {};
+}
+
 }  // namespace
 
 Publisher::Publisher(xds::SnapshotStore& store, Options options)
@@ -73,8 +82,10 @@ Publisher::Outcome Publisher::BuildAndPublish(absl::Time changed_at, const Revie
   outcome.published =
       published_ == nullptr ||
       (result.snapshot_changed && result.snapshot->version() != published_->version());
+  std::vector<ReportEvent> reports;
   {
     absl::MutexLock lock(&mu_);
+    reports = TrackRejectionsLocked(result, start);
     for (const auto& status : result.changed_statuses) statuses_[status->ref] = status;
     for (const xds::ObjectRef& ref : result.removed_statuses) statuses_.erase(ref);
     stats_.builds++;
@@ -82,6 +93,9 @@ Publisher::Outcome Publisher::BuildAndPublish(absl::Time changed_at, const Revie
     stats_.rejected_objects = builder_.rejected_count();
     stats_.last_build_duration = elapsed;
     if (outcome.published) stats_.published++;
+  }
+  if (options_.on_report) {
+    for (const ReportEvent& report : reports) options_.on_report(report);
   }
   if (outcome.published) {
     published_ = result.snapshot;
@@ -110,6 +124,56 @@ std::shared_ptr<const xds::ObjectStatus> Publisher::ReportedStatus(
   absl::MutexLock lock(&mu_);
   auto it = statuses_.find(ref);
   return it == statuses_.end() ? nullptr : it->second;
+}
+
+std::vector<ReportEvent> Publisher::TrackRejectionsLocked(
+    const xds::IncrementalBuilder::Result& result, absl::Time now) {
+  std::vector<ReportEvent> reports;
+  for (const auto& status : result.changed_statuses) {
+    auto since = rejected_since_.find(status->ref);
+    if (status->accepted) {
+      if (since == rejected_since_.end()) continue;
+      rejected_since_.erase(since);
+      ReportEvent& report = reports.emplace_back();
+      report.kind = ReportEvent::Kind::kAccepted;
+      report.subject = status->ref.ToString();
+      continue;
+    }
+    auto [field, reason] = FirstError(*status);
+    if (since != rejected_since_.end()) {
+      // Still rejected: reported again only for another reason.
+      auto before = statuses_.find(status->ref);
+      if (before != statuses_.end() && FirstError(*before->second) == std::pair(field, reason) &&
+          before->second->serving_previous == status->serving_previous) {
+        continue;
+      }
+    } else {
+      since = rejected_since_.emplace(status->ref, now).first;
+    }
+    ReportEvent& report = reports.emplace_back();
+    report.kind = ReportEvent::Kind::kRejected;
+    report.subject = status->ref.ToString();
+    report.field = std::move(field);
+    report.reason = std::move(reason);
+    report.serving_previous = status->serving_previous;
+    report.since = since->second;
+  }
+  for (const xds::ObjectRef& ref : result.removed_statuses) rejected_since_.erase(ref);
+  return reports;
+}
+
+std::map<xds::ObjectRef, absl::Time> Publisher::rejected_since() const {
+  absl::MutexLock lock(&mu_);
+  return rejected_since_;
+}
+
+void Publisher::ReportFile(const std::string& path, absl::string_view problem) {
+  if (!options_.on_report) return;
+  ReportEvent report;
+  report.kind = problem.empty() ? ReportEvent::Kind::kParsed : ReportEvent::Kind::kUnparsed;
+  report.subject = path;
+  report.reason = std::string(problem);
+  options_.on_report(report);
 }
 
 PublishStats Publisher::stats() const {

@@ -8,9 +8,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "xds_server/snapshot_store/snapshot_store.h"
@@ -37,6 +39,25 @@ struct PublishTiming {
   absl::Duration build;  // The build alone.
 };
 
+// A change in what a source reports, for a live timeline (the console's
+// /events): an object's latest revision rejected (or rejected for another
+// reason) or accepted again, a manifest file that stops or starts parsing.
+struct ReportEvent {
+  enum class Kind { kRejected, kAccepted, kUnparsed, kParsed };
+  Kind kind = Kind::kRejected;
+  // The object ("namespace/name", xds::ObjectRef::ToString) or the file.
+  std::string subject;
+  // kRejected: the first error's field path ("" for the whole object) and
+  // message; kUnparsed: "LINE:COLUMN: MESSAGE" (or the message alone).
+  std::string field;
+  std::string reason;
+  // kRejected: whether the previous revision keeps serving in its place.
+  bool serving_previous = false;
+  // kRejected: when the object's rejection began (its latest revision was
+  // first rejected), unchanged while it stays rejected.
+  absl::Time since;
+};
+
 // Owns the IncrementalBuilder a source feeds and publishes what it builds
 // into a SnapshotStore. Each build's findings are logged for the objects
 // whose status changed (errors at error level, warnings at warning level),
@@ -53,6 +74,10 @@ class Publisher {
     // Called on the worker thread after each published snapshot; may be
     // empty.
     std::function<void(const PublishTiming&)> on_published;
+    // Called on the worker thread with each change in what the source
+    // reports (ReportEvent), after the build's findings are logged; may be
+    // empty.
+    std::function<void(const ReportEvent&)> on_report;
     // The clock PublishTiming is measured with (the time `changed_at` is
     // given in). Empty: absl::Now.
     std::function<absl::Time()> now;
@@ -103,8 +128,23 @@ class Publisher {
   // the one before the build under review), or null.
   std::shared_ptr<const xds::ObjectStatus> ReportedStatus(const xds::ObjectRef& ref) const;
   PublishStats stats() const;
+  // Returns, for each object whose latest revision is rejected, when that
+  // rejection began (the build that first rejected it; a later rejected
+  // revision keeps the time until one is accepted).
+  std::map<xds::ObjectRef, absl::Time> rejected_since() const;
+
+  // Reports that the source's file `path` stopped parsing (`problem`:
+  // "LINE:COLUMN: MESSAGE") or parses again (`problem` empty) to on_report.
+  // The source calls it when that changes. Worker thread only.
+  void ReportFile(const std::string& path, absl::string_view problem);
 
  private:
+  // Records when each changed status's rejection began (at `now` for a new
+  // one) and returns the reports: rejections that are new or have a new
+  // reason, objects accepted again. Call before statuses_ takes the result.
+  std::vector<ReportEvent> TrackRejectionsLocked(const xds::IncrementalBuilder::Result& result,
+                                                 absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Time Now() const;
 
   xds::SnapshotStore& store_;
@@ -117,6 +157,7 @@ class Publisher {
   std::map<xds::ObjectRef, std::shared_ptr<const xds::ObjectStatus>> statuses_
       ABSL_GUARDED_BY(mu_);
   PublishStats stats_ ABSL_GUARDED_BY(mu_);
+  std::map<xds::ObjectRef, absl::Time> rejected_since_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace facet::controller

@@ -108,6 +108,73 @@ TEST_F(PublisherTest, ReportsTheTimeFromTheFirstChangeToThePublication) {
   EXPECT_EQ(timings_.size(), 1u);
 }
 
+TEST_F(PublisherTest, ReportsRejectionsWithTheTimeTheyBeganUntilAcceptedAgain) {
+  std::vector<ReportEvent> reports;
+  Publisher::Options options;
+  options.on_report = [&](const ReportEvent& report) { reports.push_back(report); };
+  Publisher& publisher = Make(std::move(options));
+  const xds::ObjectRef ref = Endpoints(80).ref;
+  publisher.builder().Upsert(Endpoints(80));
+  publisher.BuildAndPublish(now_);
+  EXPECT_TRUE(reports.empty());  // Accepted from the start: nothing to report.
+
+  now_ += absl::Seconds(10);
+  const absl::Time began = now_;
+  publisher.builder().Upsert(InvalidEndpoints(/*generation=*/2));
+  publisher.BuildAndPublish(now_);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].kind, ReportEvent::Kind::kRejected);
+  EXPECT_EQ(reports[0].subject, "demo/web-endpoints");
+  EXPECT_THAT(reports[0].reason, HasSubstr("bogus"));
+  EXPECT_TRUE(reports[0].serving_previous);
+  EXPECT_EQ(reports[0].since, began);
+  EXPECT_EQ(publisher.rejected_since().at(ref), began);
+
+  // Rejected again for the same reason: no news, and the rejection began
+  // when it did.
+  now_ += absl::Seconds(10);
+  publisher.builder().Upsert(InvalidEndpoints(/*generation=*/3));
+  publisher.BuildAndPublish(now_);
+  EXPECT_EQ(reports.size(), 1u);
+  EXPECT_EQ(publisher.rejected_since().at(ref), began);
+
+  // Rejected for another reason: reported, still since it began.
+  now_ += absl::Seconds(10);
+  publisher.builder().Upsert(Endpoints(0, /*generation=*/4, "[{resource: {unknown_too: 1}}]"));
+  publisher.BuildAndPublish(now_);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_THAT(reports[1].reason, HasSubstr("unknown_too"));
+  EXPECT_EQ(reports[1].since, began);
+
+  publisher.builder().Upsert(Endpoints(81, /*generation=*/5));
+  publisher.BuildAndPublish(now_);
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports[2].kind, ReportEvent::Kind::kAccepted);
+  EXPECT_EQ(reports[2].subject, "demo/web-endpoints");
+  EXPECT_TRUE(publisher.rejected_since().empty());
+
+  // A rejection that begins again begins anew.
+  now_ += absl::Seconds(10);
+  publisher.builder().Upsert(InvalidEndpoints(/*generation=*/6));
+  publisher.BuildAndPublish(now_);
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[3].since, now_);
+}
+
+TEST_F(PublisherTest, ReportsAFileThatStopsParsingAndParsesAgain) {
+  std::vector<ReportEvent> reports;
+  Publisher::Options options;
+  options.on_report = [&](const ReportEvent& report) { reports.push_back(report); };
+  Publisher& publisher = Make(std::move(options));
+  publisher.ReportFile("/m/a.yaml", "3:7: did not find expected key");
+  publisher.ReportFile("/m/a.yaml", "");
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].kind, ReportEvent::Kind::kUnparsed);
+  EXPECT_EQ(reports[0].subject, "/m/a.yaml");
+  EXPECT_EQ(reports[0].reason, "3:7: did not find expected key");
+  EXPECT_EQ(reports[1].kind, ReportEvent::Kind::kParsed);
+}
+
 TEST_F(PublisherTest, AReviewDiscardsABuildAndTheRebuildIsWhatIsPublished) {
   Publisher& publisher = Make();
   publisher.builder().Upsert(Endpoints(80));
