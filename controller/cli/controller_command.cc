@@ -24,6 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "spdlog/spdlog.h"
 #include "xds_server/ads/ads_service.h"
+#include "xds_server/explain/explain.h"
 
 namespace facet::controller {
 namespace {
@@ -172,6 +173,7 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
     source_options.gateway.cluster_domain = absl::AsciiStrToLower(flags.Get("cluster-domain"));
     source_options.gateway.client_namespace_param = flags.Get(kGatewayClientNamespaceParamFlag);
     source_options.on_published = ObserveSnapshotBuilds(run.metrics());
+    source_options.on_report = run.RecordReports();
     KubeSource& source = run.Own(std::make_unique<KubeSource>(
         kube_client, store, &ads,
         elector == nullptr ? std::function<bool()>()
@@ -204,6 +206,11 @@ int RunController(const std::vector<std::string>& args, std::ostream& out, std::
       }
       parts.webhook_address = run.Own(*std::move(webhook)).address();
     }
+    // /explain names the objects whose previous revision serves, with the
+    // rejection's reason, as facet serve's does.
+    parts.explain_context = [&source](xds::ExplainRequest* request) {
+      xds::AddSourceStatuses(source.shared_statuses(), request);
+    };
     parts.ready = [&source] { return source.ready(); };
     parts.waiting_for = "the initial list of every watched collection";
     parts.announce = [namespaces = flags.Get("namespaces")](const ServingAddresses& addresses) {

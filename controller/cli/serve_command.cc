@@ -14,6 +14,7 @@
 #include "controller/gateway/model/gateway_status.h"
 #include "controller/kubernetes/status/gateway_status.h"
 #include "controller/server/admin/admin_server.h"
+#include "controller/server/console/console_routes.h"
 #include "controller/server/metrics/metrics.h"
 #include "controller/cli/flags.h"
 #include "controller/cli/serving_runner.h"
@@ -125,6 +126,7 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
   for (const std::string& authority : source.authorities()) {
     *authority_list->add_values() = StringValue(xds::EscapeText(authority));
   }
+  const std::map<xds::ObjectRef, absl::Time> rejected_since = source.rejected_since();
   auto* objects = fields["objects"].mutable_list_value();
   for (const auto& status_ptr : source.statuses()) {
     const xds::ObjectStatus& status = *status_ptr;
@@ -136,6 +138,11 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
     o["served_name"] = StringValue(status.served_name);
     o["accepted"] = BoolValue(status.accepted);
     o["serving_previous"] = BoolValue(status.serving_previous);
+    // When the rejection of the latest revision began.
+    if (auto since = rejected_since.find(status.ref); since != rejected_since.end()) {
+      o["rejected_since"] =
+          StringValue(absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", since->second, absl::UTCTimeZone()));
+    }
     auto* findings = o["findings"].mutable_list_value();
     for (const xds::Finding& finding : status.findings) {
       Value f;
@@ -215,6 +222,24 @@ std::string StatusJson(const ManifestDirSource& source, const xds::AdsService& a
   return json::MessageToJson(root, /*pretty=*/true) + "\n";
 }
 
+// Returns a tag that changes whenever StatusJson's answer may: the snapshot
+// version, the source's builds (statuses) and other reports (files that do
+// not parse, Gateway API statuses), and the ADS server's streams, pushes,
+// ACKs and NACKs (which clients hold which variant, and their NACKs). Each
+// counter is bumped after the state it counts changes, and read here
+// before StatusJson reads that state, so an answer is never older than its
+// tag.
+std::string StatusTag(const ManifestDirSource& source, const xds::AdsService& ads,
+                      const xds::SnapshotStore& store) {
+  const ManifestDirSource::Stats stats = source.stats();
+  const xds::AdsStats ads_stats = ads.stats();
+  return absl::StrCat(store.Current()->version().substr(0, 16), ".", stats.builds, ".",
+                      stats.report_changes, ".", stats.upserts, ".", stats.removals, ".",
+                      ads_stats.streams_total, ".", ads_stats.streams_open, ".", ads_stats.pushes,
+                      ".", ads_stats.acks, ".", ads_stats.nacks, ".",
+                      ads_stats.nack_records_dropped);
+}
+
 // Adds the manifest source's metrics, read from its stats at each scrape.
 void AddManifestSourceMetrics(Metrics& metrics, const ManifestDirSource& source) {
   using S = ManifestDirSource::Stats;
@@ -262,6 +287,7 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
     source_options.build.allow_old_style_names = flags.GetBool("allow-old-style-names");
     source_options.gateway.client_namespace_param = flags.Get(kGatewayClientNamespaceParamFlag);
     source_options.on_published = ObserveSnapshotBuilds(run.metrics());
+    source_options.on_report = run.RecordReports();
     ManifestDirSource& source =
         run.Own(std::make_unique<ManifestDirSource>(source_options, store));
     source.Start();  // The first snapshot is published before any client can connect.
@@ -269,10 +295,15 @@ int RunServe(const std::vector<std::string>& args, std::ostream& out, std::ostre
 
     ServingParts parts;
     auto& route_statuses = run.Own(std::make_unique<RouteStatusRenderer>());
-    parts.routes = {{"/status", [&source, &ads, &store, &route_statuses] {
-                       return AdminResponse{200, "application/json",
-                                            StatusJson(source, ads, store, route_statuses)};
-                     }}};
+    // A page polls /status every second: an unchanged state answers 304
+    // before any JSON is built.
+    parts.routes = {
+        {"/status",
+         ChangeTaggedRoute([&source, &ads, &store] { return StatusTag(source, ads, store); },
+                           [&source, &ads, &store, &route_statuses] {
+                             return AdminResponse{200, "application/json",
+                                                  StatusJson(source, ads, store, route_statuses)};
+                           })}};
     parts.explain_context = [&source](xds::ExplainRequest* request) {
       xds::AddSourceStatuses(source.statuses(), request);
     };

@@ -232,6 +232,24 @@ int ServingRunner::StartAndServe(
   return 0;
 }
 
+std::function<void(const ReportEvent&)> ServingRunner::RecordReports() {
+  return [events = events_](const ReportEvent& report) {
+    switch (report.kind) {
+      case ReportEvent::Kind::kRejected:
+        events->OnRejected(report.subject, report.field, report.reason, report.serving_previous,
+                           report.since);
+        break;
+      case ReportEvent::Kind::kAccepted:
+        events->OnAccepted(report.subject);
+        break;
+      case ReportEvent::Kind::kUnparsed:
+      case ReportEvent::Kind::kParsed:
+        events->OnFileRead(report.subject, report.reason);
+        break;
+    }
+  };
+}
+
 absl::Status ServingRunner::StartAdmin(const ServingParts& parts) {
   if (flags_.Get("admin-address").empty()) return absl::OkStatus();
   std::map<std::string, AdminServer::Handler> routes = parts.routes;

@@ -146,6 +146,10 @@ class ServingRunner {
   // and `demand_observer` (not owned; pushed earlier, so it outlives the
   // service), reporting to metrics() (PrometheusAdsObserver). Call once.
   xds::AdsService& StartAds(xds::DemandObserver* demand_observer = nullptr);
+  // For `build`, after StartAds: what a source calls with each change in
+  // what it reports (Publisher::Options::on_report), recorded in the /events
+  // log (which outlives every source created after StartAds).
+  std::function<void(const ReportEvent&)> RecordReports();
   // For `build`: the stack of started parts (see StopStack).
   template <typename T>
   T& Own(std::unique_ptr<T> part) {

@@ -3,9 +3,10 @@
 // WebSocket library is needed): opens the console's overview, waits for an
 // object's row to show it accepted, writes a rejected revision of its file,
 // and measures how long the open page takes to show the previous revision
-// serving and the rejection in its timeline (no reload). Saves a screenshot.
+// serving and the rejection with its reason in its timeline (no reload).
+// Saves a screenshot.
 //
-// Usage: node live_update.js BROWSER URL OBJECT FILE REJECTED_CONTENT_FILE SCREENSHOT
+// Usage: node live_update.js BROWSER URL OBJECT FILE REJECTED_CONTENT_FILE REASON SCREENSHOT
 // Prints "live update: N ms"; exits 1 when the page did not show it in 2 s.
 'use strict';
 
@@ -14,7 +15,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
-const [browser, url, object, file, rejectedFile, screenshot] = process.argv.slice(2);
+const [browser, url, object, file, rejectedFile, reason, screenshot] = process.argv.slice(2);
 const kBudgetMs = 2000;
 
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'facet-console-'));
@@ -57,7 +58,11 @@ async function main() {
       (await send('Runtime.evaluate', {expression, returnByValue: true}, sessionId)).result.value;
   const outcome = () => evaluate(
       `(document.querySelector('tr[data-object="${object}"]') || {dataset: {}}).dataset.outcome || ''`);
-  const timeline = () => evaluate(`document.getElementById('timeline').textContent`);
+  // The timeline entry of the object's rejection, with the reason the server
+  // gave (its /events), or ''.
+  const rejection = () => evaluate(
+      `([...document.querySelectorAll('#timeline li')].map((li) => li.textContent)
+          .find((text) => text.includes(${JSON.stringify(object + ' rejected')})) || '')`);
 
   for (let start = Date.now(); (await outcome()) !== 'accepted'; await sleep(50)) {
     if (Date.now() - start > 10000) throw new Error(`${object} never showed accepted`);
@@ -66,7 +71,7 @@ async function main() {
   const changed = Date.now();
   let elapsed = -1;
   while (Date.now() - changed < 10000) {
-    if ((await outcome()) === 'previous' && (await timeline()).includes(`${object} rejected`)) {
+    if ((await outcome()) === 'previous' && (await rejection()).includes(reason)) {
       elapsed = Date.now() - changed;
       break;
     }
@@ -74,7 +79,10 @@ async function main() {
   }
   const shot = await send('Page.captureScreenshot', {format: 'png'}, sessionId);
   fs.writeFileSync(screenshot, Buffer.from(shot.data, 'base64'));
-  if (elapsed < 0) throw new Error(`the page did not show ${object} rejected within 10 s`);
+  if (elapsed < 0) {
+    throw new Error(`the page did not show ${object} rejected for ${reason} within 10 s ` +
+                    `(timeline entry: "${await rejection()}")`);
+  }
   console.log(`live update: ${elapsed} ms`);
   if (elapsed > kBudgetMs) throw new Error(`the page took ${elapsed} ms, over ${kBudgetMs} ms`);
 }

@@ -31,6 +31,7 @@ namespace {
 namespace ads = ::facet::testing;
 using ::envoy::config::endpoint::v3::ClusterLoadAssignment;
 using ::facet::testing::IsOk;
+using ::testing::ContainsRegex;
 using ::testing::Each;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -539,6 +540,21 @@ TEST_F(ControllerE2eTest, OverlappingVariantsAreRejectedAndPreviousRevisionKeeps
   EXPECT_EQ(*rejected, 1);
   // The rejected generation swaps the clusters; clients still get generation 1.
   ExpectRoutes(*controller, {{"prod", "prod"}, {"test", "test"}});
+  // /explain (and so /ui/explain) says the route serves its previous
+  // revision, with the rejection's reason, as facet serve's does; /events
+  // (the console's timeline) has the rejection with the time it began.
+  absl::StatusOr<std::pair<int, std::string>> explain = ControllerHarness::AdminGet(
+      controller->admin_address, "/explain?target=greeter&param=env=prod");
+  ASSERT_THAT(explain, IsOk());
+  EXPECT_EQ(explain->first, 200) << explain->second;
+  EXPECT_THAT(explain->second,
+              ContainsRegex(R"("serving_previous": ?"spec\.variants\[1\]: variants .*overlap)"))
+      << explain->second;
+  absl::StatusOr<std::pair<int, std::string>> events =
+      ControllerHarness::AdminGet(controller->admin_address, "/events");
+  ASSERT_THAT(events, IsOk());
+  EXPECT_THAT(events->second, HasSubstr("/greeter-routes rejected: ")) << events->second;
+  EXPECT_THAT(events->second, HasSubstr("previous revision serving since ")) << events->second;
 
   // Fixing the object (generation 3) makes it accepted and programmed again.
   absl::StatusOr<std::string> greeter = h().RenderE2eTemplate("greeter.yaml.tmpl");

@@ -1,7 +1,10 @@
 #include "controller/server/console/console_routes.h"
 
+#include <utility>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
@@ -32,6 +35,23 @@ bool IfNoneMatchMatches(absl::string_view if_none_match, absl::string_view etag)
     if (absl::StripPrefix(candidate, "W/") == opaque) return true;
   }
   return false;
+}
+
+AdminHandler ChangeTaggedRoute(std::function<std::string()> tag, AdminHandler handler) {
+  return [tag = std::move(tag), handler = std::move(handler)](const AdminRequest& request) {
+    const std::string etag = absl::StrCat("\"", tag(), "\"");
+    AdminResponse response;
+    if (IfNoneMatchMatches(request.Header("if-none-match"), etag)) {
+      response.code = 304;
+    } else {
+      response = handler(request);
+    }
+    if (response.code == 200 || response.code == 304) {
+      response.headers.emplace_back("ETag", etag);
+      response.headers.emplace_back("Cache-Control", "no-cache");
+    }
+    return response;
+  };
 }
 
 std::map<std::string, AdminHandler> ConsoleRoutes(absl::Span<const EmbeddedFile> files) {

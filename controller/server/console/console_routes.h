@@ -2,6 +2,7 @@
 #ifndef FACET_CONTROLLER_SERVER_CONSOLE_CONSOLE_ROUTES_H_
 #define FACET_CONTROLLER_SERVER_CONSOLE_CONSOLE_ROUTES_H_
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -22,6 +23,15 @@ absl::Span<const EmbeddedFile> ConsoleFiles();
 // request's If-None-Match names the ETag (or is "*"). `files` must be static.
 std::map<std::string, AdminHandler> ConsoleRoutes(
     absl::Span<const EmbeddedFile> files = ConsoleFiles());
+
+// Returns a route that answers with `handler` and the header fields
+// `ETag: "TAG"` and `Cache-Control: no-cache`, where TAG is `tag()` taken
+// first; a request whose If-None-Match names that tag gets 304 with no body
+// and `handler` does not run. `tag` must be cheap and change whenever what
+// `handler` answers may (a change counter, taken before the state it
+// counts is read). For endpoints a page polls (/status). Thread-safe as
+// `tag` and `handler` are.
+AdminHandler ChangeTaggedRoute(std::function<std::string()> tag, AdminHandler handler);
 
 // Returns whether an If-None-Match value matches `etag` (RFC 9110 13.1.2:
 // "*", or a comma-separated list compared weakly).

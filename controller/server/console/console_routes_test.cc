@@ -1,5 +1,6 @@
 #include "controller/server/console/console_routes.h"
 
+#include <atomic>
 #include <fstream>
 
 #include "absl/strings/match.h"
@@ -64,6 +65,48 @@ TEST_F(ConsoleRoutesTest, AnswersNotModifiedWithoutBodyWhenTheETagMatches) {
   EXPECT_THAT(unchanged, EndsWith("\r\n\r\n"));
   EXPECT_THAT(Get("/ui/", "If-None-Match: \"bbbb\"\r\n"), StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(Get("/ui/", "If-None-Match: *\r\n"), StartsWith("HTTP/1.1 304"));
+}
+
+TEST(ChangeTaggedRouteTest, AnswersNotModifiedUntilTheTagChangesWithoutRunningTheHandler) {
+  std::atomic<int> version = 1;  // Read on the admin server's thread.
+  std::atomic<int> built = 0;
+  auto server = AdminServer::Start(
+      "127.0.0.1:0",
+      {{"/status", ChangeTaggedRoute([&] { return absl::StrCat("v", version.load()); },
+                                     [&] {
+                                       ++built;
+                                       return AdminResponse{
+                                           200, "application/json",
+                                           absl::StrCat("{\"v\":", version.load(), "}")};
+                                     })}});
+  ASSERT_THAT(server, IsOk());
+  const int port = SplitHostPort((*server)->address())->second;
+  auto get = [&](const std::string& headers) {
+    absl::StatusOr<std::string> answer = facet::testing::Exchange(
+        port, /*tls=*/false, absl::StrCat("GET /status HTTP/1.1\r\nHost: x\r\n", headers, "\r\n"),
+        absl::Seconds(10));
+    return answer.ok() ? *answer : std::string(answer.status().message());
+  };
+  const std::string first = get("");
+  EXPECT_THAT(first, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(first, HasSubstr("ETag: \"v1\"\r\n"));
+  EXPECT_THAT(first, HasSubstr("Cache-Control: no-cache\r\n"));
+  EXPECT_THAT(first, EndsWith("{\"v\":1}"));
+  EXPECT_EQ(built, 1);
+
+  // Unchanged: 304, no body, nothing built.
+  const std::string unchanged = get("If-None-Match: \"v1\"\r\n");
+  EXPECT_THAT(unchanged, StartsWith("HTTP/1.1 304"));
+  EXPECT_THAT(unchanged, EndsWith("\r\n\r\n"));
+  EXPECT_EQ(built, 1);
+
+  // An edit moves the tag: the same request gets the new answer.
+  version = 2;
+  const std::string changed = get("If-None-Match: \"v1\"\r\n");
+  EXPECT_THAT(changed, StartsWith("HTTP/1.1 200"));
+  EXPECT_THAT(changed, HasSubstr("ETag: \"v2\"\r\n"));
+  EXPECT_THAT(changed, EndsWith("{\"v\":2}"));
+  EXPECT_EQ(built, 2);
 }
 
 TEST_F(ConsoleRoutesTest, AnswersNotFoundForUnknownPaths) {

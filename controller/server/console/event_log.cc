@@ -29,6 +29,21 @@ const char* ReasonText(xds::StreamEndReason reason) {
   return "unknown";
 }
 
+// Author-controlled text kept in an event is cut at this many bytes (at a
+// character boundary), so the log stays bounded whatever objects say.
+constexpr size_t kMaxTextBytes = 1024;
+
+std::string Cut(absl::string_view text) {
+  if (text.size() <= kMaxTextBytes) return std::string(text);
+  size_t end = kMaxTextBytes;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  return absl::StrCat(text.substr(0, end), "…");
+}
+
+std::string Rfc3339Millis(absl::Time time) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone());
+}
+
 void AppendJsonString(std::string* out, absl::string_view text) {
   out->push_back('"');
   for (const char c : text) {
@@ -69,10 +84,53 @@ void EventLog::OnStreamEnding(xds::StreamEndReason reason) {
   Add("stream_ended", absl::StrCat("the server ended a stream: ", ReasonText(reason)));
 }
 
+void EventLog::OnRejected(absl::string_view object, absl::string_view field,
+                          absl::string_view reason, bool serving_previous, absl::Time since) {
+  Event event;
+  event.kind = "rejected";
+  event.object = Cut(object);
+  event.field = Cut(field);
+  event.reason = Cut(reason);
+  event.since = since;
+  event.serving_previous = serving_previous;
+  event.text = absl::StrCat(
+      event.object, " rejected: ", event.field, event.field.empty() ? "" : ": ", event.reason,
+      serving_previous ? absl::StrCat("; previous revision serving since ", Rfc3339Millis(since))
+                       : "; not served");
+  Add(std::move(event));
+}
+
+void EventLog::OnAccepted(absl::string_view object) {
+  Event event;
+  event.kind = "accepted";
+  event.object = Cut(object);
+  event.text = absl::StrCat(event.object, " accepted again");
+  Add(std::move(event));
+}
+
+void EventLog::OnFileRead(absl::string_view path, absl::string_view problem) {
+  Event event;
+  event.kind = problem.empty() ? "parsed" : "unparsed";
+  event.file = Cut(path);
+  event.reason = Cut(problem);
+  event.text = problem.empty() ? absl::StrCat(event.file, " parses again")
+                               : absl::StrCat(event.file, " does not parse: ", event.reason,
+                                              "; its last good read keeps serving");
+  Add(std::move(event));
+}
+
 void EventLog::Add(std::string kind, std::string text) {
-  const absl::Time time = now_ ? now_() : absl::Now();
+  Event event;
+  event.kind = std::move(kind);
+  event.text = std::move(text);
+  Add(std::move(event));
+}
+
+void EventLog::Add(Event event) {
+  event.time = now_ ? now_() : absl::Now();
   absl::MutexLock lock(&mu_);
-  events_.push_back(Event{++last_seq_, time, std::move(kind), std::move(text)});
+  event.seq = ++last_seq_;
+  events_.push_back(std::move(event));
   while (events_.size() > capacity_) events_.pop_front();
 }
 
@@ -96,13 +154,36 @@ std::string EventLog::Json(uint64_t after) const {
   for (const Event& event : After(after)) {
     if (!first) out += ",";
     first = false;
-    out += "\n{\"kind\":";
+    out += "\n{";
+    const bool rejection = event.kind == "rejected";
+    if (rejection) {
+      out += "\"field\":";
+      AppendJsonString(&out, event.field);
+      out += ",";
+    }
+    if (!event.file.empty()) {
+      out += "\"file\":";
+      AppendJsonString(&out, event.file);
+      out += ",";
+    }
+    out += "\"kind\":";
     AppendJsonString(&out, event.kind);
-    absl::StrAppend(&out, ",\"seq\":", event.seq, ",\"text\":");
+    if (!event.object.empty()) {
+      out += ",\"object\":";
+      AppendJsonString(&out, event.object);
+    }
+    if (!event.reason.empty()) {
+      out += ",\"reason\":";
+      AppendJsonString(&out, event.reason);
+    }
+    absl::StrAppend(&out, ",\"seq\":", event.seq);
+    if (rejection) {
+      absl::StrAppend(&out, ",\"serving_previous\":", event.serving_previous ? "true" : "false",
+                      ",\"since\":\"", Rfc3339Millis(event.since), "\"");
+    }
+    out += ",\"text\":";
     AppendJsonString(&out, event.text);
-    absl::StrAppend(&out, ",\"time\":\"",
-                    absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", event.time, absl::UTCTimeZone()),
-                    "\"}");
+    absl::StrAppend(&out, ",\"time\":\"", Rfc3339Millis(event.time), "\"}");
   }
   absl::StrAppend(&out, "],\"last_seq\":", last_seq,
                   ",\"pushes_since_snapshot\":", pushes_.load(std::memory_order_relaxed), "}");

@@ -1,5 +1,7 @@
 #include "controller/server/console/event_log.h"
 
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -72,6 +74,57 @@ TEST(EventLogTest, EscapesQuotesAndControlCharactersInJson) {
   const std::string json = log.Json(0);
   EXPECT_THAT(json, HasSubstr("a \\\"Evil\\u000a response"));
   EXPECT_THAT(json, Not(HasSubstr("\n response")));
+}
+
+TEST(EventLogTest, RecordsARejectionWithItsObjectFieldReasonAndWhenItBegan) {
+  EventLog log = FixedClockLog(8);
+  log.OnRejected("demo/web", "spec.variants[0].resource.lb_policy", "unknown value \"FAST\"",
+                 /*serving_previous=*/true, absl::FromUnixSeconds(1'800'000'000));
+  log.OnRejected("demo/new", "", "no variants", /*serving_previous=*/false,
+                 absl::FromUnixSeconds(1'800'000'000));
+  log.OnAccepted("demo/web");
+  const auto events = log.After(0);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].kind, "rejected");
+  EXPECT_EQ(events[0].object, "demo/web");
+  EXPECT_EQ(events[0].field, "spec.variants[0].resource.lb_policy");
+  EXPECT_EQ(events[0].text,
+            "demo/web rejected: spec.variants[0].resource.lb_policy: unknown value \"FAST\"; "
+            "previous revision serving since 2027-01-15T08:00:00.000Z");
+  EXPECT_EQ(events[1].text, "demo/new rejected: no variants; not served");
+  EXPECT_EQ(events[2].kind, "accepted");
+  EXPECT_EQ(events[2].text, "demo/web accepted again");
+  EXPECT_THAT(log.Json(0),
+              HasSubstr("{\"field\":\"spec.variants[0].resource.lb_policy\",\"kind\":"
+                        "\"rejected\",\"object\":\"demo/web\",\"reason\":\"unknown value "
+                        "\\\"FAST\\\"\",\"seq\":1,\"serving_previous\":true,\"since\":"
+                        "\"2027-01-15T08:00:00.000Z\",\"text\":"));
+}
+
+TEST(EventLogTest, RecordsAFileThatStopsParsingAndParsesAgain) {
+  EventLog log = FixedClockLog(8);
+  log.OnFileRead("/m/broken.yaml", "3:7: did not find expected key");
+  log.OnFileRead("/m/broken.yaml", "");
+  const auto events = log.After(0);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].kind, "unparsed");
+  EXPECT_EQ(events[0].file, "/m/broken.yaml");
+  EXPECT_EQ(events[0].text,
+            "/m/broken.yaml does not parse: 3:7: did not find expected key; its last good read "
+            "keeps serving");
+  EXPECT_EQ(events[1].kind, "parsed");
+  EXPECT_EQ(events[1].text, "/m/broken.yaml parses again");
+  EXPECT_THAT(log.Json(0), HasSubstr("{\"file\":\"/m/broken.yaml\",\"kind\":\"unparsed\","
+                                     "\"reason\":\"3:7: did not find expected key\",\"seq\":1,"));
+}
+
+TEST(EventLogTest, CutsLongAuthorTextAtACharacterBoundary) {
+  EventLog log = FixedClockLog(8);
+  std::string reason(1023, 'x');
+  reason += "\xc3\xa9tail";  // "é" across the cut.
+  log.OnRejected("demo/web", "", reason, /*serving_previous=*/false, absl::UnixEpoch());
+  const std::string kept = log.After(0).front().reason;
+  EXPECT_EQ(kept, std::string(1023, 'x') + "…");
 }
 
 }  // namespace

@@ -29,7 +29,9 @@ const Facet = (() => {
   // Polls `url` (a string, or a function returning one) every `interval_ms`
   // (or four times as long as the last answer took, if longer) after the
   // previous answer, only while the page is visible (a hidden tab
-  // asks nothing), and calls onData(json) or onError(message). The status
+  // asks nothing), and calls onData(json) or onError(message). An answer
+  // with an ETag is asked for again with If-None-Match: an unchanged one
+  // (304, no body; /status) calls nothing and costs the server no JSON. The status
   // line (#live) says when the data was read. Returns a function that asks
   // again at once (e.g. after the URL changed).
   function poll(url, onData, {interval_ms = 1000, onError} = {}) {
@@ -37,16 +39,26 @@ const Facet = (() => {
     const live = document.getElementById('live');
     let timer = null;
     let inFlight = false;
+    let lastUrl = null;
+    let etag = null;  // Of the last answer read from lastUrl.
     async function tick() {
       timer = null;
       if (document.hidden || inFlight) return;
       inFlight = true;
       const started = performance.now();
       try {
-        const response = await fetch(urlOf(), {cache: 'no-cache', headers: {Accept: 'application/json'}});
+        const target = urlOf();
+        const headers = {Accept: 'application/json'};
+        if (etag !== null && target === lastUrl) headers['If-None-Match'] = etag;
+        // no-store: the 304 reaches this code instead of the browser's cache.
+        const response = await fetch(target, {cache: 'no-store', headers});
         const text = await response.text();
-        if (!response.ok) throw new Error(`${urlOf()}: HTTP ${response.status}: ${text.trim()}`);
-        onData(JSON.parse(text));
+        if (response.status !== 304) {
+          if (!response.ok) throw new Error(`${target}: HTTP ${response.status}: ${text.trim()}`);
+          onData(JSON.parse(text));
+          lastUrl = target;
+          etag = response.headers.get('ETag');
+        }
         if (live) {
           live.textContent = `live · updated ${clock(new Date())}`;
           live.classList.remove('down');

@@ -1,6 +1,7 @@
 // Facet console, overview (/ui/): reads /status every second while visible
 // and shows authorities, each object's outcome, files that do not parse and a
-// timeline of what changed while the page is open.
+// timeline: the server's log (/events: snapshots, rejections, files that stop
+// parsing, NACKs, streams it ended) and what the page sees change.
 'use strict';
 
 (() => {
@@ -10,7 +11,6 @@
 
   let status = null;           // The last /status answer.
   let previous = null;         // Facts of the answer before, for the timeline.
-  const since = new Map();     // object -> Date first seen rejected, while the page is open.
   const events = [];
 
   const filterInput = document.getElementById('filter');
@@ -44,11 +44,9 @@
                     {variant: variant.name, client: nack.client, detail: nack.detail, count: nack.count});
         }
       }
-      objects.set(object.object, {outcome: outcomeOf(object), reason: errors(object)[0], nacks});
+      objects.set(object.object, {outcome: outcomeOf(object), nacks});
     }
-    const files = new Map();
-    for (const file of answer.unparsed_files || []) files.set(file.file, file);
-    return {version: answer.snapshot_version, objects, files};
+    return {version: answer.snapshot_version, objects};
   }
 
   function addEvent(kind, label, text, at = new Date()) {
@@ -63,25 +61,13 @@
     return `${finding.field ? finding.field + ': ' : ''}${finding.message || finding.reason || ''}`;
   }
 
-  function fileText(file) {
-    return `${file.file}:${file.line}:${file.column}: ${file.message}`;
-  }
-
+  // Adds what the server's log does not say: objects added and removed, and
+  // which client NACKed which variant (rejections and files come from /events).
   function recordChanges(now) {
     if (previous === null) return;
     for (const [name, fact] of now.objects) {
       const before = previous.objects.get(name);
-      if (!before) {
-        addEvent(fact.outcome, 'added', `${name} added (${fact.outcome})`);
-      } else if (before.outcome !== fact.outcome) {
-        if (fact.outcome === 'accepted') {
-          addEvent('accepted', 'accepted', `${name} accepted again`);
-        } else {
-          addEvent(fact.outcome, 'rejected',
-                   `${name} rejected${fact.outcome === 'previous' ? ', previous revision serving' : ''}: ` +
-                   findingText(fact.reason));
-        }
-      }
+      if (!before) addEvent(fact.outcome, 'added', `${name} added (${fact.outcome})`);
       for (const [key, nack] of fact.nacks) {
         const old = before ? before.nacks.get(key) : undefined;
         if (!old || nack.count > old.count) {
@@ -91,15 +77,6 @@
     }
     for (const name of previous.objects.keys()) {
       if (!now.objects.has(name)) addEvent('stale', 'removed', `${name} removed`);
-    }
-    for (const [path, file] of now.files) {
-      const before = previous.files.get(path);
-      if (!before || before.message !== file.message || before.line !== file.line) {
-        addEvent('rejected', 'unparsed', fileText(file));
-      }
-    }
-    for (const path of previous.files.keys()) {
-      if (!now.files.has(path)) addEvent('accepted', 'parses', `${path} parses again`);
     }
   }
 
@@ -142,12 +119,14 @@
     if (outcome === 'accepted') {
       cell.append(badge('accepted', 'accepted'));
     } else {
-      if (!since.has(object.object)) since.set(object.object, new Date());
-      const seen = `seen since ${clock(since.get(object.object))}`;
+      // The server says when the rejection began.
+      const since = object.rejected_since ? new Date(object.rejected_since) : null;
       cell.append(outcome === 'previous'
                       ? badge('previous', 'rejected · previous revision serving')
                       : badge('rejected', 'rejected · not served'),
-                  el('span', {class: 'hint'}, ` ${seen}`));
+                  since ? el('span', {class: 'hint'},
+                             ' since ', el('time', {datetime: object.rejected_since}, clock(since)))
+                        : null);
       cell.append(el('ul', {class: 'reason'},
                      errors(object).map((f) => el('li', {},
                                                   f.field ? el('span', {class: 'field mono'}, `${f.field}: `) : null,
@@ -237,14 +216,18 @@
   });
 
   // The server's own log (/events: snapshots with the pushes between them,
-  // NACKs by type, streams it ended), from before the page opened too.
+  // rejections, files that stop or start parsing, NACKs by type, streams it
+  // ended), from before the page opened too.
   const kServerEvents = {
     snapshot: ['accepted', 'snapshot'], nack: ['nacked', 'NACK'], stream_ended: ['stale', 'stream ended'],
+    rejected: ['rejected', 'rejected'], accepted: ['accepted', 'accepted'],
+    unparsed: ['rejected', 'unparsed'], parsed: ['accepted', 'parses'],
   };
   let lastSeq = 0;
   poll(() => `../events?after=${lastSeq}`, (answer) => {
     for (const event of answer.events || []) {
-      const [kind, label] = kServerEvents[event.kind] || ['stale', event.kind];
+      let [kind, label] = kServerEvents[event.kind] || ['stale', event.kind];
+      if (event.kind === 'rejected' && event.serving_previous) kind = 'previous';
       addEvent(kind, label, event.text, new Date(event.time));
     }
     lastSeq = answer.last_seq || lastSeq;
@@ -254,10 +237,6 @@
   poll('../status', (answer) => {
     const now = factsOf(answer);
     recordChanges(now);
-    for (const name of [...since.keys()]) {
-      const fact = now.objects.get(name);
-      if (!fact || fact.outcome === 'accepted') since.delete(name);
-    }
     previous = now;
     status = answer;
     render();
