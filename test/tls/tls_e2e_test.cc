@@ -667,6 +667,14 @@ TEST_F(TlsE2eTest, CsdsShowsACallerOnlyItsOwnIdentitysClientsUnlessItIsAReader) 
   ASSERT_TRUE(clients) << httplib::to_string(clients.error());
   EXPECT_THAT(clients->body, HasSubstr("client-a1"));
   EXPECT_THAT(clients->body, HasSubstr("client-b1"));
+  // Each with the identity CSDS judged it by (the console's clients page
+  // shows it).
+  EXPECT_THAT(clients->body,
+              HasSubstr(R"("identity":{"dns_names":["localhost"],)"
+                        R"("spiffe_id":"spiffe://facet.test/ns/tls/sa/a"},"node_id":"client-a1")"));
+  EXPECT_THAT(clients->body,
+              HasSubstr(R"("identity":{"dns_names":["localhost"],)"
+                        R"("spiffe_id":"spiffe://facet.test/ns/tls/sa/b"},"node_id":"client-b1")"));
 
   // Without the flag, nobody sees another identity's clients.
   absl::StatusOr<Running> no_readers =

@@ -197,6 +197,7 @@ class Core final : public AdsService::StreamCore {
     }
     out->stream_id = id();
     out->peer = peer();
+    out->identity = state_.identity();
     *fits = state_.DescribeClient(out, budget, &query);
     return true;
   }

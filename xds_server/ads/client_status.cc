@@ -144,6 +144,16 @@ std::string ClientToJson(const ClientStatus& client) {
   auto& e = *entry.mutable_fields();
   e["stream_id"] = NumberValue(static_cast<double>(client.stream_id));
   e["peer"] = StringValue(client.peer);
+  // The peer's identity: only for a client that presented a certificate
+  // the server verified (its SPIFFE ID and DNS SANs; both may be empty).
+  if (client.identity.has_certificate) {
+    auto& identity = *e["identity"].mutable_struct_value()->mutable_fields();
+    identity["spiffe_id"] = StringValue(client.identity.spiffe_id);
+    auto& dns_names = *identity["dns_names"].mutable_list_value();
+    for (const std::string& name : client.identity.dns_names) {
+      *dns_names.add_values() = StringValue(name);
+    }
+  }
   e["protocol"] = StringValue(client.delta ? "delta" : "SotW");
   e["node_id"] = StringValue(client.node.id());
   auto& parameters = *e["parameters"].mutable_struct_value()->mutable_fields();

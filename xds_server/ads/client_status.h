@@ -57,6 +57,9 @@ struct ResourceStatus {
 struct ClientStatus {
   uint64_t stream_id = 0;
   std::string peer;
+  // Who the client is by its verified certificate when the xDS port has
+  // mTLS (as CSDS sees it); without one, has_certificate is false.
+  ClientIdentity identity;
   bool delta = false;
   envoy::config::core::v3::Node node;  // Empty until the first request names one.
   ParameterSet parameters;             // Derived from the node (plain-name subscriptions).

@@ -473,6 +473,22 @@ TEST(ClientStatusJsonTest, ListsEachResourceWithItsObjectVariantAndState) {
                                                "\n],\"omitted_clients\":0,\"omitted_resources\":0}"));
 }
 
+TEST(ClientStatusJsonTest, NamesThePeersVerifiedIdentityOnlyWhenItPresentedACertificate) {
+  ClientStatus client;
+  client.node = Node();
+  EXPECT_THAT(ClientToJson(client), Not(HasSubstr("\"identity\"")));
+  client.identity.has_certificate = true;
+  client.identity.spiffe_id = "spiffe://example.org/ns/demo/sa/web";
+  client.identity.dns_names = {"web.demo.svc", "web.example"};
+  EXPECT_THAT(ClientToJson(client),
+              HasSubstr(R"("identity":{"dns_names":["web.demo.svc","web.example"],)"
+                        R"("spiffe_id":"spiffe://example.org/ns/demo/sa/web"},)"));
+  // A certificate without a SPIFFE ID or DNS SAN is still one.
+  client.identity = ClientIdentity();
+  client.identity.has_certificate = true;
+  EXPECT_THAT(ClientToJson(client), HasSubstr(R"("identity":{"dns_names":[],"spiffe_id":""},)"));
+}
+
 TEST(ClientStatusJsonTest, IsCutToItsByteBoundSayingSo) {
   ClientStatusReport report;
   for (int i = 0; i < 200; ++i) {
