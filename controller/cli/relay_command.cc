@@ -17,6 +17,7 @@
 #include "xds_server/common/struct_json.h"
 #include "xds_server/relay/relay.h"
 #include "xds_server/relay_config/relay_config.h"
+#include "xds_server/resources/resource_type.h"
 
 namespace facet::controller {
 namespace {
@@ -94,6 +95,34 @@ std::string RelayStatusJson(const xds::Relay& relay, const xds::AdsService& ads,
 
 }  // namespace
 
+std::string RelayUpstreamsJson(const xds::RelayStats& stats,
+                               absl::Span<const xds::RelayResourceStats> resources, size_t total) {
+  google::protobuf::Struct root;
+  auto& fields = *root.mutable_fields();
+  fields["resources_total"].set_number_value(static_cast<double>(total));
+  fields["resources_shown"].set_number_value(static_cast<double>(resources.size()));
+  auto* upstreams = fields["upstreams"].mutable_list_value();
+  std::vector<google::protobuf::ListValue*> lists;
+  for (const auto& [server_uri, connected] : stats.upstreams) {
+    auto& u = *upstreams->add_values()->mutable_struct_value()->mutable_fields();
+    u["server_uri"].set_string_value(server_uri);
+    u["connected"].set_bool_value(connected);
+    lists.push_back(u["resources"].mutable_list_value());
+  }
+  for (const xds::RelayResourceStats& resource : resources) {
+    // Names no upstream serves do not exist downstream: nothing to show.
+    if (resource.upstream < 0 || static_cast<size_t>(resource.upstream) >= lists.size()) continue;
+    auto& r = *lists[resource.upstream]->add_values()->mutable_struct_value()->mutable_fields();
+    const xds::ResourceType* type = xds::FindResourceType(resource.type_url);
+    r["type"].set_string_value(type != nullptr ? std::string(type->alias()) : resource.type_url);
+    r["name"].set_string_value(resource.name);
+    r["hits"].set_number_value(static_cast<double>(resource.hits));
+    r["misses"].set_number_value(static_cast<double>(resource.misses));
+    r["cached_variants"].set_number_value(static_cast<double>(resource.cached_variants));
+  }
+  return json::MessageToJson(root, /*pretty=*/false) + "\n";
+}
+
 absl::StatusOr<ServingParts> StartRelay(ServingRunner& run, const xds::Relay::Options& options,
                                         std::ostream& out) {
   xds::SnapshotStore& store = run.store();
@@ -118,6 +147,13 @@ absl::StatusOr<ServingParts> StartRelay(ServingRunner& run, const xds::Relay::Op
       {"/status",
        [&relay, &ads, &store] {
          return AdminResponse{200, "application/json", RelayStatusJson(relay, ads, store)};
+       }},
+      {"/upstreams", [&relay] {
+         size_t total = 0;
+         const std::vector<xds::RelayResourceStats> resources =
+             relay.ResourceStats(kMaxUpstreamResourcesShown, &total);
+         return AdminResponse{200, "application/json",
+                              RelayUpstreamsJson(relay.stats(), resources, total)};
        }}};
   std::vector<std::string> upstreams;
   for (const auto& server_entry : options.config.xds_servers) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "controller/cli/serving_runner.h"
 #include "xds_server/relay/relay.h"
 
@@ -23,6 +24,21 @@ int RunRelay(const std::vector<std::string>& args, std::ostream& out, std::ostre
 // announcement goes to `out`.
 absl::StatusOr<ServingParts> StartRelay(ServingRunner& run, const xds::Relay::Options& options,
                                         std::ostream& out);
+
+// The most resources /upstreams lists (the cache keeps one per resource
+// downstream asks for; the rest are counted).
+inline constexpr size_t kMaxUpstreamResourcesShown = 2000;
+
+// Returns `facet relay`'s /upstreams, for the console's clients page: each
+// upstream server list (its first server_uri, whether connected) with the
+// cached resources it serves and, for each, the downstream parameter sets
+// answered from the cache (hits) and those that waited for upstream
+// (misses): {"resources_shown":N,"resources_total":N,"upstreams":[
+// {"connected","resources":[{"cached_variants","hits","misses","name",
+// "type"}...],"server_uri"}...]}, keys sorted. `resources` are
+// Relay::ResourceStats' (`total` their number before the bound).
+std::string RelayUpstreamsJson(const xds::RelayStats& stats,
+                               absl::Span<const xds::RelayResourceStats> resources, size_t total);
 
 }  // namespace facet::controller
 

@@ -56,6 +56,26 @@ DeltaDiscoveryResponse RouteResponse(int version) {
   return response;
 }
 
+TEST(RelayUpstreamsJsonTest, ListsEachUpstreamsResourcesWithHitsAndMisses) {
+  xds::RelayStats stats;
+  stats.upstreams = {{"a.example:443", true}, {"b.example:443", false}};
+  const std::vector<xds::RelayResourceStats> resources = {
+      {.type_url = kRds, .name = "r", .upstream = 1, .hits = 3, .misses = 1, .cached_variants = 2},
+      {.type_url = kRds,
+       .name = "nowhere",
+       .upstream = -1,
+       .hits = 0,
+       .misses = 1,
+       .cached_variants = 0},
+  };
+  EXPECT_EQ(RelayUpstreamsJson(stats, resources, /*total=*/5),
+            "{\"resources_shown\":2,\"resources_total\":5,\"upstreams\":["
+            "{\"connected\":true,\"resources\":[],\"server_uri\":\"a.example:443\"},"
+            "{\"connected\":false,\"resources\":[{\"cached_variants\":2,\"hits\":3,"
+            "\"misses\":1,\"name\":\"r\",\"type\":\"route\"}],\"server_uri\":"
+            "\"b.example:443\"}]}\n");
+}
+
 TEST(RelayCommandTest, PublishesOnlyWhileTheServiceItFeedsIsAlive) {
   // The command thread, and every thread started from here on, leave
   // SIGTERM to the command's sigwait.

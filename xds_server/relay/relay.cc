@@ -200,4 +200,9 @@ RelayStats Relay::stats() const {
   return out;
 }
 
+std::vector<RelayResourceStats> Relay::ResourceStats(size_t max, size_t* total) const {
+  absl::MutexLock lock(&mu_);
+  return cache_.ResourceStats(max, total);
+}
+
 }  // namespace facet::xds

@@ -72,6 +72,9 @@ class Relay final : public DemandObserver {
 
   // Not while Stop() runs.
   RelayStats stats() const;
+  // Returns the cache's per-resource stats (RelayCache::ResourceStats): at
+  // most `max`, with their number in *total.
+  std::vector<RelayResourceStats> ResourceStats(size_t max, size_t* total) const;
 
  private:
   class Listener;

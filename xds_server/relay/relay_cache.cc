@@ -137,6 +137,7 @@ std::vector<Fetch> RelayCache::OnDemand(const std::vector<DemandChange>& changes
                                                  served->resolution == nullptr ||
                                                  served->resolution->Knows(demand.params));
         (known ? hits_ : misses_)++;
+        (known ? entry.hits : entry.misses)++;
         if (entry.upstream >= 0) Attach(entry, canonical, demand, now, &fetches);
       }
       ++demand.count;
@@ -448,6 +449,24 @@ RelayCacheStats RelayCache::stats() const {
   out.misses = misses_;
   out.updates_applied = updates_applied_;
   out.updates_rejected = updates_rejected_;
+  return out;
+}
+
+std::vector<RelayResourceStats> RelayCache::ResourceStats(size_t max, size_t* total) const {
+  *total = entries_.size();
+  std::vector<RelayResourceStats> out;
+  out.reserve(std::min(max, entries_.size()));
+  for (const auto& [key, entry] : entries_) {
+    if (out.size() >= max) break;
+    out.push_back({.type_url = std::string(key.first->type_url()),
+                   .name = key.second,
+                   .upstream = entry.upstream,
+                   .hits = entry.hits,
+                   .misses = entry.misses,
+                   .cached_variants = entry.served == nullptr
+                                          ? 0
+                                          : static_cast<int64_t>(entry.served->variants.size())});
+  }
   return out;
 }
 

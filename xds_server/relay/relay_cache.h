@@ -42,6 +42,18 @@ struct RelayCacheStats {
   int64_t updates_rejected = 0;
 };
 
+// What the cache did for one resource while it kept it: how many
+// downstream parameter sets found it answered (hits) and how many had to
+// wait for upstream (misses).
+struct RelayResourceStats {
+  std::string type_url;
+  std::string name;
+  int upstream = -1;  // Options::route's answer; -1: no upstream serves it.
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t cached_variants = 0;  // Served now.
+};
+
 // Not thread-safe: the relay serializes calls. Pure: time is passed in, and
 // what to do upstream is returned, never done.
 class RelayCache {
@@ -91,6 +103,10 @@ class RelayCache {
 
   const std::shared_ptr<const Snapshot>& current() const { return current_; }
   RelayCacheStats stats() const;
+  // Returns the first `max` resources' stats, in the cache's order (it
+  // keeps one entry per resource downstream asks for or upstream sent, so
+  // this is bounded by the demand), and sets *total to how many there are.
+  std::vector<RelayResourceStats> ResourceStats(size_t max, size_t* total) const;
 
  private:
   // One upstream subscription: a projected parameter set of one resource.
@@ -123,6 +139,8 @@ class RelayCache {
     std::optional<std::string> probe;
     std::set<std::string> waiting;
     std::shared_ptr<const ServedResource> served;
+    int64_t hits = 0;  // As RelayResourceStats, while the entry is kept.
+    int64_t misses = 0;
   };
   using Key = std::pair<const ResourceType*, std::string>;
 

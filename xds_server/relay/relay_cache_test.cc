@@ -253,6 +253,36 @@ TEST_F(RelayCacheTest, ANewSubscriptionIsAnsweredByAVariantTheUpstreamAlreadySen
   EXPECT_EQ(cache_.stats().misses, 1);
 }
 
+TEST_F(RelayCacheTest, CountsHitsAndMissesPerResourceWithinABound) {
+  std::shared_ptr<const Snapshot> snapshot;
+  cache_.OnDemand({Demand("r", {}), Demand("s", {})}, kT0, &snapshot);  // Two misses.
+  std::vector<Fetch> fetches;
+  ASSERT_THAT(
+      cache_.Apply(0, {kRds, {Upstream("r", "{}", "all")}, {}, false, 0}, kT0, &fetches, &snapshot),
+      IsOk());
+  cache_.OnDemand({Demand("r", {{"env", "prod"}})}, kT0, &snapshot);  // A hit.
+  size_t total = 0;
+  const std::vector<RelayResourceStats> stats = cache_.ResourceStats(10, &total);
+  EXPECT_EQ(total, 2u);
+  std::map<std::string, RelayResourceStats> by_name;
+  for (const RelayResourceStats& resource : stats) by_name[resource.name] = resource;
+  ASSERT_EQ(by_name.size(), 2u);
+  EXPECT_EQ(by_name["r"].type_url, kRds);
+  EXPECT_EQ(by_name["r"].upstream, 0);
+  EXPECT_EQ(by_name["r"].hits, 1);
+  EXPECT_EQ(by_name["r"].misses, 1);
+  EXPECT_EQ(by_name["r"].cached_variants, 1);
+  EXPECT_EQ(by_name["s"].hits, 0);
+  EXPECT_EQ(by_name["s"].misses, 1);
+  EXPECT_EQ(by_name["s"].cached_variants, 0);
+  // The sum over resources is the cache's.
+  EXPECT_EQ(cache_.stats().hits, 1);
+  EXPECT_EQ(cache_.stats().misses, 2);
+
+  EXPECT_THAT(cache_.ResourceStats(1, &total), SizeIs(1));
+  EXPECT_EQ(total, 2u);
+}
+
 TEST_F(RelayCacheTest, LastSubscriberLeavingLingersBeforeUnsubscribing) {
   std::shared_ptr<const Snapshot> snapshot;
   cache_.OnDemand({Demand("r", {{"env", "prod"}})}, kT0, &snapshot);
