@@ -1,6 +1,8 @@
 // Facet console, clients (/ui/clients): one page of /clients (at most
 // 256 KiB of JSON, ?after= for the next) every second while visible; each
-// client's resources with the object and variant that served them.
+// client's resources with the object and variant that served them. On
+// `facet relay` (which answers /upstreams), its upstreams with the cache's
+// hits and misses per resource.
 'use strict';
 
 (() => {
@@ -59,6 +61,15 @@
                      : null));
   }
 
+  // The peer's identity from its verified certificate (mTLS), as CSDS sees it.
+  function identityText(client) {
+    const identity = client.identity;
+    if (!identity) return 'no client certificate';
+    const names = [identity.spiffe_id, ...(identity.dns_names || []).map((n) => `dns:${n}`)]
+        .filter(Boolean);
+    return names.length ? names.join(', ') : 'certificate without SPIFFE ID or DNS name';
+  }
+
   // A page of a few clients shows them all open.
   function clientCard(client, few) {
     const p = problems(client);
@@ -71,6 +82,7 @@
         el('summary', {},
            el('strong', {class: 'mono'}, client.node_id || '(no node id yet)'), ' ',
            el('span', {class: 'hint'}, `${client.peer} · ${client.protocol} · stream ${id}`), ' ',
+           el('span', {class: client.identity ? 'identity mono' : 'identity hint'}, identityText(client)), ' ',
            el('span', {class: 'mono'}, `{${parameters}}`), ' ',
            badge('accepted', `${p.acked} ACKed`),
            p.nacked ? [' ', badge('nacked', `${p.nacked} NACKed`)] : null,
@@ -139,4 +151,35 @@
     answer = json;
     render();
   });
+
+  function renderUpstreams(json) {
+    const section = document.getElementById('upstreams-section');
+    section.hidden = false;
+    const upstreams = json.upstreams || [];
+    const shown = json.resources_shown || 0;
+    const total = json.resources_total || 0;
+    fill(document.getElementById('upstreams'),
+         upstreams.map((u) => el('div', {class: 'upstream', 'data-upstream': u.server_uri},
+            el('h3', {class: 'mono'}, u.server_uri, ' ',
+               u.connected ? badge('accepted', 'connected') : badge('rejected', 'not connected')),
+            el('table', {class: 'grid'},
+               el('thead', {}, el('tr', {}, ['Type', 'Name', 'Hits', 'Misses', 'Cached variants']
+                                                .map((h) => el('th', {scope: 'col'}, h)))),
+               el('tbody', {}, (u.resources || []).map((r) =>
+                   el('tr', {'data-name': r.name},
+                      el('td', {}, r.type),
+                      el('th', {scope: 'row', class: 'mono'}, r.name),
+                      el('td', {}, String(r.hits ?? 0)),
+                      el('td', {}, String(r.misses ?? 0)),
+                      el('td', {}, String(r.cached_variants ?? 0)))))))),
+         total > shown ? el('p', {class: 'hint'}, `${total - shown} more cached resources not shown.`) : null);
+  }
+
+  // Only facet relay answers /upstreams; elsewhere (404) it is not asked again.
+  fetch('../upstreams', {cache: 'no-store', headers: {Accept: 'application/json'}})
+      .then((response) => {
+        if (!response.ok) return;
+        poll('../upstreams', renderUpstreams);
+      })
+      .catch(() => {});
 })();
