@@ -36,6 +36,9 @@ test_packages=(
   # test/browser: the console's pages in Debian's headless Chromium
   # (/usr/bin/chromium-headless-shell: --dump-dom, --screenshot).
   chromium-headless-shell
+  # test/browser: a smoke test of each page in Firefox ESR (--headless
+  # --screenshot).
+  firefox-esr
 )
 packages=("${facet_packages[@]}" "${test_packages[@]}")
 # Node.js and npm fetch the pinned Envoy API protos (and run the Node client

@@ -9,7 +9,10 @@
 # connected, loads the clients page (/ui/clients) and checks that the client's
 # resources name the object and variant that served them (OUT_DIR/clients.png),
 # and the explain page (/ui/explain) for env=prod, version=v2 draws the graph
-# with boxes labelled by object and variant (OUT_DIR/explain.png).
+# with boxes labelled by object and variant (OUT_DIR/explain.png). Last, a
+# check in Debian's Firefox ESR (headless, WebDriver BiDi): each page's
+# scripts draw what they read, and its screenshot (OUT_DIR/firefox-*.png) is
+# not blank.
 #
 # Usage: console_browser_test.sh FACET_BINARY SOURCE_DIR OUT_DIR CPP_CLIENT_BINARY
 set -u
@@ -119,6 +122,14 @@ has 'ROUND_ROBBIN' "rejection reason naming the bad value"
 has 'data-outcome="accepted"' "accepted object"
 has 'badge accepted">accepted<' "accepted badge"
 has '<li data-kind="snapshot">' "snapshot from the server's /events in the timeline"
+# Rejections and files that do not parse come from the server's /events,
+# from before the page opened, with the time the rejection began.
+has 'demo/rejected-cluster rejected: spec.variants[0].resource.lb_policy' \
+  "timeline entry for the rejected object with its field (from /events)"
+has 'previous revision serving since ' "timeline entry for the rejected edit with when it began"
+has '50-broken.yaml does not parse: ' "timeline entry for the file that does not parse"
+[[ ${dom} =~ \ since\ \<time\ datetime=\"20[0-9-]+T[0-9:.]+Z\" ]] ||
+  fail "the rejected rows show no time their rejection began"
 [[ ${dom} =~ 50-broken\.yaml:[1-9][0-9]*:[1-9][0-9]* ]] ||
   fail "the overview shows no file:line:column for the file that does not parse"
 # Problems sort first: the first row is not an accepted one.
@@ -127,7 +138,8 @@ first_row=$(grep -o 'data-outcome="[a-z]*"' <<<"${dom}" | head -1)
 
 # Live: with the overview open, a rejected edit shows within 2 s, no reload.
 live=$(node "$(dirname "$0")/live_update.js" "${browser}" "${url}" demo/live-cluster \
-  "${manifests}/80-live.yaml" "${work}/80-live-rejected.yaml" "${out_dir}/overview-live.png" 2>&1)
+  "${manifests}/80-live.yaml" "${work}/80-live-rejected.yaml" ROUND_ROBBIN \
+  "${out_dir}/overview-live.png" 2>&1)
 echo "${live}"
 [[ ${live} == *'live update: '* && ${live} != *FAIL* ]] ||
   fail "the open overview did not show the rejected edit live: ${live}"
@@ -152,6 +164,8 @@ has '<th scope="row" class="mono">greeter</th><td class="mono">demo/greeter-rout
   "route greeter served by demo/greeter-routes"
 has '<span class="mono">prod</span>' "variant prod of the route (env=prod, no version)"
 has 'badge accepted">ACKed<' "ACKed resource"
+has '<span class="identity hint">no client certificate</span>' \
+  "client's identity (none: the xDS port is plaintext)"
 
 # The explain page draws the graph a client with env=prod, version=v2 gets.
 load explain "http://${admin}/ui/explain?target=xds:///greeter&param=env=prod&param=version=v2"
@@ -161,6 +175,36 @@ has 'data-type="route" data-name="greeter"' "route box"
 has 'demo/greeter-routes · prod-v2' "route box labelled with its object and variant"
 has 'data-type="endpoint"' "endpoint box"
 has 'class="verdict accepted-text"' "verdict: complete"
+
+# Firefox: each page's scripts run and draw what they read (the pages use
+# standard DOM and SVG only), checked over WebDriver BiDi, and the screenshot
+# is not blank.
+firefox=${FACET_FIREFOX:-$(command -v firefox-esr || true)}
+if [[ -z ${firefox} ]]; then
+  fail "firefox-esr not found (scripts/setup.sh installs it)"
+else
+  firefox_page() {  # firefox_page NAME PATH CONDITION
+    local shot="${out_dir}/firefox-$1.png"
+    rm -f "${shot}"
+    local result
+    result=$(timeout 90 node --experimental-websocket "$(dirname "$0")/firefox_page.js" \
+      "${firefox}" "${work}/firefox-$1" "http://${admin}/$2" "$3" "${shot}" 2>&1)
+    echo "${result}"
+    [[ ${result} == *'firefox: '* && ${result} != *FAIL* ]] ||
+      fail "Firefox did not show /$2 as expected: ${result}"
+    result=$(node "$(dirname "$0")/png_not_blank.js" "${shot}" 2>&1) ||
+      fail "Firefox drew nothing for /$2: ${result}"
+    echo "${result}"
+  }
+  firefox_page overview ui/ \
+    "document.getElementById('live').textContent.startsWith('live') &&
+     document.querySelector('tr[data-object=\"demo/edited-cluster\"][data-outcome=\"previous\"]') &&
+     document.getElementById('timeline').textContent.includes('demo/rejected-cluster rejected')"
+  firefox_page clients ui/clients \
+    "document.querySelector('details[data-node=\"greeter-client-1\"] tr[data-name=\"greeter\"]')"
+  firefox_page explain 'ui/explain?target=xds:///greeter&param=env=prod&param=version=v2' \
+    "document.querySelector('svg [data-type=\"endpoint\"]')"
+fi
 
 if [[ ${failures} -gt 0 ]]; then
   echo "--- DOM: ${out_dir}/{overview,clients,explain}.html"
