@@ -103,6 +103,9 @@ load() {
     >/dev/null 2>>"${work}/browser.log"
   dom=$(cat "${out_dir}/$1.html")
   [[ -s ${out_dir}/$1.png ]] || fail "no screenshot at ${out_dir}/$1.png"
+  # A missing part drawn as text instead of left out.
+  [[ ${dom} != *'>null<'* && ${dom} != *'>undefined<'* ]] ||
+    fail "$1 shows a \"null\" or \"undefined\" where a part is missing"
 }
 load overview "${url}"
 

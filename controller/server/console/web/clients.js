@@ -78,7 +78,8 @@
     const details = el('details', {class: 'client', 'data-node': client.node_id, 'data-stream': id,
                                    open: open.has(id) || ((hasProblems || few) && !closed.has(id))});
     const parameters = Object.entries(client.parameters || {}).map(([k, v]) => `${k}=${v}`).join(', ');
-    details.append(
+    // fill() leaves out the missing parts (append() would print "null").
+    fill(details,
         el('summary', {},
            el('strong', {class: 'mono'}, client.node_id || '(no node id yet)'), ' ',
            el('span', {class: 'hint'}, `${client.peer} · ${client.protocol} · stream ${id}`), ' ',
