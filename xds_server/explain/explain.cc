@@ -9,6 +9,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "envoy/config/cluster/v3/cluster.pb.h"
 #include "envoy/config/endpoint/v3/endpoint.pb.h"
@@ -37,6 +38,7 @@ using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
 using Status = ExplainNode::Status;
 using json::BoolValue;
+using json::NumberValue;
 using json::StringValue;
 
 constexpr char kListenerTemplatePrefix[] = "/envoy.config.listener.v3.Listener/";
@@ -79,6 +81,21 @@ int DomainMatch(absl::string_view pattern, absl::string_view host) {
   if (absl::StartsWith(p, "*") && absl::EndsWith(h, p.substr(1))) return 3;
   if (absl::EndsWith(p, "*") && absl::StartsWith(h, p.substr(0, p.size() - 1))) return 2;
   return 0;
+}
+
+// What a resource's routes decide about the references the client follows.
+struct RouteFacts {
+  // Reference prefixes behind a fault abort: not followed.
+  std::vector<std::string> terminals;
+  // The rule of each cluster reference (by its field), at most
+  // kMaxRouteLines of them.
+  std::map<std::string, ExplainRouteRule> rules;
+  int rules_left_off = 0;
+};
+
+std::string WeightShare(const ExplainRouteRule& rule) {
+  return absl::StrCat("weight ", rule.weight, " of ", rule.total_weight, " (",
+                      absl::StrFormat("%.4g", 100.0 * rule.weight / rule.total_weight), "%)");
 }
 
 class Walker {
@@ -155,18 +172,22 @@ class Walker {
     std::unique_ptr<google::protobuf::Message> message = type.New();
     (void)message->ParseFromString(variant->serialized);
     // The references the client follows: every one, or those of the chosen
-    // virtual host, except those behind a fault abort (`terminals`).
+    // virtual host, except those behind a fault abort (`routes.terminals`).
     std::optional<std::string> only_prefix;
-    std::vector<std::string> terminals;
+    RouteFacts routes;
     if (&type == &ListenerType()) {
-      only_prefix = DescribeListener(static_cast<const Listener&>(*message), &node, &terminals);
+      only_prefix = DescribeListener(static_cast<const Listener&>(*message), &node, &routes);
     } else if (&type == &RouteConfigurationType()) {
-      only_prefix = ChooseVirtualHost(static_cast<const RouteConfiguration&>(*message), "", &node,
-                                      &terminals);
+      only_prefix =
+          ChooseVirtualHost(static_cast<const RouteConfiguration&>(*message), "", &node, &routes);
     } else if (&type == &ClusterType()) {
       DescribeCluster(static_cast<const Cluster&>(*message), &node);
     } else if (&type == &ClusterLoadAssignmentType()) {
       DescribeEndpoints(static_cast<const ClusterLoadAssignment&>(*message), &node);
+    }
+    if (routes.rules_left_off > 0) {
+      node.details.push_back(absl::StrCat("... and the route rules of ", routes.rules_left_off,
+                                          " more cluster references"));
     }
     if (!node.problem.empty()) Report(node);
     // A relay's cache keeps what upstream sent, without the references a
@@ -181,12 +202,16 @@ class Walker {
     for (const ResourceReference& reference :
          variant->references.empty() ? derived : variant->references) {
       if (only_prefix.has_value() && !absl::StartsWith(reference.field, *only_prefix)) continue;
-      if (std::any_of(terminals.begin(), terminals.end(), [&](const std::string& terminal) {
-            return absl::StartsWith(reference.field, terminal);
-          })) {
+      if (std::any_of(routes.terminals.begin(), routes.terminals.end(),
+                      [&](const std::string& terminal) {
+                        return absl::StartsWith(reference.field, terminal);
+                      })) {
         continue;
       }
       node.children.push_back(Visit(*reference.target, reference.name, reference.field, depth + 1));
+      if (auto rule = routes.rules.find(reference.field); rule != routes.rules.end()) {
+        node.children.back().route_rule = rule->second;
+      }
     }
     return node;
   }
@@ -207,7 +232,7 @@ class Walker {
 
   // Returns the reference prefix to follow, if only part of the listener is.
   std::optional<std::string> DescribeListener(const Listener& listener, ExplainNode* node,
-                                              std::vector<std::string>* terminals) {
+                                              RouteFacts* routes) {
     HttpConnectionManager hcm;
     if (!listener.api_listener().api_listener().UnpackTo(&hcm)) {
       node->problem = "not an API listener with an HttpConnectionManager: gRPC clients NACK it";
@@ -223,7 +248,7 @@ class Walker {
     if (hcm.has_route_config()) {
       node->details.push_back("routes inline (route_config)");
       return ChooseVirtualHost(hcm.route_config(), "api_listener.api_listener.route_config.", node,
-                               terminals);
+                               routes);
     }
     return std::nullopt;
   }
@@ -232,13 +257,13 @@ class Walker {
   // its references, or nullopt when every virtual host is shown.
   std::optional<std::string> ChooseVirtualHost(const RouteConfiguration& route,
                                                const std::string& prefix, ExplainNode* node,
-                                               std::vector<std::string>* terminals) {
+                                               RouteFacts* routes) {
     if (host_.empty()) {
       node->details.push_back(
           "virtual host not chosen (the target is an xdstp:// name): every route is shown");
       for (int v = 0; v < route.virtual_hosts_size(); ++v) {
         DescribeRoutes(route.virtual_hosts(v), absl::StrCat(prefix, "virtual_hosts[", v, "]"), node,
-                       terminals);
+                       routes);
       }
       return std::nullopt;
     }
@@ -267,23 +292,27 @@ class Walker {
       return absl::StrCat(prefix, "virtual_hosts[-1].");  // Follow nothing.
     }
     const auto& vhost = route.virtual_hosts(best);
+    node->virtual_host = vhost.name();
     node->details.push_back(absl::StrCat(
         "virtual host ", Quoted(vhost.name()), " (", prefix, "virtual_hosts[", best, "], domains ",
         absl::StrJoin(vhost.domains(), ", "), ") matches ", Quoted(host_)));
-    DescribeRoutes(vhost, absl::StrCat(prefix, "virtual_hosts[", best, "]"), node, terminals);
+    DescribeRoutes(vhost, absl::StrCat(prefix, "virtual_hosts[", best, "]"), node, routes);
     return absl::StrCat(prefix, "virtual_hosts[", best, "].");
   }
 
   // Adds a line for each route of `vhost` (at `field`) that has a name or
   // that a fault abort ends: the abort comes before any pick (gRFC A33), so
   // the cluster behind it is never used. Adds the reference prefixes behind
-  // such aborts to `terminals`.
+  // such aborts to `routes->terminals`, and the rule of each cluster
+  // reference to `routes->rules`.
   void DescribeRoutes(const VirtualHost& vhost, const std::string& field, ExplainNode* node,
-                      std::vector<std::string>* terminals) {
+                      RouteFacts* routes) {
+    std::vector<std::string>* terminals = &routes->terminals;
     int more = 0;
     for (int r = 0; r < vhost.routes_size(); ++r) {
       const Route& route = vhost.routes(r);
       const std::string route_field = absl::StrCat(field, ".routes[", r, "]");
+      AddRules(vhost, r, route_field, routes);
       std::string action;
       bool aborts = false;
       if (route.has_route()) {
@@ -331,6 +360,44 @@ class Walker {
           route_field, "): ", RouteMatchText(route.match()), " ", action));
     }
     if (more > 0) node->details.push_back(absl::StrCat("... and ", more, " more routes"));
+  }
+
+  // Adds the rule of each cluster reference route `r` of `vhost` (at
+  // `route_field`) makes, the field names as ResourceType::References
+  // writes them, up to kMaxRouteLines rules in all.
+  static void AddRules(const VirtualHost& vhost, int r, const std::string& route_field,
+                       RouteFacts* routes) {
+    const Route& route = vhost.routes(r);
+    if (!route.has_route()) return;
+    const RouteAction& forward = route.route();
+    ExplainRouteRule rule;
+    rule.virtual_host = vhost.name();
+    rule.index = r;
+    rule.field = route_field;
+    rule.name = route.name();
+    if (forward.has_weighted_clusters()) {
+      const auto& clusters = forward.weighted_clusters().clusters();
+      uint64_t total = 0;
+      for (const auto& weighted : clusters) total += weighted.weight().value();
+      for (int c = 0; c < clusters.size(); ++c) {
+        if (routes->rules.size() >= static_cast<size_t>(kMaxRouteLines)) {
+          ++routes->rules_left_off;
+          continue;
+        }
+        rule.weight = clusters[c].weight().value();
+        rule.total_weight = total;
+        if (rule.match.empty()) rule.match = RouteMatchText(route.match());
+        routes->rules.emplace(
+            absl::StrCat(route_field, ".route.weighted_clusters.clusters[", c, "].name"), rule);
+      }
+    } else if (forward.has_cluster()) {
+      if (routes->rules.size() >= static_cast<size_t>(kMaxRouteLines)) {
+        ++routes->rules_left_off;
+        return;
+      }
+      rule.match = RouteMatchText(route.match());
+      routes->rules.emplace(absl::StrCat(route_field, ".route.cluster"), std::move(rule));
+    }
   }
 
   static void DescribeCluster(const Cluster& cluster, ExplainNode* node) {
@@ -399,6 +466,20 @@ Value NodeToValue(const ExplainNode& node) {
   f["version"] = StringValue(node.version);
   f["constraints"] = StringValue(node.constraints);
   f["serving_previous"] = StringValue(node.serving_previous);
+  f["virtual_host"] = StringValue(node.virtual_host);
+  if (node.route_rule.has_value()) {
+    const ExplainRouteRule& rule = *node.route_rule;
+    auto& r = *f["route_rule"].mutable_struct_value()->mutable_fields();
+    r["virtual_host"] = StringValue(rule.virtual_host);
+    r["index"] = NumberValue(rule.index);
+    r["field"] = StringValue(rule.field);
+    r["name"] = StringValue(rule.name);
+    r["match"] = StringValue(rule.match);
+    r["weight"] = NumberValue(rule.weight);
+    r["total_weight"] = NumberValue(static_cast<double>(rule.total_weight));
+  } else {
+    f["route_rule"].set_null_value(google::protobuf::NULL_VALUE);
+  }
   f["details"] = StringList(node.details);
   f["problem"] = StringValue(node.problem);
   auto* children = f["children"].mutable_list_value();
@@ -409,6 +490,11 @@ Value NodeToValue(const ExplainNode& node) {
 std::string GetString(const Struct& s, const std::string& key) {
   auto it = s.fields().find(key);
   return it == s.fields().end() ? "" : it->second.string_value();
+}
+
+double GetNumber(const Struct& s, const std::string& key) {
+  auto it = s.fields().find(key);
+  return it == s.fields().end() ? 0 : it->second.number_value();
 }
 
 std::vector<std::string> GetStrings(const Struct& s, const std::string& key) {
@@ -439,6 +525,19 @@ absl::StatusOr<ExplainNode> NodeFromStruct(const Struct& s, int depth) {
   node.version = GetString(s, "version");
   node.constraints = GetString(s, "constraints");
   node.serving_previous = GetString(s, "serving_previous");
+  node.virtual_host = GetString(s, "virtual_host");
+  if (auto rule = s.fields().find("route_rule");
+      rule != s.fields().end() && rule->second.has_struct_value()) {
+    const Struct& r = rule->second.struct_value();
+    ExplainRouteRule& out = node.route_rule.emplace();
+    out.virtual_host = GetString(r, "virtual_host");
+    out.index = static_cast<int>(GetNumber(r, "index"));
+    out.field = GetString(r, "field");
+    out.name = GetString(r, "name");
+    out.match = GetString(r, "match");
+    out.weight = static_cast<uint32_t>(GetNumber(r, "weight"));
+    out.total_weight = static_cast<uint64_t>(GetNumber(r, "total_weight"));
+  }
   node.details = GetStrings(s, "details");
   node.problem = GetString(s, "problem");
   auto children = s.fields().find("children");
@@ -452,10 +551,23 @@ absl::StatusOr<ExplainNode> NodeFromStruct(const Struct& s, int depth) {
   return node;
 }
 
+// Returns the line that names the route rule a reference comes from, e.g.
+// `from route "a" (virtual_hosts[0].routes[0]) of virtual host "greeter":
+// prefix "/", weight 90 of 100 (90%)`.
+std::string RouteRuleText(const ExplainRouteRule& rule) {
+  return absl::StrCat("from route ", rule.name.empty() ? "" : absl::StrCat(Quoted(rule.name), " "),
+                      "(", rule.field, ") of virtual host ", Quoted(rule.virtual_host), ": ",
+                      rule.match, rule.weighted() ? absl::StrCat(", ", WeightShare(rule)) : "");
+}
+
 void NodeToText(const ExplainNode& node, int indent, std::string* out) {
   const std::string pad(static_cast<size_t>(indent) * 2, ' ');
   absl::StrAppend(out, pad, node.type, " \"", node.name, "\"");
   if (!node.field.empty()) absl::StrAppend(out, " (", node.field, ")");
+  // The rule follows the node's line whatever its status: the edge exists.
+  const std::string rule = node.route_rule.has_value()
+                               ? absl::StrCat(pad, "  - ", RouteRuleText(*node.route_rule), "\n")
+                               : "";
   switch (node.status) {
     case Status::kSelected:
       absl::StrAppend(out, ": variant \"", node.variant, "\" ",
@@ -466,14 +578,16 @@ void NodeToText(const ExplainNode& node, int indent, std::string* out) {
                           ? ""
                           : absl::StrCat(" (its previous revision: the latest is rejected: ",
                                          node.serving_previous, ")"),
-                      ", version ", node.version, "\n");
+                      ", version ", node.version, "\n", rule);
       break;
     case Status::kShownAbove:
-      absl::StrAppend(out, node.problem.empty() ? ": shown above\n"
-                                                : absl::StrCat(": BROKEN: ", node.problem, "\n"));
+      absl::StrAppend(
+          out,
+          node.problem.empty() ? ": shown above\n" : absl::StrCat(": BROKEN: ", node.problem, "\n"),
+          rule);
       return;
     default:
-      absl::StrAppend(out, ": BROKEN: ", node.problem, "\n");
+      absl::StrAppend(out, ": BROKEN: ", node.problem, "\n", rule);
       return;
   }
   for (const std::string& detail : node.details) absl::StrAppend(out, pad, "  - ", detail, "\n");

@@ -6,7 +6,9 @@
 #ifndef FACET_XDS_SERVER_EXPLAIN_EXPLAIN_H_
 #define FACET_XDS_SERVER_EXPLAIN_EXPLAIN_H_
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +43,22 @@ struct ExplainRequest {
   std::map<ObjectRef, std::string> serving_previous;
 };
 
+// The route rule through which a RouteConfiguration (or a listener's inline
+// route_config) references a cluster: what the client matches and, for
+// weighted_clusters, the share of RPCs it sends there.
+struct ExplainRouteRule {
+  std::string virtual_host;  // Name of the route's virtual host.
+  int index = 0;             // Of the route in its virtual host.
+  std::string field;         // The route, e.g. "virtual_hosts[0].routes[2]".
+  std::string name;          // The route's name; "" when it has none.
+  std::string match;         // In words: `prefix "/"`, `path "/a.B/C", header x == "y"`.
+  // For weighted_clusters: this cluster's weight and the sum of the route's
+  // weights (what gRPC divides by); both 0 for a route naming one cluster.
+  uint32_t weight = 0;
+  uint64_t total_weight = 0;
+  bool weighted() const { return total_weight > 0; }
+};
+
 // One resource of the graph, as the client would resolve it.
 struct ExplainNode {
   enum class Status {
@@ -62,6 +80,12 @@ struct ExplainNode {
   // Set when `object` serves its previous revision because the latest is
   // rejected: why it is ("FIELD: MESSAGE").
   std::string serving_previous;
+  // The name of the virtual host the client chooses in it ("" when none is
+  // chosen, or for other types).
+  std::string virtual_host;
+  // For a cluster referenced by a route: the route's rule (at most 64 per
+  // parent, like the route lines; nullopt past them and for other references).
+  std::optional<ExplainRouteRule> route_rule;
   // What the client does with it (virtual host chosen, endpoint addresses).
   std::vector<std::string> details;
   // Why the graph breaks here ("" when it does not).
@@ -124,8 +148,9 @@ std::string ExplainToText(const ExplainResult& result);
 // Renders a result as JSON: {"target", "authority", "listener_name",
 // "parameters", "partial", "complete", "problems", "graph": node}, a node
 // being {"type", "name", "field", "status", "object", "variant", "version",
-// "constraints", "serving_previous", "details", "problem", "children"};
-// keys sorted.
+// "constraints", "serving_previous", "virtual_host", "route_rule", "details",
+// "problem", "children"}, "route_rule" being null or {"virtual_host", "index",
+// "field", "name", "match", "weight", "total_weight"}; keys sorted.
 std::string ExplainToJson(const ExplainResult& result);
 // Reads what ExplainToJson wrote. InvalidArgument when it does not parse.
 absl::StatusOr<ExplainResult> ExplainFromJson(absl::string_view json);

@@ -17,6 +17,7 @@ namespace {
 using ::facet::testing::IsOk;
 using ::facet::testing::StatusIs;
 using ::facet::xds::testing::MakeObject;
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -481,6 +482,116 @@ TEST(ExplainTest, FilterConfigDisabledIsIgnoredAsByGrpcClients) {
   EXPECT_TRUE(result.complete()) << ExplainToText(result);
   EXPECT_THAT(ExplainToText(result),
               HasSubstr("prefix \"\" fails with UNIMPLEMENTED (fault abort)"));
+}
+
+TEST(ExplainTest, EachClusterReferenceCarriesItsRouteRuleAndWeightShare) {
+  auto snapshot = BuildWithFaults(kAbortAll12);
+  ExplainResult result = ExplainFor(*snapshot, {});
+  const ExplainNode& route = result.root.children[0];
+  EXPECT_EQ(route.virtual_host, "greeter");
+  EXPECT_FALSE(route.route_rule.has_value());
+  ASSERT_THAT(route.children, SizeIs(2));
+  // A named route matching a path and a header, naming one cluster.
+  ASSERT_TRUE(route.children[0].route_rule.has_value());
+  const ExplainRouteRule& canary = *route.children[0].route_rule;
+  EXPECT_EQ(canary.virtual_host, "greeter");
+  EXPECT_EQ(canary.index, 0);
+  EXPECT_EQ(canary.field, "virtual_hosts[0].routes[0]");
+  EXPECT_EQ(canary.name, "demo/greeter/canary");
+  EXPECT_EQ(canary.match, "path \"/demo.Echo/Echo\", header x-env == \"prod\"");
+  EXPECT_FALSE(canary.weighted());
+  // The split's followed share, reached again (shown above), with its weight
+  // out of every share's, the aborted one included.
+  ASSERT_TRUE(route.children[1].route_rule.has_value());
+  const ExplainRouteRule& split = *route.children[1].route_rule;
+  EXPECT_EQ(route.children[1].status, Status::kShownAbove);
+  EXPECT_EQ(split.index, 1);
+  EXPECT_EQ(split.name, "demo/greeter/split");
+  EXPECT_EQ(split.match, "prefix \"/demo.Echo/\"");
+  EXPECT_EQ(split.weight, 70u);
+  EXPECT_EQ(split.total_weight, 100u);
+  const std::string text = ExplainToText(result);
+  EXPECT_THAT(text, HasSubstr("    cluster \"prod\" (virtual_hosts[0].routes[0].route.cluster): "
+                              "variant \"v0\" (unconstrained) of demo/prod, version "));
+  EXPECT_THAT(text, HasSubstr("      - from route \"demo/greeter/canary\" "
+                              "(virtual_hosts[0].routes[0]) of virtual host \"greeter\": path "
+                              "\"/demo.Echo/Echo\", header x-env == \"prod\"\n"));
+  EXPECT_THAT(text, HasSubstr(": shown above\n      - from route \"demo/greeter/split\" "
+                              "(virtual_hosts[0].routes[1]) of virtual host \"greeter\": prefix "
+                              "\"/demo.Echo/\", weight 70 of 100 (70%)\n"));
+  // Below the cluster, references carry no rule.
+  ASSERT_THAT(route.children[0].children, SizeIs(1));
+  EXPECT_FALSE(route.children[0].children[0].route_rule.has_value());
+}
+
+TEST(ExplainTest, WeightSharesDivideByTheSumOfTheWeights) {
+  const std::string route =
+      R"({virtual_hosts: [{name: greeter, domains: ["*"], routes: [{match: {prefix: ""}, route: {weighted_clusters: {clusters: [{name: prod, weight: 1}, {name: prod, weight: 2}]}}}]}]})";
+  ExplainResult result = ExplainFor(*BuildFaultGraph(route), {});
+  const ExplainNode& node = result.root.children[0];
+  ASSERT_THAT(node.children, SizeIs(2));
+  ASSERT_TRUE(node.children[1].route_rule.has_value());
+  EXPECT_EQ(node.children[1].route_rule->weight, 2u);
+  EXPECT_EQ(node.children[1].route_rule->total_weight, 3u);
+  EXPECT_EQ(node.children[1].route_rule->name, "");
+  EXPECT_THAT(ExplainToText(result),
+              HasSubstr("- from route (virtual_hosts[0].routes[0]) of virtual host \"greeter\": "
+                        "prefix \"\", weight 2 of 3 (66.67%)\n"));
+}
+
+TEST(ExplainTest, ASingleClusterRouteCarriesItsRuleWithoutAWeight) {
+  auto snapshot = Build();
+  ExplainResult result = ExplainFor(*snapshot, {{"env", "prod"}});
+  const ExplainNode& route = result.root.children[0];
+  EXPECT_EQ(route.virtual_host, "main");
+  EXPECT_FALSE(result.root.route_rule.has_value());
+  EXPECT_FALSE(route.route_rule.has_value());
+  ASSERT_THAT(route.children, SizeIs(1));
+  ASSERT_TRUE(route.children[0].route_rule.has_value());
+  const ExplainRouteRule& rule = *route.children[0].route_rule;
+  EXPECT_EQ(rule.virtual_host, "main");
+  EXPECT_EQ(rule.field, "virtual_hosts[1].routes[0]");
+  EXPECT_EQ(rule.match, "prefix \"\"");
+  EXPECT_EQ(rule.weight, 0u);
+  EXPECT_EQ(rule.total_weight, 0u);
+  EXPECT_THAT(ExplainToText(result),
+              HasSubstr("- from route (virtual_hosts[1].routes[0]) of virtual host \"main\": "
+                        "prefix \"\"\n      - EDS cluster\n"));
+}
+
+TEST(ExplainTest, RouteRulesAreBoundedPerResource) {
+  std::string routes;
+  for (int r = 0; r < 70; ++r) {
+    absl::StrAppend(&routes, r == 0 ? "" : ",", "{match: {path: /r", r,
+                    R"(}, route: {cluster: prod}})");
+  }
+  const std::string route =
+      absl::StrCat(R"({virtual_hosts: [{name: greeter, domains: ["*"], routes: [)", routes, "]}]}");
+  ExplainResult result = ExplainFor(*BuildFaultGraph(route), {});
+  const ExplainNode& node = result.root.children[0];
+  ASSERT_THAT(node.children, SizeIs(70));
+  ASSERT_TRUE(node.children[63].route_rule.has_value());
+  EXPECT_EQ(node.children[63].route_rule->match, "path \"/r63\"");
+  EXPECT_FALSE(node.children[64].route_rule.has_value());
+  EXPECT_THAT(node.details, Contains("... and the route rules of 6 more cluster references"));
+}
+
+TEST(ExplainTest, JsonRoundTripsRouteRules) {
+  ExplainResult result = ExplainFor(*BuildWithFaults(kAbortAll12), {});
+  const std::string json = ExplainToJson(result);
+  EXPECT_THAT(json, HasSubstr("\"virtual_host\": \"greeter\""));
+  EXPECT_THAT(json, HasSubstr("\"route_rule\": null"));
+  EXPECT_THAT(json, HasSubstr("\"total_weight\": 100"));
+  absl::StatusOr<ExplainResult> back = ExplainFromJson(json);
+  ASSERT_THAT(back.status(), IsOk());
+  EXPECT_EQ(ExplainToText(*back), ExplainToText(result));
+  ASSERT_TRUE(back->root.children[0].children[1].route_rule.has_value());
+  const ExplainRouteRule& rule = *back->root.children[0].children[1].route_rule;
+  EXPECT_EQ(rule.index, 1);
+  EXPECT_EQ(rule.weight, 70u);
+  EXPECT_EQ(rule.total_weight, 100u);
+  EXPECT_EQ(rule.virtual_host, "greeter");
+  EXPECT_EQ(back->root.children[0].virtual_host, "greeter");
 }
 
 TEST(ExplainTest, JsonRoundTrips) {
