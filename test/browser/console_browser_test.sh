@@ -9,7 +9,9 @@
 # connected, loads the clients page (/ui/clients) and checks that the client's
 # resources name the object and variant that served them (OUT_DIR/clients.png),
 # and the explain page (/ui/explain) for env=prod, version=v2 draws the graph
-# with boxes labelled by object and variant (OUT_DIR/explain.png). Last, a
+# with boxes labelled by object and variant, the route's edges by their rule
+# and weight share (90 % and 10 %), within a 1280 px window
+# (OUT_DIR/explain.png). Last, a
 # check in Debian's Firefox ESR (headless, WebDriver BiDi): each page's
 # scripts draw what they read, and its screenshot (OUT_DIR/firefox-*.png) is
 # not blank.
@@ -178,6 +180,21 @@ has 'data-type="route" data-name="greeter"' "route box"
 has 'demo/greeter-routes · prod-v2' "route box labelled with its object and variant"
 has 'data-type="endpoint"' "endpoint box"
 has 'class="verdict accepted-text"' "verdict: complete"
+# The route box names the chosen virtual host; the route's edges to the
+# clusters carry its rule and the weight share (90 / 10), the whole rule in
+# their title and in the table.
+has 'class="box-detail">virtual host greeter<' "route box naming the chosen virtual host"
+has 'class="edge-label rule" data-to="greeter-prod"><title>' "rule label on the edge to greeter-prod"
+has 'routes[0] prefix / · 90%</text>' "edge to greeter-prod labelled with its rule and 90 %"
+has 'routes[0] prefix / · 10%</text>' "edge to greeter-canary labelled with its rule and 10 %"
+has 'of virtual host "greeter": prefix "/", weight 90 of 100 (90%)</title>' \
+  "edge title with the whole rule and weight"
+has 'class="hint rule">from route (virtual_hosts[0].routes[0]) of virtual host "greeter": prefix "/", weight 10 of 100 (10%)<' \
+  "table row with the whole rule"
+# The graph fits the 1280 px window: no horizontal scrollbar.
+graph_width=$(grep -oE '<svg viewBox="0 0 [0-9]+' <<<"${dom}" | head -1 | grep -oE '[0-9]+$')
+[[ -n ${graph_width} && ${graph_width} -le 1230 ]] ||
+  fail "the explain graph is ${graph_width:-?} px wide: wider than a 1280 px window's page"
 
 # Firefox: each page's scripts run and draw what they read (the pages use
 # standard DOM and SVG only), checked over WebDriver BiDi, and the screenshot
@@ -206,7 +223,9 @@ else
   firefox_page clients ui/clients \
     "document.querySelector('details[data-node=\"greeter-client-1\"] tr[data-name=\"greeter\"]')"
   firefox_page explain 'ui/explain?target=xds:///greeter&param=env=prod&param=version=v2' \
-    "document.querySelector('svg [data-type=\"endpoint\"]')"
+    "document.querySelector('svg [data-type=\"endpoint\"]') &&
+     [...document.querySelectorAll('svg text.rule')].some((t) => t.textContent.endsWith(' · 90%')) &&
+     document.getElementById('graph').scrollWidth <= document.getElementById('graph').clientWidth"
 fi
 
 if [[ ${failures} -gt 0 ]]; then
