@@ -1,5 +1,7 @@
 // Benchmarks of the serving path: building snapshots, pushing a variant
 // change to many streams, and memoized selection.
+#include <malloc.h>
+
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -54,8 +56,32 @@ ResourceObject Cluster(const std::string& name) {
   return object;
 }
 
+// An object of `type` named `name` with one variant, `resource`.
+ResourceObject Single(const std::string& type, const std::string& name,
+                      const std::string& resource) {
+  ResourceObject object;
+  object.ref = {kXdsResourceKind, "bench", absl::StrCat(type, "-", name)};
+  ResourceSpec spec;
+  spec.type = type;
+  spec.name = name;
+  VariantSpec variant;
+  variant.label = "all";
+  variant.resource = YAML::Load(resource);
+  spec.variants.push_back(std::move(variant));
+  object.spec = std::move(spec);
+  return object;
+}
+
 std::vector<ResourceObject> Objects(int routes, const std::string& prod_cluster) {
-  std::vector<ResourceObject> objects = {Cluster("a"), Cluster("b"), Cluster("c")};
+  std::vector<ResourceObject> objects = {
+      Cluster("a"), Cluster("b"), Cluster("c"),
+      Single("listener", "listener-0",
+             "{api_listener: {api_listener: {'@type': "
+             "'type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3."
+             "HttpConnectionManager', rds: {route_config_name: route-0, config_source: {ads: "
+             "{}}}, http_filters: [{name: router, typed_config: {'@type': "
+             "'type.googleapis.com/envoy.extensions.filters.http.router.v3.Router'}}]}}}"),
+      Single("endpoints", "a", "{cluster_name: a}"), Single("endpoints", "b", "{cluster_name: b}")};
   for (int i = 0; i < routes; ++i) objects.push_back(Route(i, i == 0 ? prod_cluster : "a"));
   return objects;
 }
@@ -171,10 +197,16 @@ int64_t PushRouteChange(const std::vector<StreamState*>& woken,
   return pushes;
 }
 
+// Returns the bytes the program has allocated and not freed (glibc's count).
+int64_t HeapBytesInUse() { return static_cast<int64_t>(mallinfo2().uordblks); }
+
 // BM_PushVariantChange with streams that hold what a gRPC client dialling
-// one service holds, several types at once (here CDS: two clusters, and RDS:
-// the route), as in the load benchmark: the change to the route's prod
-// variant is found and sent among the stream's other types.
+// one service holds, as in the load benchmark: with range(1) == 4 the four
+// types (LDS: the listener, RDS: the route, CDS: two clusters, EDS: their
+// endpoints), with 1 only the route. The change to the route's prod variant
+// is found and sent among the stream's other types. The counter
+// "bytes_per_stream" is the heap the streams' states hold after subscribing
+// (and ACKing), divided by their number.
 template <Protocol kProtocol>
 void BM_PushToClientStream(benchmark::State& state) {
   using Response = std::conditional_t<kProtocol == Protocol::kSotw, SotwResponse, DeltaResponse>;
@@ -187,18 +219,27 @@ void BM_PushToClientStream(benchmark::State& state) {
   auto a2 = std::make_shared<ServingSnapshot>(Snapshot::Derive(
       b->snapshot(), {base->resources(RouteConfigurationType()).at("route-0")}, {}));
   auto mapping = std::make_shared<ParameterMapping>();
+  const bool four_types = state.range(1) == 4;
   std::vector<std::unique_ptr<StreamState>> states;
   std::vector<StreamState*> woken;
+  states.reserve(streams);
+  const int64_t heap_before = HeapBytesInUse();
   for (int i = 0; i < streams; ++i) {
     auto s = std::make_unique<StreamState>(kProtocol, mapping);
     s->SetSnapshot(a);
     const std::string env = i % 2 == 0 ? "prod" : "test";
     auto subscribe = kProtocol == Protocol::kSotw ? SubscribeAndAck : DeltaSubscribeAndAck;
-    subscribe(*s, ClusterType(), {"a", "b"}, env);
+    if (four_types) {
+      subscribe(*s, ListenerType(), {"listener-0"}, env);
+      subscribe(*s, ClusterType(), {"a", "b"}, env);
+      subscribe(*s, ClusterLoadAssignmentType(), {"a", "b"}, env);
+    }
     subscribe(*s, RouteConfigurationType(), {"route-0"}, env);
     woken.push_back(s.get());
     states.push_back(std::move(s));
   }
+  state.counters["bytes_per_stream"] =
+      benchmark::Counter(static_cast<double>(HeapBytesInUse() - heap_before) / streams);
   int64_t pushes = 0;
   bool flip = false;
   for (auto _ : state) {
@@ -210,10 +251,12 @@ void BM_PushToClientStream(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * streams);
 }
 BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kSotw)
-    ->Arg(10000)
+    ->Args({10000, 4})
+    ->Args({10000, 1})
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kDelta)
-    ->Arg(10000)
+    ->Args({10000, 4})
+    ->Args({10000, 1})
     ->Unit(benchmark::kMillisecond);
 
 // One route changed (an incremental snapshot, as the builder derives it),
