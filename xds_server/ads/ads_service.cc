@@ -255,6 +255,9 @@ class Core final : public AdsService::StreamCore {
       // through synchronization ThreadSanitizer cannot see.
       decoded = DecodeMessage(&read_buffer_, &request_);
       if (decoded) ApplyRequestLocked(&outcome, &status, &demand);
+      // Clear keeps sub-messages allocated for the next parse; the node
+      // comes in the first request only, and its copy is in state_.
+      request_.clear_node();
       request_.Clear();
     }
     if (!decoded) {

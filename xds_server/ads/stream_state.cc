@@ -82,15 +82,15 @@ StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
   }
   it = types_.try_emplace(type_url).first;
   TypeState& state = it->second;
-  state.type_url = type_url;
+  state.type_url = &it->first;
   state.type = FindResourceType(type_url);
   if (state.type != nullptr && state.type->type_url() != type_url) {
     state.type = nullptr;  // Only full type URLs are served.
   }
   const auto after = std::upper_bound(
       ranked_.begin(), ranked_.end(), state, [](const TypeState& added, const RankedType& held) {
-        return std::make_pair(RankOf(added.type), std::cref(added.type_url)) <
-               std::make_pair(RankOf(held.type), std::cref(held.state->type_url));
+        return std::make_pair(RankOf(added.type), std::cref(*added.type_url)) <
+               std::make_pair(RankOf(held.type), std::cref(*held.state->type_url));
       });
   ranked_.insert(after, RankedType{state.type, &state});
   return &state;
@@ -122,7 +122,7 @@ absl::Status StreamState::CheckNameLimit(int64_t added, int64_t added_bytes,
 StreamState::NameState& StreamState::Track(TypeState& state, const std::string& name) {
   auto [it, inserted] = state.names.try_emplace(name);
   // Names of a wildcard type are watched through the wildcard.
-  if (inserted && !state.wildcard) watch_changes_.push_back({state.type_url, name, false, true});
+  if (inserted && !state.wildcard) watch_changes_.push_back({*state.type_url, name, false, true});
   return it->second;
 }
 
@@ -137,7 +137,7 @@ void StreamState::Untrack(TypeState& state, const std::string& name) {
   SetHeld(state, name, it->second, {});
   state.names.erase(it);
   state.unacked_prior.erase(name);
-  watch_changes_.push_back({state.type_url, name, false, false});
+  watch_changes_.push_back({*state.type_url, name, false, false});
   // Wildcard-covered names stay watched through the wildcard.
   state.upserts.erase(name);
   state.removals.erase(name);
@@ -149,9 +149,9 @@ void StreamState::SetWildcard(TypeState& state, bool wildcard) {
   if (state.wildcard == wildcard) return;
   state.wildcard = wildcard;
   state.all_dirty = true;
-  watch_changes_.push_back({state.type_url, "", true, wildcard});
+  watch_changes_.push_back({*state.type_url, "", true, wildcard});
   if (!wildcard) {
-    for (const auto& [name, ns] : state.names) watch_changes_.push_back({state.type_url, name, false, true});
+    for (const auto& [name, ns] : state.names) watch_changes_.push_back({*state.type_url, name, false, true});
   }
 }
 
@@ -175,7 +175,7 @@ void StreamState::NoteParams(bool locator, const std::shared_ptr<const Parameter
 }
 
 void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string& name,
-                                       NameState& ns, std::map<std::string, Subscription> next) {
+                                       NameState& ns, SubscriptionMap next) {
   subscribed_names_ +=
       static_cast<int64_t>(next.size()) - static_cast<int64_t>(ns.subscriptions.size());
   for (const auto& [key, sub] : ns.subscriptions) {
@@ -199,7 +199,7 @@ void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string
 void StreamState::NoteDemand(const TypeState& state, const std::string& name,
                              const Subscription& sub, bool added) {
   if (!record_demand_ || state.type == nullptr) return;
-  demand_changes_.push_back({state.type_url, name, sub.params, added});
+  demand_changes_.push_back({*state.type_url, name, sub.params, added});
 }
 
 std::vector<DemandChange> StreamState::TakeDemandChanges() {
@@ -281,7 +281,8 @@ void StreamState::NoteHeldName(const std::string& name, bool held) {
 std::vector<std::pair<std::string, int>> StreamState::TakeAuthorityChanges() {
   std::vector<std::pair<std::string, int>> out(authority_changes_.begin(),
                                                authority_changes_.end());
-  authority_changes_.clear();
+  // Frees the table (clear keeps it): a stream's authorities change rarely.
+  authority_changes_ = {};
   return out;
 }
 
@@ -295,7 +296,7 @@ std::vector<std::string> StreamState::HeldAuthorities() const {
 void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
                                    const std::optional<std::string>& error,
                                    RequestOutcome* outcome) {
-  outcome->type_url = state.type_url;
+  outcome->type_url = *state.type_url;
   outcome->nonce = nonce;
   if (nonce.empty()) {
     outcome->kind = RequestOutcome::Kind::kInitial;
@@ -418,7 +419,7 @@ StreamState::HeldMap StreamState::Effective(const TypeState& state, NameState& n
   HeldMap desired = Desired(state, ns, name);
   if (ns.rejected.empty()) return desired;
   // A rejected variant stays rejected until the snapshot stops selecting it.
-  std::erase_if(ns.rejected, [&](const std::string& key) { return desired.count(key) == 0; });
+  absl::erase_if(ns.rejected, [&](const std::string& key) { return desired.count(key) == 0; });
   for (const std::string& key : ns.rejected) {
     const Held rejected = desired[key];
     desired.erase(key);
@@ -476,7 +477,7 @@ void StreamState::Refresh(TypeState& state) {
       }
     }
   }
-  const std::set<std::string> dirty = std::exchange(state.dirty, {});
+  const NameSet dirty = std::exchange(state.dirty, {});
   for (const std::string& name : dirty) {
     state.upserts.erase(name);
     state.removals.erase(name);
@@ -544,9 +545,9 @@ void StreamState::DropIdleName(TypeState& state, const std::string& name) {
   }
 }
 
-std::set<std::string> StreamState::TakeDue(TypeState& state, bool removal_phase) {
+StreamState::NameSet StreamState::TakeDue(TypeState& state, bool removal_phase) {
   if (removal_phase) return std::exchange(state.removals, {});
-  std::set<std::string> names = std::exchange(state.upserts, {});
+  NameSet names = std::exchange(state.upserts, {});
   names.merge(state.unanswered);
   state.unanswered.clear();
   return names;
@@ -554,9 +555,9 @@ std::set<std::string> StreamState::TakeDue(TypeState& state, bool removal_phase)
 
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
-void StreamState::NumberResponse(TypeState& state, const std::set<std::string>& names,
+void StreamState::NumberResponse(TypeState& state, const NameSet& names,
                                  bool full_state, PushRecord* record) {
-  record->type_url = state.type_url;
+  record->type_url = *state.type_url;
   record->version_info = DigestVersion(state.held_digest);
   record->nonce = NextNonce();
   state.response_due = false;
@@ -587,9 +588,7 @@ void StreamState::NoteNack(TypeState& state, const std::vector<std::string>& sus
     auto it = state.names.find(name);
     auto version = carried.find(name);
     if (it == state.names.end() || version == carried.end()) return;
-    it->second.nacked_in = state.last_sent;
-    it->second.nacked_version = version->second;
-    it->second.nack_detail = detail;
+    it->second.nack = std::make_unique<NackNote>(NackNote{state.last_sent, version->second, detail});
   };
   if (suspects.empty()) {
     for (const auto& [name, version] : carried) mark(name);
@@ -598,14 +597,14 @@ void StreamState::NoteNack(TypeState& state, const std::vector<std::string>& sus
   }
 }
 
-void StreamState::NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
+void StreamState::NoteSent(TypeState& state, uint64_t number, const NameSet& names,
                            bool full_state) {
   state.last_sent = number;
   const uint64_t answered = state.answered;
   auto sent = [&](NameState& ns) {
     // Stale already: a response carrying it is in flight, or was NACKED.
     const bool stale =
-        ns.sent_in > answered || (ns.nacked_in != 0 && ns.nacked_in >= ns.sent_in);
+        ns.sent_in > answered || (ns.nack != nullptr && ns.nack->response >= ns.sent_in);
     if (!stale) ns.unacked_since = now_;
     ns.sent_in = number;
   };
@@ -666,10 +665,10 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
         if (!held.variant->constraints.unconstrained()) {
           status.constraints = held.variant->constraints.ToString();
         }
-        if (ns.nacked_in != 0 && ns.nacked_in >= ns.sent_in) {
+        if (ns.nack != nullptr && ns.nack->response >= ns.sent_in) {
           status.state = ResourceStatus::State::kNacked;
-          status.nacked_version = ns.nacked_version;
-          status.error_detail = ns.nack_detail;
+          status.nacked_version = ns.nack->version;
+          status.error_detail = ns.nack->detail;
           status.stale_since = ns.unacked_since;
         } else if (ns.sent_in <= state.answered) {
           status.state = ResourceStatus::State::kAcked;

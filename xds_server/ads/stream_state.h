@@ -23,6 +23,11 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/flat_map.hpp>
+#include <boost/container/small_vector.hpp>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -282,31 +287,48 @@ class StreamState {
     std::shared_ptr<const Variant> variant;
     bool locator = false;
   };
+  // Sorted by key, in a vector with room for one entry inline: a name has
+  // nearly always one subscription and one held variant, and every stream
+  // keeps a few names, so a tree of heap nodes per name would cost more
+  // than the state itself (see BM_PushToClientStream's bytes_per_stream).
+  template <typename T>
+  using SmallMap =
+      boost::container::flat_map<std::string, T, std::less<>,
+                                 boost::container::small_vector<std::pair<std::string, T>, 1>>;
   // Held variants by key: form ("L"/"P") + version.
-  using HeldMap = std::map<std::string, Held>;
+  using HeldMap = SmallMap<Held>;
+  // Subscriptions by form ("L"/"P") + canonical parameters.
+  using SubscriptionMap = SmallMap<Subscription>;
+  // Names of one type, sorted; empty (most of the time) without a heap node.
+  using NameSet = absl::btree_set<std::string>;
+  // The last NACKed response that carried a name.
+  struct NackNote {
+    uint64_t response = 0;  // Its number.
+    std::string version;    // The rejected version.
+    std::shared_ptr<const std::string> detail;
+  };
   struct NameState {
-    // Subscriptions by form ("L"/"P") + canonical parameters.
-    std::map<std::string, Subscription> subscriptions;
+    SubscriptionMap subscriptions;
     HeldMap held;
     // Delta: the client claimed a version (initial_resource_versions) this
     // server cannot match to a variant it serves for it.
     bool stale_claim = false;
     // Keys of variants the client rejected (full-state SotW): not offered
     // again until the snapshot changes them.
-    std::set<std::string> rejected;
+    NameSet rejected;
     // For DescribeClient: the number of the last response that carried the
-    // name, and of the last NACKed one that did (0: none), with the
-    // rejected version and the client's detail.
+    // name, and the last NACKed one that did (null: none; rare, so kept
+    // out of line).
     uint64_t sent_in = 0;
-    uint64_t nacked_in = 0;
-    std::string nacked_version;
-    std::shared_ptr<const std::string> nack_detail;
+    std::unique_ptr<NackNote> nack;
     // When the first response carrying the name that the client has not
     // ACKed since was sent (meaningful while one is in flight or NACKed).
     absl::Time unacked_since;
   };
   struct TypeState {
-    std::string type_url;
+    // The key of this state in types_ (whose nodes stay put): one copy of
+    // the URL per type and stream.
+    const std::string* type_url = nullptr;
     const ResourceType* type = nullptr;  // Null: a type Facet does not serve.
     bool wildcard = false;
     // Wildcard by the legacy rule (first LDS/CDS request named nothing):
@@ -319,15 +341,15 @@ class StreamState {
     std::map<std::string, NameState> names;
     // Pending work: names to re-examine, and the answers they need.
     bool all_dirty = false;
-    std::set<std::string> dirty;
-    std::set<std::string> upserts;
-    std::set<std::string> removals;
-    std::set<std::string> unanswered;
+    NameSet dirty;
+    NameSet upserts;
+    NameSet removals;
+    NameSet unanswered;
     // Sum of Digest64OfParts({name, key}) over held variants: the SotW version_info.
     uint64_t held_digest = 0;
     // Full-state SotW: the held variants of names changed since the last ACK,
     // as they were at that ACK.
-    std::map<std::string, HeldMap> unacked_prior;
+    absl::btree_map<std::string, HeldMap> unacked_prior;
     // SotW fast path: the last request's names, when it had no locators.
     std::vector<std::string> last_names;
     bool last_had_locators = true;
@@ -373,7 +395,7 @@ class StreamState {
                        std::shared_ptr<const Parameters> params, bool locator);
   // Replaces a name's subscriptions, recording the difference as demand.
   void ReplaceSubscriptions(const TypeState& state, const std::string& name, NameState& ns,
-                            std::map<std::string, Subscription> next);
+                            SubscriptionMap next);
   void NoteDemand(const TypeState& state, const std::string& name, const Subscription& sub,
                   bool added);
   // Notes a subscription's parameters for uniform_params().
@@ -402,17 +424,17 @@ class StreamState {
   // `names` (every name, when `full_state`) its nonce and version (of what
   // the stream holds of the type), in `record`, and remembers what it sent
   // for the client's ACK or NACK.
-  void NumberResponse(TypeState& state, const std::set<std::string>& names, bool full_state,
+  void NumberResponse(TypeState& state, const NameSet& names, bool full_state,
                       PushRecord* record);
   // Records, for DescribeClient, that the response `state` just sent carried
   // `names` (at now_).
-  void NoteSent(TypeState& state, uint64_t number, const std::set<std::string>& names,
+  void NoteSent(TypeState& state, uint64_t number, const NameSet& names,
                 bool full_state);
   // Whether some type has names to re-examine or answers due.
   bool HasPendingWork() const;
   TypeState* PickNext(bool* removal_phase);
   // Returns (and clears) the names the next response of `state` settles.
-  static std::set<std::string> TakeDue(TypeState& state, bool removal_phase);
+  static NameSet TakeDue(TypeState& state, bool removal_phase);
   std::string NextNonce();
   void DropIdleName(TypeState& state, const std::string& name);
   void ResumeFromClientVersions();

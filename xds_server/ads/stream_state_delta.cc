@@ -63,7 +63,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, Reques
   TypeState& state = *found;
   if (absl::Status limit = CheckNameLimit(
           request.resource_names_subscribe_size() + request.resource_locators_subscribe_size(),
-          added_bytes, state.type_url, outcome);
+          added_bytes, *state.type_url, outcome);
       !limit.ok()) {
     return limit;
   }
@@ -149,8 +149,10 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, Reques
         subscribed_bytes_ -= static_cast<int64_t>(canonical.size());
       }
     }
-    HeldMap held = ns.held;
-    std::erase_if(held, [](const auto& entry) { return !entry.second.locator; });
+    HeldMap held;
+    for (const auto& [key, entry] : ns.held) {
+      if (entry.locator) held.emplace_hint(held.end(), key, entry);
+    }
     SetHeld(state, canonical, ns, std::move(held));
     after_unsubscribe(canonical, ns);
   }
@@ -204,7 +206,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     state->response_due = false;
     *response = DeltaResponse();
     record->items.clear();
-    std::set<std::string> names = TakeDue(*state, removal_phase);
+    NameSet names = TakeDue(*state, removal_phase);
     auto remove = [&](const std::string& name, const Held& entry) {
       if (entry.locator) {
         ResourceName& removed = response->removed_resource_names.emplace_back();
@@ -266,7 +268,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
     NumberResponse(*state, names, /*full_state=*/false, record);
-    response->type_url = state->type_url;
+    response->type_url = *state->type_url;
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.
     response->system_version_info = record->version_info;

@@ -55,7 +55,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   }
 
   // SotW requests carry the complete subscription set.
-  std::map<std::string, std::map<std::string, Subscription>> next;
+  std::map<std::string, SubscriptionMap> next;
   bool wildcard = false;
   for (const std::string& name : request.resource_names()) {
     if (name == kWildcard) {
@@ -109,7 +109,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     }
   }
   if (added > 0 || added_bytes > 0) {
-    if (absl::Status limit = CheckNameLimit(added, added_bytes, state.type_url, outcome);
+    if (absl::Status limit = CheckNameLimit(added, added_bytes, *state.type_url, outcome);
         !limit.ok()) {
       return limit;
     }
@@ -137,7 +137,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
       changed = true;
       continue;
     }
-    std::map<std::string, Subscription>& subs = found_next->second;
+    SubscriptionMap& subs = found_next->second;
     bool same = subs.size() == ns.subscriptions.size();
     for (auto& [key, sub] : subs) {
       auto old = ns.subscriptions.find(key);
@@ -240,7 +240,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
 
     // This response settles the upserts and unanswered names (and, in the
     // removal phase, the removals); a full-state one answers everything.
-    std::set<std::string> names = TakeDue(*state, removal_phase);
+    NameSet names = TakeDue(*state, removal_phase);
     std::vector<std::pair<std::string, Held>> carried;
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
@@ -276,7 +276,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
           {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
     }
     NumberResponse(*state, names, full_state, record);
-    response->type_url = state->type_url;
+    response->type_url = *state->type_url;
     response->version_info = record->version_info;
     response->nonce = record->nonce;
     return true;
