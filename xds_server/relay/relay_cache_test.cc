@@ -64,7 +64,7 @@ std::string Served(const std::shared_ptr<const Snapshot>& snapshot, const std::s
 
 class RelayCacheTest : public ::testing::Test {
  protected:
-  RelayCache cache_{RelayCache::Options{nullptr, absl::Seconds(10)}};
+  RelayCache cache_{RelayCache::Options{nullptr, absl::Seconds(10), ConstraintLimits{}}};
 };
 
 TEST_F(RelayCacheTest, NothingIsAnsweredBeforeUpstreamHas) {
@@ -226,7 +226,7 @@ TEST_F(RelayCacheTest, NamesNoUpstreamServesDoNotExist) {
   RelayCache cache(RelayCache::Options{[](const std::string& name) {
                                          return name.rfind("xdstp://known/", 0) == 0 ? 0 : -1;
                                        },
-                                       absl::Seconds(10)});
+                                       absl::Seconds(10), ConstraintLimits{}});
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<Fetch> fetches =
       cache.OnDemand({Demand("xdstp://unknown/envoy.config.route.v3.RouteConfiguration/r", {})},
@@ -396,7 +396,7 @@ TEST(RelayCacheProperty, NeverServesAVariantThatDoesNotMatchAndConvergesToUpstre
   }
   for (int seed = 1; seed <= 40; ++seed) {
     std::mt19937 random(seed);
-    RelayCache cache(RelayCache::Options{nullptr, absl::Seconds(10)});
+    RelayCache cache(RelayCache::Options{nullptr, absl::Seconds(10), ConstraintLimits{}});
     SimulatedUpstream upstream;
     upstream.SetVariants(sets[0]);
     std::vector<Fetch> pending;  // Requests on their way upstream.
