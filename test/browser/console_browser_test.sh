@@ -53,6 +53,40 @@ cluster rejected-cluster ROUND_ROBBIN >"${manifests}/60-rejected.yaml"
 cluster edited-cluster ROUND_ROBIN >"${manifests}/70-edited.yaml"
 cluster live-cluster ROUND_ROBIN >"${manifests}/80-live.yaml"
 cluster live-cluster ROUND_ROBBIN >"${work}/80-live-rejected.yaml"
+# A listener whose route has no virtual host for its name: valid, served, and
+# broken for every client (the explain page's broken edge).
+cat >"${manifests}/90-no-host.yaml" <<'YAML'
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: no-host-listener, namespace: demo}
+spec:
+  type: listener
+  name: no-host
+  variants:
+  - resource:
+      api_listener:
+        api_listener:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          rds: {config_source: {ads: {}, resource_api_version: V3}, route_config_name: no-host}
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+---
+apiVersion: facet.dev/v1alpha1
+kind: XdsResource
+metadata: {name: no-host-routes, namespace: demo}
+spec:
+  type: route
+  name: no-host
+  variants:
+  - resource:
+      virtual_hosts:
+      - name: elsewhere
+        domains: [elsewhere]
+        routes:
+        - match: {prefix: ""}
+          route: {cluster: greeter-prod}
+YAML
 
 "${facet}" serve --manifests "${manifests}" --xds-address 127.0.0.1:0 \
   --admin-address 127.0.0.1:0 --ready-file "${work}/ready" >"${work}/stdout" 2>"${work}/stderr" &
@@ -195,6 +229,15 @@ has 'class="hint rule">from route (virtual_hosts[0].routes[0]) of virtual host "
 graph_width=$(grep -oE '<svg viewBox="0 0 [0-9]+' <<<"${dom}" | head -1 | grep -oE '[0-9]+$')
 [[ -n ${graph_width} && ${graph_width} -le 1230 ]] ||
   fail "the explain graph is ${graph_width:-?} px wide: wider than a 1280 px window's page"
+
+# A broken graph: the edge to the route that has no virtual host for the
+# name is drawn broken and labelled with the reason; the verdict says broken.
+load explain-broken "http://${admin}/ui/explain?target=xds:///no-host"
+has 'class="edge broken"' "broken edge to the route without a matching virtual host"
+has 'class="edge-label broken" data-to="no-host"><title>' "label on the broken edge"
+has 'no virtual host matches "no-host" (domains: [elsewhere]): RPCs fail with UNAVAILABLE</title>' \
+  "the broken edge's reason in its title"
+has 'class="verdict rejected-text"' "verdict: broken"
 
 # Firefox: each page's scripts run and draw what they read (the pages use
 # standard DOM and SVG only), checked over WebDriver BiDi, and the screenshot
