@@ -44,7 +44,9 @@ bool DebugLogging() { return spdlog::should_log(spdlog::level::debug); }
 
 }  // namespace
 
-class AdsService::StreamCore : public ResponseBudget::Waiter, public SubscriptionQuota {
+class AdsService::StreamCore : public ResponseBudget::Waiter,
+                               public SubscriptionQuota,
+                               public WritesInFlight::Writer {
  public:
   // `peer` is escaped for logs here.
   StreamCore(AdsService* service, uint64_t id, absl::string_view peer)
@@ -63,8 +65,6 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
   // Returns (and forgets) pending demand changes, then the end of every
   // subscription held.
   virtual std::vector<DemandChange> EndDemand() = 0;
-  // Cancels the stream if a write has been in flight since before `limit`.
-  virtual void CancelIfStalled(absl::Time limit) = 0;
   // Describes the stream's client into `out` when it matches `query`, within
   // `*budget` (StreamState::DescribeClient). Returns false when it does not
   // match; sets `*fits` to false when it matches but does not fit.
@@ -114,6 +114,16 @@ class AdsService::StreamCore : public ResponseBudget::Waiter, public Subscriptio
     return charged;
   }
   ResponseBudget& budget() { return service_->budget_; }
+  // Tells the stall check of a write started or completed (nothing when the
+  // service has none). Called under the stream's lock, which orders them.
+  void WriteStarted(absl::Time started) {
+    if (service_->writes_in_flight_ == nullptr) return;
+    service_->writes_in_flight_->Started(
+        id_, started, std::static_pointer_cast<StreamCore>(shared_from_this()));
+  }
+  void WriteEnded() {
+    if (service_->writes_in_flight_ != nullptr) service_->writes_in_flight_->Ended(id_);
+  }
 
  private:
   friend class AdsService;
@@ -299,6 +309,7 @@ class Core final : public AdsService::StreamCore {
       published = std::exchange(write_published_, absl::InfiniteFuture());
       writing_ = false;
       write_started_ = absl::InfiniteFuture();
+      WriteEnded();
       response_.Clear();  // Frees the response's bytes.
       written = std::exchange(response_bytes_, 0);
       if (ok) wrote_ = true;
@@ -488,6 +499,7 @@ class Core final : public AdsService::StreamCore {
       response_ = Encode(plan);  // The plan, and what it held on to, go here.
       writing_ = true;
       write_started_ = absl::Now();
+      WriteStarted(write_started_);
       response_bytes_ = static_cast<int64_t>(response_.Length());
       budget().Add(response_bytes_);
       next->action = Action::kWrite;
@@ -628,11 +640,14 @@ AdsService::AdsService(SnapshotStore& store, Options options)
   watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
     OnSnapshot(std::move(snapshot));
   });
-  // Bounded cost: one look at each open stream per period.
-  stall_check_ =
-      std::make_unique<StallCheck>(options_.write_stall_timeout, [this](absl::Time limit) {
-        for (const auto& core : Cores()) core->CancelIfStalled(limit);
-      });
+  // Each pass looks at the writes in flight only: idle streams cost it nothing.
+  if (options_.write_stall_timeout > absl::ZeroDuration()) {
+    writes_in_flight_ = std::make_unique<WritesInFlight>();
+    stall_check_ =
+        std::make_unique<StallCheck>(options_.write_stall_timeout, [this](absl::Time limit) {
+          writes_in_flight_->CancelStalled(limit);
+        });
+  }
 }
 
 AdsService::~AdsService() {

@@ -24,6 +24,7 @@
 #include "xds_server/ads/response_budget.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/ads/stall_check.h"
+#include "xds_server/ads/writes_in_flight.h"
 #include "xds_server/ads/stream_state.h"
 #include "xds_server/ads/subscription_ledger.h"
 #include "xds_server/ads/watch_index.h"
@@ -171,6 +172,9 @@ class AdsService final
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_stream_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::atomic<int64_t> freed_since_trim_{0};
+  // The writes in flight, when the stall check runs (else null): set by the
+  // constructor, outlives stall_check_.
+  std::unique_ptr<WritesInFlight> writes_in_flight_;
   // Made last by the constructor and destroyed first by the destructor, so
   // that its scans never see a half-built service.
   std::unique_ptr<StallCheck> stall_check_;
