@@ -2,7 +2,10 @@
 // change to many streams, and memoized selection.
 #include <malloc.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -13,6 +16,18 @@
 #include "xds_server/ads/wire.h"
 #include "xds_server/constraints/match_syntax.h"
 #include "xds_server/snapshot/builder.h"
+
+// Heap allocations made through operator new (for "allocations_per_ack").
+std::atomic<int64_t> g_allocations{0};
+
+// Not inlined: GCC would otherwise pair malloc with callers' deletes and warn.
+[[gnu::noinline]] void* operator new(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, size_t) noexcept { std::free(p); }
 
 namespace facet::xds {
 namespace {
@@ -340,6 +355,66 @@ void BM_AckWithManySubscriptions(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(BM_AckWithManySubscriptions, Protocol::kSotw)->Arg(10000);
 BENCHMARK_TEMPLATE(BM_AckWithManySubscriptions, Protocol::kDelta)->Arg(10000);
+
+// The ACK of a push on a stream that holds what a gRPC client dialling one
+// service holds (the four types of BM_PushToClientStream), as the server
+// handles it: decoded from the wire into the stream's reused request,
+// applied, and the next response looked for (none is due). The counter
+// "allocations_per_ack" is the heap allocations (operator new) each one makes.
+template <Protocol kProtocol>
+void BM_AckOnClientStream(benchmark::State& state) {
+  using Request = std::conditional_t<kProtocol == Protocol::kSotw, DiscoveryRequest,
+                                     DeltaDiscoveryRequest>;
+  using Response = std::conditional_t<kProtocol == Protocol::kSotw, SotwResponse, DeltaResponse>;
+  auto base = Build(Objects(1000, "a"));
+  auto other = Build(Objects(1, "b"));
+  auto a = std::make_shared<ServingSnapshot>(base);
+  auto b = std::make_shared<ServingSnapshot>(Snapshot::Derive(
+      *base, {other->resources(RouteConfigurationType()).at("route-0")}, {}));
+  StreamState s(kProtocol, std::make_shared<ParameterMapping>());
+  s.SetSnapshot(a);
+  auto subscribe = kProtocol == Protocol::kSotw ? SubscribeAndAck : DeltaSubscribeAndAck;
+  subscribe(s, ListenerType(), {"listener-0"}, "prod");
+  subscribe(s, ClusterType(), {"a", "b"}, "prod");
+  subscribe(s, ClusterLoadAssignmentType(), {"a", "b"}, "prod");
+  subscribe(s, RouteConfigurationType(), {"route-0"}, "prod");
+  // A change to the route, pushed: the ACK answers it.
+  s.AdoptSnapshot(b);
+  s.MarkDirty(RouteConfigurationType(), "route-0");
+  Response response;
+  PushRecord record;
+  Request ack;
+  ack.set_type_url(RouteConfigurationType().type_url());
+  while (s.NextResponse(&response, &record)) {
+    if constexpr (kProtocol == Protocol::kSotw) {
+      ack.set_version_info(response.version_info);
+      ack.set_response_nonce(response.nonce);
+      ack.add_resource_names("route-0");
+    } else {
+      ack.set_response_nonce(response.nonce);
+    }
+  }
+  const grpc::ByteBuffer wire = EncodeMessage(ack);
+  Request request;  // Reused, as each stream reuses its own.
+  int64_t allocations = 0;
+  bool acks = true;
+  for (auto _ : state) {
+    grpc::ByteBuffer buffer(wire);
+    const int64_t before = g_allocations.load(std::memory_order_relaxed);
+    if (!DecodeMessage(&buffer, &request)) state.SkipWithError("the ACK does not decode");
+    RequestOutcome outcome;  // Each request's own, as the server's.
+    benchmark::DoNotOptimize(s.OnRequest(request, &outcome));
+    benchmark::DoNotOptimize(s.NextResponse(&response, &record));
+    request.Clear();
+    allocations += g_allocations.load(std::memory_order_relaxed) - before;
+    acks = acks && outcome.kind == RequestOutcome::Kind::kAck;
+  }
+  if (!acks) state.SkipWithError("a request is not an ACK");
+  state.counters["allocations_per_ack"] =
+      benchmark::Counter(static_cast<double>(allocations) / state.iterations());
+}
+BENCHMARK_TEMPLATE(BM_AckOnClientStream, Protocol::kSotw);
+BENCHMARK_TEMPLATE(BM_AckOnClientStream, Protocol::kDelta);
 
 // Hostile request contents: each case is one request of N entries on a fresh
 // stream (N and 10N): the time per entry stays flat when the handling is
