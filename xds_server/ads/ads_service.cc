@@ -24,7 +24,7 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 
 namespace {
 
-std::string ShortType(const std::string& type_url) {
+std::string ShortType(absl::string_view type_url) {
   const ResourceType* type = FindResourceType(type_url);
   return type != nullptr ? std::string(type->alias()) : SafeForLog(type_url);
 }
@@ -768,7 +768,8 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
       break;
     case RequestOutcome::Kind::kNack: {
       const NackLog::Detail detail =
-          nack_log_.Add(outcome.type_url, outcome.nacked, core.node_id(), outcome.error_detail);
+          nack_log_.Add(std::string(outcome.type_url), outcome.nacked, core.node_id(),
+                        outcome.error_detail);
       spdlog::warn("stream {} node \"{}\": NACK {} nonce {} [{}]: {}{}", core.id(), core.node_id(),
                    ShortType(outcome.type_url), SafeForLog(outcome.nonce),
                    DescribeItems(outcome.nacked), *detail.text,

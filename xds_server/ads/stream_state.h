@@ -106,7 +106,9 @@ struct RequestOutcome {
   enum class Limit { kNone, kNames, kTypes, kBytes, kConnectionMemory, kServerMemory };
   Kind kind = Kind::kInitial;
   Limit limit = Limit::kNone;
-  std::string type_url;
+  // The stream state's own copy of the type URL (no copy per request): valid
+  // while the StreamState lives.
+  absl::string_view type_url;
   std::string nonce;
   std::string error_detail;        // For kNack.
   std::vector<PushedItem> nacked;  // The items of the NACKed response.

@@ -181,6 +181,15 @@ TEST_F(SotwTest, AcksAreRecognisedAndSendNothing) {
   EXPECT_THAT(Drain(), IsEmpty());
 }
 
+TEST_F(SotwTest, AcksNameTheirTypeWithTheStreamsOwnCopyOfItsUrl) {
+  Request(Sotw(kRds, {"r"}));
+  auto first = Drain();
+  const RequestOutcome a = Request(Sotw(kRds, {"r"}, first[0].nonce()));
+  const RequestOutcome b = Request(Sotw(kRds, {"r"}, first[0].nonce()));
+  EXPECT_EQ(a.type_url, kRds);
+  EXPECT_EQ(a.type_url.data(), b.type_url.data());  // No copy per request.
+}
+
 TEST_F(SotwTest, NackIsRecordedAndNotResentUntilTheSnapshotChanges) {
   Request(Sotw(kRds, {"r"}));
   auto first = Drain();
