@@ -258,6 +258,10 @@ class Core final : public AdsService::StreamCore {
     absl::Status status;
     std::vector<DemandChange> demand;
     bool decoded = false;
+    // What the stream does next, decided with the request when it changes no
+    // demand (every ACK): one critical section per ACK, not three.
+    Next next;
+    bool decided = false;
     {
       absl::MutexLock lock(&mu_);
       // Parsed under the stream's lock, like everything else the read path
@@ -269,6 +273,10 @@ class Core final : public AdsService::StreamCore {
       // comes in the first request only, and its copy is in state_.
       request_.clear_node();
       request_.Clear();
+      if (decoded && status.ok() && demand.empty()) {
+        DecideLocked(&next);
+        decided = true;
+      }
     }
     if (!decoded) {
       const std::string& type = Request::GetDescriptor()->full_name();
@@ -291,14 +299,11 @@ class Core final : public AdsService::StreamCore {
       return;
     }
     Record(&outcome, nullptr);
-    TryWrite();
-    Reactor* reactor;
-    {
-      absl::MutexLock lock(&mu_);
-      reactor = reactor_;
-    }
-    // gRPC calls OnDone, which clears reactor_, only after this reaction.
-    reactor->StartRead(&read_buffer_);
+    if (!decided) Decide(&next);
+    Act(next);
+    // gRPC calls OnDone, which clears reactor_, only after this reaction: the
+    // reactor the decision saw is still the stream's.
+    next.reactor->StartRead(&read_buffer_);
   }
 
   void OnWriteDone(bool ok) {
@@ -530,11 +535,14 @@ class Core final : public AdsService::StreamCore {
 
   void TryWrite() {
     Next next;
-    {
-      absl::MutexLock lock(&mu_);
-      DecideLocked(&next);
-    }
+    Decide(&next);
     Act(next);
+  }
+
+  // Decides into `next` what the stream does next; the caller acts on it.
+  void Decide(Next* next) {
+    absl::MutexLock lock(&mu_);
+    DecideLocked(next);
   }
 
   mutable absl::Mutex mu_;
