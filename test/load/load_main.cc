@@ -47,6 +47,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "test/e2e/dashed_flags.h"
@@ -103,6 +104,10 @@ ABSL_FLAG(absl::Duration, restart_after, absl::ZeroDuration(),
           "relay-restart: how long the relay stays down before it is started again");
 ABSL_FLAG(absl::Duration, histogram_bucket, absl::Milliseconds(100),
           "relay-restart: the width of the reconnection histogram's buckets");
+ABSL_FLAG(absl::Duration, server_keepalive_timeout, absl::ZeroDuration(),
+          "every server's gRPC keepalive timeout, which gRPC also sets as the TCP user timeout "
+          "of its connections: how long data it sent may stay unacknowledged (a client that "
+          "reads nothing) before the kernel resets the connection; 0: the servers' default (20s)");
 ABSL_FLAG(std::string, facet_binary, FACET_BINARY, "the facet binary");
 ABSL_FLAG(std::string, null_server_binary, FACET_NULL_SERVER_BINARY, "the null server binary");
 
@@ -293,8 +298,8 @@ struct TargetResult {
   std::string error;                    // Empty when the run succeeded.
   std::optional<absl::Duration> ready;  // From spawning the server to its ready file.
   std::optional<absl::Duration> sync;
-  EditResults edits;                   // Every change's, pooled.
-  std::vector<double> change_p99_ms;   // Each change's p99.
+  EditResults edits;                  // Every change's, pooled.
+  std::vector<double> change_p99_ms;  // Each change's p99.
   int64_t rss_before_kib = -1;
   int64_t rss_after_kib = -1;
   int streams = 0;
@@ -382,6 +387,12 @@ absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& kind,
         absl::GetFlag(FLAGS_null_server_binary), absl::StrCat("--xds-address=", xds_address),
         absl::StrCat("--ready-file=", ready_file), absl::StrCat("--services=", config.services),
         absl::StrCat("--push=", absl::GetFlag(FLAGS_null_push))};
+  }
+  if (const absl::Duration timeout = absl::GetFlag(FLAGS_server_keepalive_timeout);
+      timeout > absl::ZeroDuration()) {
+    options.argv.push_back(
+        absl::StrCat(kind == "null" ? "--keepalive-timeout=" : "--grpc-keepalive-timeout=",
+                     absl::FormatDuration(timeout)));
   }
   options.stdout_path = absl::StrCat(config.work_dir, "/", name, ".stdout.log");
   options.stderr_path = absl::StrCat(config.work_dir, "/", name, ".stderr.log");
@@ -698,11 +709,10 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
                       [](std::string* out, double v) { out->append(JsonNumber(v)); }),
         "]}"));
   }
-  std::cout << absl::StrCat("{\"streams\":", config.plans.size(),
-                            ",\"connections\":", config.load.connections,
-                            ",\"changes\":", config.changes, ",\"mode\":\"", mode,
-                            "\",\"services\":", config.services, ",\"targets\":{",
-                            absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
+  std::cout << absl::StrCat(
+      "{\"streams\":", config.plans.size(), ",\"connections\":", config.load.connections,
+      ",\"changes\":", config.changes, ",\"mode\":\"", mode, "\",\"services\":", config.services,
+      ",\"targets\":{", absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
 }
 
 // What the relay-restart scenario saw.
@@ -1007,6 +1017,9 @@ int Main() {
 }  // namespace facet::load
 
 int main(int argc, char** argv) {
+  // As in facet serve: Debian's abseil would otherwise check every Mutex
+  // acquisition for lock-order cycles, a graph update per lock.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   absl::SetProgramUsageMessage("facet_load [--streams N] [--connections C] [--targets facet,null]");
   facet::e2e::ParseDashedCommandLine(argc, argv);
   return facet::load::Main();

@@ -16,6 +16,7 @@
 #include "absl/flags/flag.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "test/e2e/dashed_flags.h"
@@ -25,12 +26,18 @@
 ABSL_FLAG(std::string, xds_address, "127.0.0.1:0", "127.0.0.1:PORT to listen on (0: any)");
 ABSL_FLAG(std::string, ready_file, "", "write {\"xds_address\": ...} here once serving");
 ABSL_FLAG(int, services, 2000, "services in the world (for wildcard subscriptions)");
+ABSL_FLAG(absl::Duration, keepalive_timeout, absl::ZeroDuration(),
+          "gRPC's keepalive timeout, which it also sets as the connections' TCP user timeout "
+          "(0: gRPC's default, 20s)");
 ABSL_FLAG(std::string, push, "selected",
           "on SIGUSR1, write the edited route (then, alternating, the original) to all streams "
           "subscribed to routes, or only to those whose parameters select the edited variant "
           "(selected)");
 
 int main(int argc, char** argv) {
+  // As in facet serve: Debian's abseil would otherwise check every Mutex
+  // acquisition for lock-order cycles, a graph update per lock.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   facet::e2e::ParseDashedCommandLine(argc, argv);
   const std::string address = absl::GetFlag(FLAGS_xds_address);
   const std::string push = absl::GetFlag(FLAGS_push);
@@ -54,6 +61,11 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterCallbackGenericService(&service);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  if (const absl::Duration timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+      timeout > absl::ZeroDuration()) {
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
+                               static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {
     std::cerr << "facet_null_server: cannot listen on " << address << "\n";
