@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <functional>
 
@@ -133,7 +133,8 @@ void DefineXdsServerFlags(Flags& flags) {
   flags.Define("grpc-keepalive-time", DurationFlag(d.keepalive_time),
                "the server pings each connection this often (0: never)");
   flags.Define("grpc-keepalive-timeout", DurationFlag(d.keepalive_timeout),
-               "close a connection whose ping is not acknowledged within this");
+               "close a connection whose ping, or any data sent on it, is not acknowledged "
+               "within this (gRPC sets it as the TCP user timeout)");
   flags.Define("grpc-min-client-ping-interval", DurationFlag(d.min_client_ping_interval),
                "clients pinging more often are sent GOAWAY too_many_pings");
   flags.Define("grpc-keepalive-permit-without-calls",
