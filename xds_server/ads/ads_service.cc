@@ -24,11 +24,6 @@ using ::envoy::service::discovery::v3::DiscoveryResponse;
 
 namespace {
 
-std::string ShortType(absl::string_view type_url) {
-  const ResourceType* type = FindResourceType(type_url);
-  return type != nullptr ? std::string(type->alias()) : SafeForLog(type_url);
-}
-
 std::string DescribeItems(const std::vector<PushedItem>& items) {
   return absl::StrJoin(items, ", ", [](std::string* out, const PushedItem& item) {
     if (item.removal && item.version.empty()) {
@@ -118,8 +113,8 @@ class AdsService::StreamCore : public ResponseBudget::Waiter,
   // service has none). Called under the stream's lock, which orders them.
   void WriteStarted(absl::Time started) {
     if (service_->writes_in_flight_ == nullptr) return;
-    service_->writes_in_flight_->Started(
-        id_, started, std::static_pointer_cast<StreamCore>(shared_from_this()));
+    service_->writes_in_flight_->Started(id_, started,
+                                         std::static_pointer_cast<StreamCore>(shared_from_this()));
   }
   void WriteEnded() {
     if (service_->writes_in_flight_ != nullptr) service_->writes_in_flight_->Ended(id_);
@@ -444,9 +439,10 @@ class Core final : public AdsService::StreamCore {
       canceller_ = std::this_thread::get_id();
     }
     if (report) observer().OnStreamEnding(StreamEndReason::kWriteStall);
-    spdlog::warn("stream {} node \"{}\" ({}): closing: a write has not completed within the "
-                 "write-stall timeout",
-                 id(), node, peer());
+    spdlog::warn(
+        "stream {} node \"{}\" ({}): closing: a write has not completed within the "
+        "write-stall timeout",
+        id(), node, peer());
     // Outside every lock: gRPC may run this stream's reactions inline.
     context->TryCancel();
     absl::MutexLock lock(&cancel_mu_);
@@ -566,10 +562,10 @@ class Core final : public AdsService::StreamCore {
   bool finish_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool end_decided_ ABSL_GUARDED_BY(mu_) = false;  // The server ends the stream (reported).
-  grpc::Status finish_status_;  // Written before finished_ is set; read after.
-  grpc::ByteBuffer read_buffer_;  // Owned by the pending read.
-  Request request_ ABSL_GUARDED_BY(mu_);  // Parsed from it by the read path.
-  grpc::ByteBuffer response_;     // Owned by the write in flight.
+  grpc::Status finish_status_;                     // Written before finished_ is set; read after.
+  grpc::ByteBuffer read_buffer_;                   // Owned by the pending read.
+  Request request_ ABSL_GUARDED_BY(mu_);           // Parsed from it by the read path.
+  grpc::ByteBuffer response_;                      // Owned by the write in flight.
   // The context is valid until OnDone; a stall cancel borrows it.
   absl::Mutex cancel_mu_;
   grpc::CallbackServerContext* context_ ABSL_GUARDED_BY(cancel_mu_);
@@ -579,7 +575,8 @@ class Core final : public AdsService::StreamCore {
 }  // namespace
 
 template <typename Request, typename Plan>
-class AdsService::Reactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class AdsService::Reactor final
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   Reactor(AdsService* service, Protocol protocol, grpc::CallbackServerContext* context)
       : service_(service) {
@@ -645,16 +642,14 @@ AdsService::AdsService(SnapshotStore& store, Options options)
                      options_.max_subscription_memory, observer_),
       current_(std::make_shared<ServingSnapshot>(store.Current())),
       client_status_(std::make_unique<ClientStatusService>(*this, options_.csds_readers)) {
-  watch_ = store.Watch([this](std::shared_ptr<const Snapshot> snapshot) {
-    OnSnapshot(std::move(snapshot));
-  });
+  watch_ = store.Watch(
+      [this](std::shared_ptr<const Snapshot> snapshot) { OnSnapshot(std::move(snapshot)); });
   // Each pass looks at the writes in flight only: idle streams cost it nothing.
   if (options_.write_stall_timeout > absl::ZeroDuration()) {
     writes_in_flight_ = std::make_unique<WritesInFlight>();
-    stall_check_ =
-        std::make_unique<StallCheck>(options_.write_stall_timeout, [this](absl::Time limit) {
-          writes_in_flight_->CancelStalled(limit);
-        });
+    stall_check_ = std::make_unique<StallCheck>(
+        options_.write_stall_timeout,
+        [this](absl::Time limit) { writes_in_flight_->CancelStalled(limit); });
   }
 }
 
@@ -710,8 +705,8 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake, published);
 }
 
-std::shared_ptr<const ServingSnapshot> AdsService::Register(
-    const std::shared_ptr<StreamCore>& core, uint64_t* sequence) {
+std::shared_ptr<const ServingSnapshot> AdsService::Register(const std::shared_ptr<StreamCore>& core,
+                                                            uint64_t* sequence) {
   absl::MutexLock lock(&mu_);
   if (draining_) return nullptr;
   core->set_id(next_stream_id_++);
@@ -771,15 +766,14 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
       observer_.OnAck(outcome.type_url);
       if (DebugLogging()) {
         spdlog::debug("stream {} node \"{}\": ACK {} nonce {}", core.id(), core.node_id(),
-                      ShortType(outcome.type_url), SafeForLog(outcome.nonce));
+                      ResourceTypeForLog(outcome.type_url), SafeForLog(outcome.nonce));
       }
       break;
     case RequestOutcome::Kind::kNack: {
-      const NackLog::Detail detail =
-          nack_log_.Add(std::string(outcome.type_url), outcome.nacked, core.node_id(),
-                        outcome.error_detail);
+      const NackLog::Detail detail = nack_log_.Add(std::string(outcome.type_url), outcome.nacked,
+                                                   core.node_id(), outcome.error_detail);
       spdlog::warn("stream {} node \"{}\": NACK {} nonce {} [{}]: {}{}", core.id(), core.node_id(),
-                   ShortType(outcome.type_url), SafeForLog(outcome.nonce),
+                   ResourceTypeForLog(outcome.type_url), SafeForLog(outcome.nonce),
                    DescribeItems(outcome.nacked), *detail.text,
                    detail.truncated ? absl::StrCat("...(", outcome.error_detail.size(), " bytes)")
                                     : std::string());
@@ -791,13 +785,13 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
     case RequestOutcome::Kind::kSubscriptionOnly:
       if (DebugLogging()) {
         spdlog::debug("stream {} node \"{}\": subscribe {}", core.id(), core.node_id(),
-                      ShortType(outcome.type_url));
+                      ResourceTypeForLog(outcome.type_url));
       }
       break;
     case RequestOutcome::Kind::kStale:
       if (DebugLogging()) {
         spdlog::debug("stream {}: stale nonce {} for {}", core.id(), SafeForLog(outcome.nonce),
-                      ShortType(outcome.type_url));
+                      ResourceTypeForLog(outcome.type_url));
       }
       break;
   }
@@ -807,8 +801,8 @@ void AdsService::RecordPush(const StreamCore& core, const PushRecord& record) {
   observer_.OnPush(record.type_url);
   if (!DebugLogging()) return;
   spdlog::debug("stream {} node \"{}\": push {} version {} nonce {}: [{}]", core.id(),
-                core.node_id(), ShortType(record.type_url), record.version_info, record.nonce,
-                DescribeItems(record.items));
+                core.node_id(), ResourceTypeForLog(record.type_url), record.version_info,
+                record.nonce, DescribeItems(record.items));
 }
 
 AdsStats AdsService::stats() const { return stats_.stats(); }

@@ -18,6 +18,7 @@
 #include "envoy/extensions/filters/http/router/v3/router.pb.h"
 #include "envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.pb.h"
 #include "google/protobuf/descriptor.h"
+#include "xds_server/common/log_text.h"
 #include "xds_server/json/proto_json.h"
 #include "xds_server/json/yaml_json.h"
 #include "xds_server/names/names.h"
@@ -43,7 +44,8 @@ struct ResourceType::Traits {
   absl::Status (*references)(const Message& message, absl::string_view served_name,
                              std::vector<ResourceReference>* out);
   void (*lint)(const Message& message, std::vector<LintFinding>* out);
-  std::string type_url = absl::StrCat("type.googleapis.com/", prototype.GetDescriptor()->full_name());
+  std::string type_url =
+      absl::StrCat("type.googleapis.com/", prototype.GetDescriptor()->full_name());
 };
 
 namespace {
@@ -100,8 +102,9 @@ void LintRoute(const RouteConfiguration& route, absl::string_view prefix,
     const auto& vhost = route.virtual_hosts(v);
     std::string vpath = absl::StrCat(prefix, "virtual_hosts[", v, "]");
     if (vhost.domains_size() == 0) {
-      out->push_back({absl::StrCat(vpath, ".domains"),
-                      "virtual host has no domains; gRPC C++ rejects the whole RouteConfiguration"});
+      out->push_back(
+          {absl::StrCat(vpath, ".domains"),
+           "virtual host has no domains; gRPC C++ rejects the whole RouteConfiguration"});
     }
     for (int d = 0; d < vhost.domains_size(); ++d) {
       const std::string& domain = vhost.domains(d);
@@ -199,7 +202,8 @@ void LintListener(const Message& message, std::vector<LintFinding>* out) {
     out->push_back({absl::StrCat(prefix, "rds.config_source"),
                     "config_source is neither ads nor self; gRPC clients NACK the Listener"});
   }
-  if (hcm.has_route_config()) LintRoute(hcm.route_config(), absl::StrCat(prefix, "route_config."), out);
+  if (hcm.has_route_config())
+    LintRoute(hcm.route_config(), absl::StrCat(prefix, "route_config."), out);
   if (hcm.http_filters_size() == 0) {
     out->push_back({absl::StrCat(prefix, "http_filters"),
                     "no http_filters; gRPC C++ NACKs a Listener without the router filter"});
@@ -227,8 +231,8 @@ absl::Status ClusterReferences(const Message& message, absl::string_view served_
   if (cluster.cluster_discovery_type_case() == Cluster::kType && cluster.type() == Cluster::EDS) {
     const std::string& service_name = cluster.eds_cluster_config().service_name();
     if (!service_name.empty()) {
-      out->push_back({&ClusterLoadAssignmentType(), service_name,
-                      "eds_cluster_config.service_name"});
+      out->push_back(
+          {&ClusterLoadAssignmentType(), service_name, "eds_cluster_config.service_name"});
     } else if (IsXdstpName(served_name)) {
       return absl::InvalidArgumentError(
           "eds_cluster_config.service_name: must be set for an EDS cluster with an xdstp:// "
@@ -241,7 +245,8 @@ absl::Status ClusterReferences(const Message& message, absl::string_view served_
              cluster.cluster_type().typed_config().type_url() == kAggregateClusterTypeUrl) {
     ClusterConfig aggregate;
     if (!cluster.cluster_type().typed_config().UnpackTo(&aggregate)) {
-      return absl::InvalidArgumentError("cluster_type.typed_config: could not unpack ClusterConfig");
+      return absl::InvalidArgumentError(
+          "cluster_type.typed_config: could not unpack ClusterConfig");
     }
     for (int i = 0; i < aggregate.clusters_size(); ++i) {
       out->push_back({&ClusterType(), aggregate.clusters(i),
@@ -300,9 +305,8 @@ void LintClusterLoadAssignment(const Message& message, std::vector<LintFinding>*
       const auto& endpoint = locality.lb_endpoints(e);
       const auto& address = endpoint.endpoint().address();
       std::string epath = absl::StrCat(path, ".lb_endpoints[", e, "].endpoint.address");
-      if (!address.has_socket_address() ||
-          address.socket_address().port_specifier_case() !=
-              envoy::config::core::v3::SocketAddress::kPortValue) {
+      if (!address.has_socket_address() || address.socket_address().port_specifier_case() !=
+                                               envoy::config::core::v3::SocketAddress::kPortValue) {
         out->push_back({epath, "gRPC clients need socket_address with port_value"});
       }
     }
@@ -437,6 +441,11 @@ const ResourceType* FindResourceType(absl::string_view type_or_alias) {
   return nullptr;
 }
 
+std::string ResourceTypeForLog(absl::string_view type_url) {
+  const ResourceType* type = FindResourceType(type_url);
+  return type != nullptr ? std::string(type->alias()) : SafeForLog(type_url);
+}
+
 std::string DescribeResourceTypes() {
   return absl::StrJoin(AllResourceTypes(), ", ", [](std::string* out, const ResourceType* type) {
     absl::StrAppend(out, type->alias(), " (", type->type_name(), ")");
@@ -452,9 +461,9 @@ absl::StatusOr<std::unique_ptr<Message>> DecodeResource(const ResourceType& type
     return absl::InvalidArgumentError(absl::StrCat(path, ": is required"));
   }
   if (!document.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": expected a map (the proto3 JSON of ", type.type_name(), "), found ",
-        json::DescribeNode(document)));
+    return absl::InvalidArgumentError(absl::StrCat(path, ": expected a map (the proto3 JSON of ",
+                                                   type.type_name(), "), found ",
+                                                   json::DescribeNode(document)));
   }
   // The document is only read: assigning its nodes into another tree would
   // merge yaml-cpp memory pools (quadratic over many documents, and unsafe
@@ -463,10 +472,10 @@ absl::StatusOr<std::unique_ptr<Message>> DecodeResource(const ResourceType& type
   for (const auto& entry : document) {
     if (!entry.first.IsScalar() || entry.first.Scalar() != "@type") continue;
     if (!entry.second.IsScalar() || entry.second.Scalar() != type.type_url()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          path, ".@type: is \"", entry.second.IsScalar() ? entry.second.Scalar() : "?",
-          "\" but spec.type is ", type.type_name(), "; @type must be \"", type.type_url(),
-          "\" or omitted"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ".@type: is \"", entry.second.IsScalar() ? entry.second.Scalar() : "?",
+                       "\" but spec.type is ", type.type_name(), "; @type must be \"",
+                       type.type_url(), "\" or omitted"));
     }
     body.reset(YAML::Clone(document));  // A private copy without "@type".
     body.remove("@type");
@@ -481,10 +490,9 @@ absl::StatusOr<std::unique_ptr<Message>> DecodeResource(const ResourceType& type
   } else {
     absl::StatusOr<std::string> normalized = NormalizeResourceName(name);
     if (!normalized.ok() || *normalized != served_name) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ".", type.name_field(), ": \"", name,
-                       "\" does not match the served name \"", served_name,
-                       "\"; omit it and Facet fills it in"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ".", type.name_field(), ": \"", name, "\" does not match the served name \"",
+          served_name, "\"; omit it and Facet fills it in"));
     }
     type.SetName(served_name, message.get());
   }

@@ -93,6 +93,10 @@ class ResourceType {
 // Returns the type named by a full type name, a type URL, or an alias; null if none.
 const ResourceType* FindResourceType(absl::string_view type_or_alias);
 
+// Returns the alias of the type `type_url` names ("listener", ...), or the
+// URL itself made safe for a log line when it names no served type.
+std::string ResourceTypeForLog(absl::string_view type_url);
+
 // Returns the served types in push order (endpoints, clusters, routes, listeners).
 absl::Span<const ResourceType* const> AllResourceTypes();
 

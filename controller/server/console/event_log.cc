@@ -3,28 +3,31 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "google/protobuf/struct.pb.h"
+#include "xds_server/common/struct_json.h"
+#include "xds_server/resources/resource_type.h"
 
 namespace facet::controller {
 namespace {
 
-// The last part of a type URL: "Listener", "RouteConfiguration", ...
-absl::string_view ShortType(absl::string_view type_url) {
-  const size_t dot = type_url.rfind('.');
-  return dot == absl::string_view::npos ? type_url : type_url.substr(dot + 1);
-}
-
 const char* ReasonText(xds::StreamEndReason reason) {
   switch (reason) {
-    case xds::StreamEndReason::kNamesLimit: return "over the names limit";
-    case xds::StreamEndReason::kTypesLimit: return "over the types limit";
-    case xds::StreamEndReason::kBytesLimit: return "over the bytes limit";
+    case xds::StreamEndReason::kNamesLimit:
+      return "over the names limit";
+    case xds::StreamEndReason::kTypesLimit:
+      return "over the types limit";
+    case xds::StreamEndReason::kBytesLimit:
+      return "over the bytes limit";
     case xds::StreamEndReason::kConnectionSubscriptionLimit:
       return "over the subscription bytes per connection";
-    case xds::StreamEndReason::kServerSubscriptionLimit: return "over the server's subscription bytes";
-    case xds::StreamEndReason::kWriteStall: return "a write stalled";
-    case xds::StreamEndReason::kInvalidRequest: return "an invalid request";
-    case xds::StreamEndReason::kShutdown: return "shutting down";
+    case xds::StreamEndReason::kServerSubscriptionLimit:
+      return "over the server's subscription bytes";
+    case xds::StreamEndReason::kWriteStall:
+      return "a write stalled";
+    case xds::StreamEndReason::kInvalidRequest:
+      return "an invalid request";
+    case xds::StreamEndReason::kShutdown:
+      return "shutting down";
   }
   return "unknown";
 }
@@ -44,21 +47,6 @@ std::string Rfc3339Millis(absl::Time time) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", time, absl::UTCTimeZone());
 }
 
-void AppendJsonString(std::string* out, absl::string_view text) {
-  out->push_back('"');
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out->push_back('\\');
-      out->push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(out, "\\u%04x", static_cast<int>(c));
-    } else {
-      out->push_back(c);
-    }
-  }
-  out->push_back('"');
-}
-
 }  // namespace
 
 EventLog::EventLog(size_t capacity, std::function<absl::Time()> now)
@@ -76,7 +64,7 @@ void EventLog::OnPush(absl::string_view /*type_url*/) {
 }
 
 void EventLog::OnNack(absl::string_view type_url) {
-  Add("nack", absl::StrCat("a client NACKed a ", ShortType(type_url), " response"));
+  Add("nack", absl::StrCat("a client NACKed a ", xds::ResourceTypeForLog(type_url), " response"));
 }
 
 void EventLog::OnStreamEnding(xds::StreamEndReason reason) {
@@ -144,50 +132,33 @@ std::deque<EventLog::Event> EventLog::After(uint64_t after) const {
 }
 
 std::string EventLog::Json(uint64_t after) const {
-  uint64_t last_seq = 0;
+  google::protobuf::Struct document;
+  auto& fields = *document.mutable_fields();
+  google::protobuf::ListValue& events = *fields["events"].mutable_list_value();
   {
     absl::MutexLock lock(&mu_);
-    last_seq = last_seq_;
+    for (const Event& event : events_) {
+      if (event.seq <= after) continue;
+      auto& entry = *events.add_values()->mutable_struct_value()->mutable_fields();
+      const bool rejection = event.kind == "rejected";
+      if (rejection) {
+        entry["field"] = json::StringValue(event.field);
+        entry["serving_previous"] = json::BoolValue(event.serving_previous);
+        entry["since"] = json::StringValue(Rfc3339Millis(event.since));
+      }
+      if (!event.file.empty()) entry["file"] = json::StringValue(event.file);
+      entry["kind"] = json::StringValue(event.kind);
+      if (!event.object.empty()) entry["object"] = json::StringValue(event.object);
+      if (!event.reason.empty()) entry["reason"] = json::StringValue(event.reason);
+      entry["seq"] = json::NumberValue(static_cast<double>(event.seq));
+      entry["text"] = json::StringValue(event.text);
+      entry["time"] = json::StringValue(Rfc3339Millis(event.time));
+    }
+    fields["last_seq"] = json::NumberValue(static_cast<double>(last_seq_));
   }
-  std::string out = "{\"events\":[";
-  bool first = true;
-  for (const Event& event : After(after)) {
-    if (!first) out += ",";
-    first = false;
-    out += "\n{";
-    const bool rejection = event.kind == "rejected";
-    if (rejection) {
-      out += "\"field\":";
-      AppendJsonString(&out, event.field);
-      out += ",";
-    }
-    if (!event.file.empty()) {
-      out += "\"file\":";
-      AppendJsonString(&out, event.file);
-      out += ",";
-    }
-    out += "\"kind\":";
-    AppendJsonString(&out, event.kind);
-    if (!event.object.empty()) {
-      out += ",\"object\":";
-      AppendJsonString(&out, event.object);
-    }
-    if (!event.reason.empty()) {
-      out += ",\"reason\":";
-      AppendJsonString(&out, event.reason);
-    }
-    absl::StrAppend(&out, ",\"seq\":", event.seq);
-    if (rejection) {
-      absl::StrAppend(&out, ",\"serving_previous\":", event.serving_previous ? "true" : "false",
-                      ",\"since\":\"", Rfc3339Millis(event.since), "\"");
-    }
-    out += ",\"text\":";
-    AppendJsonString(&out, event.text);
-    absl::StrAppend(&out, ",\"time\":\"", Rfc3339Millis(event.time), "\"}");
-  }
-  absl::StrAppend(&out, "],\"last_seq\":", last_seq,
-                  ",\"pushes_since_snapshot\":", pushes_.load(std::memory_order_relaxed), "}");
-  return out;
+  fields["pushes_since_snapshot"] =
+      json::NumberValue(static_cast<double>(pushes_.load(std::memory_order_relaxed)));
+  return json::MessageToJson(document, /*pretty=*/false);
 }
 
 }  // namespace facet::controller

@@ -41,7 +41,7 @@ TEST(EventLogTest, RecordsNacksByTypeAndStreamsTheServerEndedButNotShutdown) {
   const auto events = log.After(0);
   ASSERT_EQ(events.size(), 2u);
   EXPECT_EQ(events[0].kind, "nack");
-  EXPECT_EQ(events[0].text, "a client NACKed a Listener response");
+  EXPECT_EQ(events[0].text, "a client NACKed a listener response");
   EXPECT_EQ(events[1].kind, "stream_ended");
   EXPECT_EQ(events[1].text, "the server ended a stream: a write stalled");
 }
@@ -62,7 +62,7 @@ TEST(EventLogTest, PrintsJsonWithSortedKeysAndTheLastSequenceNumber) {
   log.OnNack(kListener);
   log.OnPush(kListener);
   EXPECT_EQ(log.Json(0),
-            "{\"events\":[\n{\"kind\":\"nack\",\"seq\":1,\"text\":\"a client NACKed a Listener "
+            "{\"events\":[{\"kind\":\"nack\",\"seq\":1,\"text\":\"a client NACKed a listener "
             "response\",\"time\":\"2027-01-15T08:00:00.123Z\"}],\"last_seq\":1,"
             "\"pushes_since_snapshot\":1}");
   EXPECT_EQ(log.Json(1), "{\"events\":[],\"last_seq\":1,\"pushes_since_snapshot\":1}");
@@ -70,10 +70,14 @@ TEST(EventLogTest, PrintsJsonWithSortedKeysAndTheLastSequenceNumber) {
 
 TEST(EventLogTest, EscapesQuotesAndControlCharactersInJson) {
   EventLog log = FixedClockLog(8);
+  log.OnRejected("demo/web", "spec.variants[0]", "a \"quoted\"\nline\x01", true,
+                 absl::FromUnixSeconds(0));
   log.OnNack("type.googleapis.com/x.\"Evil\n");
   const std::string json = log.Json(0);
-  EXPECT_THAT(json, HasSubstr("a \\\"Evil\\u000a response"));
-  EXPECT_THAT(json, Not(HasSubstr("\n response")));
+  EXPECT_THAT(json, HasSubstr("\"reason\":\"a \\\"quoted\\\"\\nline\\u0001\""));
+  // A type URL no served type has is made safe for a log line first.
+  EXPECT_THAT(json, HasSubstr("a client NACKed a type.googleapis.com/x.\\\"Evil\\\\n response"));
+  EXPECT_THAT(json, Not(HasSubstr("\n")));
 }
 
 TEST(EventLogTest, RecordsARejectionWithItsObjectFieldReasonAndWhenItBegan) {
