@@ -71,8 +71,10 @@ void StreamState::SetNode(const envoy::config::core::v3::Node& node) {
 
 StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
                                               RequestOutcome* outcome, absl::Status* status) {
-  auto it = types_.find(type_url);
-  if (it != types_.end()) return &it->second;
+  // A stream holds a few types: a scan beats a tree.
+  for (TypeState& state : types_) {
+    if (state.type_url() == type_url) return &state;
+  }
   if (static_cast<int>(types_.size()) >= limits_.max_types) {
     outcome->limit = RequestOutcome::Limit::kTypes;
     *status = absl::ResourceExhaustedError(absl::StrCat(
@@ -80,20 +82,26 @@ StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
         limits_.max_types, " type URLs"));
     return nullptr;
   }
-  it = types_.try_emplace(type_url).first;
-  TypeState& state = it->second;
-  state.type_url = &it->first;
-  state.type = FindResourceType(type_url);
-  if (state.type != nullptr && state.type->type_url() != type_url) {
-    state.type = nullptr;  // Only full type URLs are served.
+  TypeState added;
+  added.type = FindResourceType(type_url);
+  if (added.type != nullptr && added.type->type_url() != type_url) {
+    added.type = nullptr;  // Only full type URLs are served.
   }
+  if (added.type == nullptr) added.unserved_url = std::make_unique<const std::string>(type_url);
   const auto after = std::upper_bound(
-      ranked_.begin(), ranked_.end(), state, [](const TypeState& added, const RankedType& held) {
-        return std::make_pair(RankOf(added.type), std::cref(*added.type_url)) <
-               std::make_pair(RankOf(held.type), std::cref(*held.state->type_url));
+      types_.begin(), types_.end(), added, [](const TypeState& a, const TypeState& b) {
+        return std::make_pair(RankOf(a.type), std::cref(a.type_url())) <
+               std::make_pair(RankOf(b.type), std::cref(b.type_url()));
       });
-  ranked_.insert(after, RankedType{state.type, &state});
-  return &state;
+  return &*types_.insert(after, std::move(added));
+}
+
+boost::container::small_vector<const StreamState::TypeState*, 4> StreamState::TypesByUrl() const {
+  boost::container::small_vector<const TypeState*, 4> out;
+  for (const TypeState& state : types_) out.push_back(&state);
+  std::sort(out.begin(), out.end(),
+            [](const TypeState* a, const TypeState* b) { return a->type_url() < b->type_url(); });
+  return out;
 }
 
 absl::Status StreamState::CheckNameLimit(int64_t added, int64_t added_bytes,
@@ -122,7 +130,7 @@ absl::Status StreamState::CheckNameLimit(int64_t added, int64_t added_bytes,
 StreamState::NameState& StreamState::Track(TypeState& state, const std::string& name) {
   auto [it, inserted] = state.names.try_emplace(name);
   // Names of a wildcard type are watched through the wildcard.
-  if (inserted && !state.wildcard) watch_changes_.push_back({*state.type_url, name, false, true});
+  if (inserted && !state.wildcard) watch_changes_.push_back({state.type_url(), name, false, true});
   return it->second;
 }
 
@@ -137,7 +145,7 @@ void StreamState::Untrack(TypeState& state, const std::string& name) {
   SetHeld(state, name, it->second, {});
   state.names.erase(it);
   state.unacked_prior.erase(name);
-  watch_changes_.push_back({*state.type_url, name, false, false});
+  watch_changes_.push_back({state.type_url(), name, false, false});
   // Wildcard-covered names stay watched through the wildcard.
   state.upserts.erase(name);
   state.removals.erase(name);
@@ -149,9 +157,11 @@ void StreamState::SetWildcard(TypeState& state, bool wildcard) {
   if (state.wildcard == wildcard) return;
   state.wildcard = wildcard;
   state.all_dirty = true;
-  watch_changes_.push_back({*state.type_url, "", true, wildcard});
+  watch_changes_.push_back({state.type_url(), "", true, wildcard});
   if (!wildcard) {
-    for (const auto& [name, ns] : state.names) watch_changes_.push_back({*state.type_url, name, false, true});
+    for (const auto& [name, ns] : state.names) {
+      watch_changes_.push_back({state.type_url(), name, false, true});
+    }
   }
 }
 
@@ -199,7 +209,7 @@ void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string
 void StreamState::NoteDemand(const TypeState& state, const std::string& name,
                              const Subscription& sub, bool added) {
   if (!record_demand_ || state.type == nullptr) return;
-  demand_changes_.push_back({*state.type_url, name, sub.params, added});
+  demand_changes_.push_back({state.type_url(), name, sub.params, added});
 }
 
 std::vector<DemandChange> StreamState::TakeDemandChanges() {
@@ -209,9 +219,10 @@ std::vector<DemandChange> StreamState::TakeDemandChanges() {
 std::vector<DemandChange> StreamState::Demands() const {
   std::vector<DemandChange> out;
   if (!record_demand_) return out;
-  for (const auto& [url, state] : types_) {
-    if (state.type == nullptr) continue;
-    for (const auto& [name, ns] : state.names) {
+  for (const TypeState* state : TypesByUrl()) {
+    if (state->type == nullptr) continue;
+    const std::string& url = state->type_url();
+    for (const auto& [name, ns] : state->names) {
       for (const auto& [key, sub] : ns.subscriptions) out.push_back({url, name, sub.params, true});
     }
   }
@@ -296,7 +307,7 @@ std::vector<std::string> StreamState::HeldAuthorities() const {
 void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
                                    const std::optional<std::string>& error,
                                    RequestOutcome* outcome) {
-  outcome->type_url = *state.type_url;
+  outcome->type_url = state.type_url();
   outcome->nonce = nonce;
   if (nonce.empty()) {
     outcome->kind = RequestOutcome::Kind::kInitial;
@@ -368,25 +379,25 @@ void StreamState::SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
 void StreamState::MarkDirty(const ResourceType& type, const std::string& name) {
   // A stream holds a few types: a scan of a vector by pointer beats
   // comparing type URLs (long and alike) down the map.
-  for (const RankedType& ranked : ranked_) {
-    if (ranked.type != &type) continue;
-    TypeState& state = *ranked.state;
+  for (TypeState& state : types_) {
+    if (state.type != &type) continue;
     if (state.wildcard || state.names.count(name) > 0) state.dirty.insert(name);
     return;
   }
 }
 
 void StreamState::MarkAllDirty() {
-  for (auto& [url, state] : types_) state.all_dirty = true;
+  for (TypeState& state : types_) state.all_dirty = true;
 }
 
 std::vector<WatchChange> StreamState::TakeWatchChanges() { return std::exchange(watch_changes_, {}); }
 
 std::vector<WatchChange> StreamState::Watches() const {
   std::vector<WatchChange> out;
-  for (const auto& [url, state] : types_) {
-    if (state.wildcard) out.push_back({url, "", true, true});
-    for (const auto& [name, ns] : state.names) out.push_back({url, name, false, true});
+  for (const TypeState* state : TypesByUrl()) {
+    const std::string& url = state->type_url();
+    if (state->wildcard) out.push_back({url, "", true, true});
+    for (const auto& [name, ns] : state->names) out.push_back({url, name, false, true});
   }
   return out;
 }
@@ -500,8 +511,7 @@ void StreamState::Refresh(TypeState& state) {
 }
 
 bool StreamState::HasPendingWork() const {
-  for (const RankedType& ranked : ranked_) {
-    const TypeState& state = *ranked.state;
+  for (const TypeState& state : types_) {
     if (state.all_dirty || state.response_due || !state.dirty.empty() || !state.upserts.empty() ||
         !state.removals.empty() || !state.unanswered.empty()) {
       return true;
@@ -514,23 +524,22 @@ StreamState::TypeState* StreamState::PickNext(bool* removal_phase) {
   // Most calls (after an ACK, after a write) find nothing to do: say so
   // without re-examining anything.
   if (!HasPendingWork()) return nullptr;
-  for (const RankedType& ranked : ranked_) Refresh(*ranked.state);
+  for (TypeState& state : types_) Refresh(state);
   // Full-state SotW responses wait while they would omit an unknown name.
   auto ready = [this](const TypeState& state) { return !OmitsUnknown(state); };
   *removal_phase = false;
   // Additions and updates, referenced types first.
-  for (const RankedType& ranked : ranked_) {
-    if (!ranked.state->upserts.empty() && ready(*ranked.state)) return ranked.state;
+  for (TypeState& state : types_) {
+    if (!state.upserts.empty() && ready(state)) return &state;
   }
   // Answers to subscription changes that bring nothing new.
-  for (const RankedType& ranked : ranked_) {
-    TypeState& state = *ranked.state;
+  for (TypeState& state : types_) {
     if ((state.response_due || !state.unanswered.empty()) && ready(state)) return &state;
   }
   // Removals, referencing types first.
   *removal_phase = true;
-  for (auto ranked = ranked_.rbegin(); ranked != ranked_.rend(); ++ranked) {
-    if (!ranked->state->removals.empty() && ready(*ranked->state)) return ranked->state;
+  for (auto state = types_.rbegin(); state != types_.rend(); ++state) {
+    if (!state->removals.empty() && ready(*state)) return &*state;
   }
   return nullptr;
 }
@@ -557,7 +566,7 @@ std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
 void StreamState::NumberResponse(TypeState& state, const NameSet& names,
                                  bool full_state, PushRecord* record) {
-  record->type_url = *state.type_url;
+  record->type_url = state.type_url();
   record->version_info = DigestVersion(state.held_digest);
   record->nonce = NextNonce();
   state.response_due = false;
@@ -568,9 +577,11 @@ void StreamState::NumberResponse(TypeState& state, const NameSet& names,
 
 std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Holdings() const {
   std::vector<std::tuple<std::string, std::string, std::string>> out;
-  for (const auto& [url, state] : types_) {
-    for (const auto& [name, ns] : state.names) {
-      for (const auto& [key, entry] : ns.held) out.emplace_back(url, name, entry.variant->version);
+  for (const TypeState* state : TypesByUrl()) {
+    for (const auto& [name, ns] : state->names) {
+      for (const auto& [key, entry] : ns.held) {
+        out.emplace_back(state->type_url(), name, entry.variant->version);
+      }
     }
   }
   return out;
@@ -637,7 +648,9 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
     *budget -= cost;
     out->resources.push_back(std::move(status));
   };
-  for (const auto& [url, state] : types_) {
+  for (const TypeState* type_state : TypesByUrl()) {
+    const TypeState& state = *type_state;
+    const std::string& url = state.type_url();
     for (const auto& [name, ns] : state.names) {
       if (access != nullptr && !access->MayRead(name, query->reader)) continue;
       const ServedResource* resource = snapshot_ == nullptr ? nullptr : Lookup(state, name);

@@ -106,8 +106,9 @@ struct RequestOutcome {
   enum class Limit { kNone, kNames, kTypes, kBytes, kConnectionMemory, kServerMemory };
   Kind kind = Kind::kInitial;
   Limit limit = Limit::kNone;
-  // The stream state's own copy of the type URL (no copy per request): valid
-  // while the StreamState lives.
+  // The type URL, not copied per request: a served type's own, or the
+  // stream state's copy of one it does not serve. Valid while the
+  // StreamState lives.
   absl::string_view type_url;
   std::string nonce;
   std::string error_detail;        // For kNack.
@@ -328,10 +329,14 @@ class StreamState {
     absl::Time unacked_since;
   };
   struct TypeState {
-    // The key of this state in types_ (whose nodes stay put): one copy of
-    // the URL per type and stream.
-    const std::string* type_url = nullptr;
     const ResourceType* type = nullptr;  // Null: a type Facet does not serve.
+    // The URL of a type Facet does not serve (a served type's is its
+    // ResourceType's, which no stream copies); out of line, so that it stays
+    // put while types_ grows.
+    std::unique_ptr<const std::string> unserved_url;
+    const std::string& type_url() const {
+      return type != nullptr ? type->type_url() : *unserved_url;
+    }
     bool wildcard = false;
     // Wildcard by the legacy rule (first LDS/CDS request named nothing):
     // later requests that name nothing keep it.
@@ -368,6 +373,8 @@ class StreamState {
   // when there is none or this client may not read it.
   const ServedResource* Lookup(const TypeState& state, const std::string& name) const;
   TypeState* StateFor(const std::string& type_url, RequestOutcome* outcome, absl::Status* status);
+  // Returns types_ in type URL order (that of the stream's reports).
+  boost::container::small_vector<const TypeState*, 4> TypesByUrl() const;
   // Begins applying `request` (a DiscoveryRequest or DeltaDiscoveryRequest
   // whose names were checked): takes the node of the stream's first request
   // that names one, finds or adds its type's state (null, with *status, past
@@ -454,14 +461,10 @@ class StreamState {
   std::shared_ptr<const Parameters> node_params_;
   ClientIdentity identity_;
   bool mixed_params_ = false;  // See uniform_params().
-  std::map<std::string, TypeState> types_;
-  // types_ in the order responses go out (push rank, then type URL), with
-  // each one's type: read on every push without walking the map.
-  struct RankedType {
-    const ResourceType* type;
-    TypeState* state;
-  };
-  std::vector<RankedType> ranked_;
+  // In the order responses go out (push rank, then type URL), by value: a
+  // stream holds a few types, and a tree of them (a node and a copy of the
+  // URL each) cost more than their state. Read on every push.
+  std::vector<TypeState> types_;
   std::vector<WatchChange> watch_changes_;
   bool record_demand_ = false;
   std::vector<DemandChange> demand_changes_;

@@ -63,7 +63,7 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, Reques
   TypeState& state = *found;
   if (absl::Status limit = CheckNameLimit(
           request.resource_names_subscribe_size() + request.resource_locators_subscribe_size(),
-          added_bytes, *state.type_url, outcome);
+          added_bytes, state.type_url(), outcome);
       !limit.ok()) {
     return limit;
   }
@@ -268,7 +268,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
     NumberResponse(*state, names, /*full_state=*/false, record);
-    response->type_url = *state->type_url;
+    response->type_url = state->type_url();
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.
     response->system_version_info = record->version_info;

@@ -109,7 +109,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     }
   }
   if (added > 0 || added_bytes > 0) {
-    if (absl::Status limit = CheckNameLimit(added, added_bytes, *state.type_url, outcome);
+    if (absl::Status limit = CheckNameLimit(added, added_bytes, state.type_url(), outcome);
         !limit.ok()) {
       return limit;
     }
@@ -173,7 +173,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
 
 void StreamState::ResumeFromClientVersions() {
   if (!std::exchange(resume_pending_, false)) return;
-  for (auto& [url, state] : types_) {
+  for (TypeState& state : types_) {
     if (state.resume_version.empty()) continue;
     const std::string claimed = std::exchange(state.resume_version, "");
     // What this stream would hold after answering: every subscribed (or
@@ -276,7 +276,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
           {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
     }
     NumberResponse(*state, names, full_state, record);
-    response->type_url = *state->type_url;
+    response->type_url = state->type_url();
     response->version_info = record->version_info;
     response->nonce = record->nonce;
     return true;

@@ -73,6 +73,39 @@ TEST(StreamStateTest, MalformedNamesAreAnsweredAsNonexistent) {
   EXPECT_EQ(response.resources_size(), 0);
 }
 
+// A request's outcome names its type without a copy: a served type by its
+// ResourceType's URL, any other by the stream's own copy, which stays put as
+// the stream takes more types.
+TEST(StreamStateTest, OutcomesNameTheirTypeWhileTheStreamLives) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  state.SetSnapshot(Serve(Base()));
+  RequestOutcome unserved;
+  ASSERT_THAT(state.OnRequest(Sotw("t/u", {"x"}), &unserved), IsOk());
+  RequestOutcome served;
+  ASSERT_THAT(state.OnRequest(Sotw(kRds, {"r"}), &served), IsOk());
+  for (const std::string& type : {kLds, kCds, kEds, std::string("type.example/b")}) {
+    RequestOutcome outcome;
+    ASSERT_THAT(state.OnRequest(Sotw(type, {"x"}), &outcome), IsOk());
+  }
+  EXPECT_EQ(unserved.type_url, "t/u");
+  EXPECT_EQ(served.type_url.data(), RouteConfigurationType().type_url().data());
+}
+
+// Reports list the stream's types by URL, whatever order responses go in.
+TEST(StreamStateTest, WatchesAreReportedInTypeUrlOrder) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  RequestOutcome outcome;
+  for (const std::string& type : {kEds, kCds, kRds, kLds}) {
+    ASSERT_THAT(state.OnRequest(Sotw(type, {"x"}), &outcome), IsOk());
+  }
+  std::vector<std::string> urls;
+  for (const WatchChange& watch : state.Watches()) urls.push_back(watch.type_url);
+  std::vector<std::string> sorted = urls;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(urls.size(), 4u);
+  EXPECT_EQ(urls, sorted);
+}
+
 // ---- Bounds ----------------------------------------------------------------
 
 TEST(StreamStateTest, NamesPerStreamAreBoundedAcrossDeltaRequests) {
