@@ -33,6 +33,16 @@ absl::Status CheckName(const std::string& name, const std::string& type_url,
       " has ", name.size(), " bytes; the limit is ", kMaxResourceNameLength, " bytes"));
 }
 
+uint64_t HeldDigest(const std::string& name, bool locator, absl::string_view version) {
+  char key[128];
+  if (version.size() >= sizeof(key)) {
+    return Digest64OfParts({name, FormKey(locator, std::string(version))});
+  }
+  key[0] = locator ? 'L' : 'P';
+  std::copy(version.begin(), version.end(), key + 1);
+  return Digest64OfParts({name, absl::string_view(key, version.size() + 1)});
+}
+
 std::string DigestVersion(uint64_t digest) {
   return absl::StrCat(absl::Hex(digest, absl::kZeroPad16));
 }
@@ -43,6 +53,7 @@ namespace {
 
 using stream_state_internal::DigestVersion;
 using stream_state_internal::FormKey;
+using stream_state_internal::HeldDigest;
 using stream_state_internal::IsFullStateType;
 using stream_state_internal::SubscriptionBytes;
 
@@ -138,7 +149,7 @@ void StreamState::Untrack(TypeState& state, const std::string& name) {
   auto it = state.names.find(name);
   if (it == state.names.end()) return;
   subscribed_names_ -= static_cast<int64_t>(it->second.subscriptions.size());
-  for (const auto& [key, sub] : it->second.subscriptions) {
+  for (const Subscription& sub : it->second.subscriptions) {
     subscribed_bytes_ -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
     NoteDemand(state, name, sub, false);
   }
@@ -168,16 +179,18 @@ void StreamState::SetWildcard(TypeState& state, bool wildcard) {
 void StreamState::AddSubscription(const TypeState& state, const std::string& name, NameState& ns,
                                   std::shared_ptr<const Parameters> params, bool locator) {
   NoteParams(locator, params);
-  const std::string key = FormKey(locator, params->canonical);
-  auto [it, inserted] = ns.subscriptions.try_emplace(key);
-  it->second.params = std::move(params);
-  it->second.locator = locator;
-  it->second.answered = false;
-  if (inserted) {
-    ++subscribed_names_;
-    subscribed_bytes_ += SubscriptionBytes(name.size(), locator, it->second.params->params);
-    NoteDemand(state, name, it->second, true);
+  auto it = ns.subscriptions.find(FormKeyView{locator, params->canonical});
+  if (it != ns.subscriptions.end()) {
+    // The same subscription again: it takes the new parameters (equal ones)
+    // and is answered again.
+    it = ns.subscriptions.erase(it);
+    ns.subscriptions.insert(it, Subscription{std::move(params), locator, false});
+    return;
   }
+  it = ns.subscriptions.insert(Subscription{std::move(params), locator, false}).first;
+  ++subscribed_names_;
+  subscribed_bytes_ += SubscriptionBytes(name.size(), locator, it->params->params);
+  NoteDemand(state, name, *it, true);
 }
 
 void StreamState::NoteParams(bool locator, const std::shared_ptr<const Parameters>& params) {
@@ -185,22 +198,22 @@ void StreamState::NoteParams(bool locator, const std::shared_ptr<const Parameter
 }
 
 void StreamState::ReplaceSubscriptions(const TypeState& state, const std::string& name,
-                                       NameState& ns, SubscriptionMap next) {
+                                       NameState& ns, SubscriptionSet next) {
   subscribed_names_ +=
       static_cast<int64_t>(next.size()) - static_cast<int64_t>(ns.subscriptions.size());
-  for (const auto& [key, sub] : ns.subscriptions) {
+  for (const Subscription& sub : ns.subscriptions) {
     subscribed_bytes_ -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
   }
-  for (const auto& [key, sub] : next) {
+  for (const Subscription& sub : next) {
     subscribed_bytes_ += SubscriptionBytes(name.size(), sub.locator, sub.params->params);
   }
-  for (const auto& [key, sub] : next) NoteParams(sub.locator, sub.params);
+  for (const Subscription& sub : next) NoteParams(sub.locator, sub.params);
   if (record_demand_) {
-    for (const auto& [key, sub] : ns.subscriptions) {
-      if (next.count(key) == 0) NoteDemand(state, name, sub, false);
+    for (const Subscription& sub : ns.subscriptions) {
+      if (next.count(sub) == 0) NoteDemand(state, name, sub, false);
     }
-    for (const auto& [key, sub] : next) {
-      if (ns.subscriptions.count(key) == 0) NoteDemand(state, name, sub, true);
+    for (const Subscription& sub : next) {
+      if (ns.subscriptions.count(sub) == 0) NoteDemand(state, name, sub, true);
     }
   }
   ns.subscriptions = std::move(next);
@@ -223,7 +236,7 @@ std::vector<DemandChange> StreamState::Demands() const {
     if (state->type == nullptr) continue;
     const std::string& url = state->type_url();
     for (const auto& [name, ns] : state->names) {
-      for (const auto& [key, sub] : ns.subscriptions) out.push_back({url, name, sub.params, true});
+      for (const Subscription& sub : ns.subscriptions) out.push_back({url, name, sub.params, true});
     }
   }
   return out;
@@ -244,7 +257,7 @@ bool StreamState::HasUnknown(const TypeState& state, const NameState& ns,
                              const std::string& name) const {
   if (state.type == nullptr || !snapshot_->snapshot().partial()) return false;
   const ServedResource* resource = Lookup(state, name);
-  for (const auto& [key, sub] : ns.subscriptions) {
+  for (const Subscription& sub : ns.subscriptions) {
     if (snapshot_->Unknown(resource, *sub.params)) return true;
   }
   return false;
@@ -262,12 +275,16 @@ bool StreamState::OmitsUnknown(const TypeState& state) const {
 }
 
 void StreamState::SetHeld(TypeState& state, const std::string& name, NameState& ns,
-                          HeldMap held) {
+                          HeldSet held) {
   if (protocol_ == Protocol::kSotw && IsFullStateType(state.type)) {
     state.unacked_prior.try_emplace(name, ns.held);
   }
-  for (const auto& [key, entry] : ns.held) state.held_digest -= Digest64OfParts({name, key});
-  for (const auto& [key, entry] : held) state.held_digest += Digest64OfParts({name, key});
+  for (const Held& entry : ns.held) {
+    state.held_digest -= HeldDigest(name, entry.locator, entry.variant->version);
+  }
+  for (const Held& entry : held) {
+    state.held_digest += HeldDigest(name, entry.locator, entry.variant->version);
+  }
   if (ns.held.empty() != held.empty()) NoteHeldName(name, !held.empty());
   ns.held = std::move(held);
 }
@@ -326,11 +343,11 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
     std::vector<std::string> suspects;
     for (const auto& [name, prior] : state.unacked_prior) {
       auto it = state.names.find(name);
-      HeldMap empty;
-      const HeldMap& held = it == state.names.end() ? empty : it->second.held;
+      HeldSet empty;
+      const HeldSet& held = it == state.names.end() ? empty : it->second.held;
       bool same = held.size() == prior.size();
       for (auto a = held.begin(), b = prior.begin(); same && a != held.end(); ++a, ++b) {
-        same = a->first == b->first;
+        same = !ByKey()(*a, *b) && !ByKey()(*b, *a);
       }
       if (!same) suspects.push_back(name);
     }
@@ -340,9 +357,11 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
       auto it = state.names.find(suspects[0]);
       if (it != state.names.end()) {
         NameState& ns = it->second;
-        HeldMap prior = std::move(state.unacked_prior[suspects[0]]);
-        for (const auto& [key, entry] : ns.held) {
-          if (prior.count(key) == 0) ns.rejected.insert(key);
+        HeldSet prior = std::move(state.unacked_prior[suspects[0]]);
+        for (const Held& entry : ns.held) {
+          if (prior.count(entry) == 0) {
+            ns.rejected.insert(FormKey(entry.locator, entry.variant->version));
+          }
         }
         SetHeld(state, suspects[0], ns, std::move(prior));
         state.dirty.insert(suspects[0]);
@@ -402,44 +421,48 @@ std::vector<WatchChange> StreamState::Watches() const {
   return out;
 }
 
-StreamState::HeldMap StreamState::Desired(const TypeState& state, const NameState& ns,
+StreamState::HeldSet StreamState::Desired(const TypeState& state, const NameState& ns,
                                           const std::string& name) const {
-  HeldMap desired;
+  HeldSet desired;
   if (state.type == nullptr) return desired;
   const ServedResource* resource = Lookup(state, name);
   if (resource == nullptr) return desired;
   bool plain = false;
-  for (const auto& [key, subscription] : ns.subscriptions) {
+  for (const Subscription& subscription : ns.subscriptions) {
     plain = plain || !subscription.locator;
     if (auto variant = snapshot_->Select(*resource, *subscription.params)) {
-      std::string key = FormKey(subscription.locator, variant->version);
-      desired.try_emplace(std::move(key), Held{std::move(variant), subscription.locator});
+      desired.insert(Held{std::move(variant), subscription.locator});
     }
   }
   if (state.wildcard && !plain) {
     if (auto variant = snapshot_->Select(*resource, *node_params_)) {
-      std::string key = FormKey(false, variant->version);
-      desired.try_emplace(std::move(key), Held{std::move(variant), false});
+      desired.insert(Held{std::move(variant), false});
     }
   }
   return desired;
 }
 
-StreamState::HeldMap StreamState::Effective(const TypeState& state, NameState& ns,
+StreamState::HeldSet StreamState::Effective(const TypeState& state, NameState& ns,
                                             const std::string& name) const {
-  HeldMap desired = Desired(state, ns, name);
+  HeldSet desired = Desired(state, ns, name);
   if (ns.rejected.empty()) return desired;
   // A rejected variant stays rejected until the snapshot stops selecting it.
-  absl::erase_if(ns.rejected, [&](const std::string& key) { return desired.count(key) == 0; });
+  // Keys of FormKey's making: the form's letter, then the version.
+  auto key_of = [](const std::string& key) {
+    return FormKeyView{key[0] == 'L', absl::string_view(key).substr(1)};
+  };
+  absl::erase_if(ns.rejected,
+                 [&](const std::string& key) { return desired.count(key_of(key)) == 0; });
   for (const std::string& key : ns.rejected) {
-    const Held rejected = desired[key];
-    desired.erase(key);
+    const auto found = desired.find(key_of(key));
+    const Held rejected = *found;
+    desired.erase(found);
     // In its place, what the client kept: the held variant of the same form
     // and constraints.
-    for (const auto& [held_key, held] : ns.held) {
+    for (const Held& held : ns.held) {
       if (held.locator == rejected.locator &&
           held.variant->constraints.ToString() == rejected.variant->constraints.ToString()) {
-        desired.try_emplace(held_key, held);
+        desired.insert(held);
       }
     }
   }
@@ -453,17 +476,17 @@ StreamState::Pending StreamState::Classify(TypeState& state, const std::string& 
   // A partial source that does not know yet what a subscription selects:
   // keep what the client holds and answer once it does.
   if (HasUnknown(state, ns, name)) return Pending::kNone;
-  const HeldMap desired = Effective(state, ns, name);
+  const HeldSet desired = Effective(state, ns, name);
   bool send = false;
   bool drop = ns.stale_claim;
-  for (const auto& [key, entry] : desired) send = send || ns.held.count(key) == 0;
-  for (const auto& [key, entry] : ns.held) drop = drop || desired.count(key) == 0;
+  for (const Held& entry : desired) send = send || ns.held.count(entry) == 0;
+  for (const Held& entry : ns.held) drop = drop || desired.count(entry) == 0;
   if (send) return Pending::kUpsert;
   if (drop) return Pending::kRemoval;
   // Subscriptions not yet answered: in delta, those the held variants already
   // answer need nothing more; those that select nothing hear "does not exist".
   bool unanswered = false;
-  for (auto& [key, sub] : ns.subscriptions) {
+  for (const Subscription& sub : ns.subscriptions) {
     if (sub.answered) continue;
     if (protocol_ == Protocol::kDelta && !desired.empty()) {
       const ServedResource* resource =
@@ -579,7 +602,7 @@ std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Hold
   std::vector<std::tuple<std::string, std::string, std::string>> out;
   for (const TypeState* state : TypesByUrl()) {
     for (const auto& [name, ns] : state->names) {
-      for (const auto& [key, entry] : ns.held) {
+      for (const Held& entry : ns.held) {
         out.emplace_back(state->type_url(), name, entry.variant->version);
       }
     }
@@ -658,7 +681,7 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
       if (ns.held.empty()) {
         if (ns.subscriptions.empty()) continue;  // Wildcard-covered, nothing held.
         bool answered = !HasUnknown(state, ns, name);
-        for (const auto& [key, sub] : ns.subscriptions) answered = answered && sub.answered;
+        for (const Subscription& sub : ns.subscriptions) answered = answered && sub.answered;
         ResourceStatus status;
         status.type_url = url;
         status.name = name;
@@ -668,7 +691,7 @@ bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
         add(std::move(status));
         continue;
       }
-      for (const auto& [key, held] : ns.held) {
+      for (const Held& held : ns.held) {
         ResourceStatus status;
         status.type_url = url;
         status.name = name;

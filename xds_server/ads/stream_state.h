@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include <boost/container/flat_map.hpp>
+#include <boost/container/flat_set.hpp>
 #include <boost/container/small_vector.hpp>
 
 #include "absl/container/btree_map.h"
@@ -282,7 +282,8 @@ class StreamState {
   struct Subscription {
     std::shared_ptr<const Parameters> params;
     bool locator = false;
-    bool answered = false;  // The client has been told about it.
+    // The client has been told about it. Not part of the key.
+    mutable bool answered = false;
   };
   // One variant as the client holds it: sent by name, or (locator form) with
   // its constraints. Removal must use the same form.
@@ -290,18 +291,34 @@ class StreamState {
     std::shared_ptr<const Variant> variant;
     bool locator = false;
   };
+  // The key of a subscription (its form and canonical parameters) or of a
+  // held variant (its form and version), read from the entry rather than
+  // stored beside it; ordered as the strings FormKey makes of them.
+  struct FormKeyView {
+    bool locator = false;
+    absl::string_view rest;
+  };
+  static FormKeyView KeyOf(const FormKeyView& key) { return key; }
+  static FormKeyView KeyOf(const Subscription& sub) { return {sub.locator, sub.params->canonical}; }
+  static FormKeyView KeyOf(const Held& held) { return {held.locator, held.variant->version}; }
+  struct ByKey {
+    using is_transparent = void;
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      const FormKeyView x = KeyOf(a);
+      const FormKeyView y = KeyOf(b);
+      if (x.locator != y.locator) return x.locator;  // "L" before "P".
+      return x.rest < y.rest;
+    }
+  };
   // Sorted by key, in a vector with room for one entry inline: a name has
   // nearly always one subscription and one held variant, and every stream
   // keeps a few names, so a tree of heap nodes per name would cost more
   // than the state itself (see BM_PushToClientStream's bytes_per_stream).
   template <typename T>
-  using SmallMap =
-      boost::container::flat_map<std::string, T, std::less<>,
-                                 boost::container::small_vector<std::pair<std::string, T>, 1>>;
-  // Held variants by key: form ("L"/"P") + version.
-  using HeldMap = SmallMap<Held>;
-  // Subscriptions by form ("L"/"P") + canonical parameters.
-  using SubscriptionMap = SmallMap<Subscription>;
+  using SmallSet = boost::container::flat_set<T, ByKey, boost::container::small_vector<T, 1>>;
+  using HeldSet = SmallSet<Held>;
+  using SubscriptionSet = SmallSet<Subscription>;
   // Names of one type, sorted; empty (most of the time) without a heap node.
   using NameSet = absl::btree_set<std::string>;
   // The last NACKed response that carried a name.
@@ -311,8 +328,8 @@ class StreamState {
     std::shared_ptr<const std::string> detail;
   };
   struct NameState {
-    SubscriptionMap subscriptions;
-    HeldMap held;
+    SubscriptionSet subscriptions;
+    HeldSet held;
     // Delta: the client claimed a version (initial_resource_versions) this
     // server cannot match to a variant it serves for it.
     bool stale_claim = false;
@@ -356,7 +373,7 @@ class StreamState {
     uint64_t held_digest = 0;
     // Full-state SotW: the held variants of names changed since the last ACK,
     // as they were at that ACK.
-    absl::btree_map<std::string, HeldMap> unacked_prior;
+    absl::btree_map<std::string, HeldSet> unacked_prior;
     // SotW fast path: the last request's names, when it had no locators.
     std::vector<std::string> last_names;
     bool last_had_locators = true;
@@ -404,7 +421,7 @@ class StreamState {
                        std::shared_ptr<const Parameters> params, bool locator);
   // Replaces a name's subscriptions, recording the difference as demand.
   void ReplaceSubscriptions(const TypeState& state, const std::string& name, NameState& ns,
-                            SubscriptionMap next);
+                            SubscriptionSet next);
   void NoteDemand(const TypeState& state, const std::string& name, const Subscription& sub,
                   bool added);
   // Notes a subscription's parameters for uniform_params().
@@ -414,12 +431,12 @@ class StreamState {
   // True when a full-state SotW response of `state` would omit a name whose
   // answer is not known yet (the client would take it as deleted).
   bool OmitsUnknown(const TypeState& state) const;
-  void SetHeld(TypeState& state, const std::string& name, NameState& ns, HeldMap held);
+  void SetHeld(TypeState& state, const std::string& name, NameState& ns, HeldSet held);
   // Counts `name` as holding something (or, !held, nothing any more) under
   // its authority.
   void NoteHeldName(const std::string& name, bool held);
-  HeldMap Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
-  HeldMap Effective(const TypeState& state, NameState& ns, const std::string& name) const;
+  HeldSet Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
+  HeldSet Effective(const TypeState& state, NameState& ns, const std::string& name) const;
   Pending Classify(TypeState& state, const std::string& name);
   void Refresh(TypeState& state);
   // `error`: the NACK's text; nullopt for an ACK.

@@ -15,7 +15,6 @@ using ::envoy::service::discovery::v3::ResourceName;
 using stream_state_internal::CanonicalName;
 using stream_state_internal::CheckName;
 using stream_state_internal::CheckTypeUrl;
-using stream_state_internal::FormKey;
 using stream_state_internal::IsFullStateType;
 using stream_state_internal::kWildcard;
 using stream_state_internal::SubscriptionBytes;
@@ -83,8 +82,10 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, Reques
         }
       }
       if (match != nullptr) {
-        HeldMap held = ns.held;
-        held[FormKey(false, version)] = Held{std::move(match), false};
+        HeldSet held = ns.held;
+        Held claimed{std::move(match), false};
+        if (auto same = held.find(claimed); same != held.end()) held.erase(same);
+        held.insert(std::move(claimed));
         SetHeld(state, canonical, ns, std::move(held));
       } else {
         ns.stale_claim = true;
@@ -140,18 +141,18 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, Reques
     if (it == state.names.end()) continue;
     NameState& ns = it->second;
     for (auto sub = ns.subscriptions.begin(); sub != ns.subscriptions.end();) {
-      if (sub->second.locator) {
+      if (sub->locator) {
         ++sub;
       } else {
-        NoteDemand(state, canonical, sub->second, false);
+        NoteDemand(state, canonical, *sub, false);
         sub = ns.subscriptions.erase(sub);
         --subscribed_names_;
         subscribed_bytes_ -= static_cast<int64_t>(canonical.size());
       }
     }
-    HeldMap held;
-    for (const auto& [key, entry] : ns.held) {
-      if (entry.locator) held.emplace_hint(held.end(), key, entry);
+    HeldSet held;
+    for (const Held& entry : ns.held) {
+      if (entry.locator) held.insert(held.end(), entry);
     }
     SetHeld(state, canonical, ns, std::move(held));
     after_unsubscribe(canonical, ns);
@@ -162,9 +163,9 @@ absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, Reques
     if (it == state.names.end()) continue;
     Parameters params(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    auto sub = it->second.subscriptions.find(FormKey(true, params.canonical));
+    auto sub = it->second.subscriptions.find(FormKeyView{true, params.canonical});
     if (sub != it->second.subscriptions.end()) {
-      NoteDemand(state, name, sub->second, false);
+      NoteDemand(state, name, *sub, false);
       subscribed_bytes_ -= SubscriptionBytes(name.size(), /*locator=*/true, params.params);
       it->second.subscriptions.erase(sub);
       --subscribed_names_;
@@ -219,10 +220,10 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     };
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
-      HeldMap desired = Effective(*state, ns, name);
+      HeldSet desired = Effective(*state, ns, name);
       bool plain_sent = false;
-      for (const auto& [key, entry] : desired) {
-        if (ns.held.count(key) > 0) continue;
+      for (const Held& entry : desired) {
+        if (ns.held.count(entry) > 0) continue;
         // The variant's shared Resource wrapper: its name (the canonical one
         // this state keys it by), version and resource.
         response->resources.push_back({entry.variant, entry.locator});
@@ -232,8 +233,8 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
       // Replaced or withdrawn variants leave in the same response as their
       // replacements (a TP2 variant swap); a plain one is replaced in place.
       bool plain_removed = false;
-      for (const auto& [key, entry] : ns.held) {
-        if (desired.count(key) > 0) continue;
+      for (const Held& entry : ns.held) {
+        if (desired.count(entry) > 0) continue;
         if (!entry.locator) {
           if (plain_sent || plain_removed) continue;
           plain_removed = true;
@@ -249,7 +250,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
       ns.stale_claim = false;
       // "Does not exist" for each subscription that selects nothing.
       const ServedResource* resource = Lookup(*state, name);
-      for (auto& [key, sub] : ns.subscriptions) {
+      for (const Subscription& sub : ns.subscriptions) {
         if (sub.answered || snapshot_->Unknown(resource, *sub.params)) continue;
         sub.answered = true;
         if (resource != nullptr && snapshot_->Select(*resource, *sub.params) != nullptr) continue;

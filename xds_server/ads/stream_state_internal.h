@@ -51,6 +51,11 @@ inline std::string FormKey(bool locator, const std::string& rest) {
   return absl::StrCat(locator ? "L" : "P", rest);
 }
 
+// Returns Digest64OfParts({name, FormKey(locator, version)}), a held
+// variant's share of its type's version_info, without building the key on
+// the heap.
+uint64_t HeldDigest(const std::string& name, bool locator, absl::string_view version);
+
 // Returns a type's version_info (and delta system_version_info) for the sum
 // (mod 2^64) of its held variants' digests, Digest64OfParts({name, key}):
 // order-independent and the same on every replica and build.

@@ -18,7 +18,7 @@ using stream_state_internal::CanonicalName;
 using stream_state_internal::CheckName;
 using stream_state_internal::CheckTypeUrl;
 using stream_state_internal::DigestVersion;
-using stream_state_internal::FormKey;
+using stream_state_internal::HeldDigest;
 using stream_state_internal::IsFullStateType;
 using stream_state_internal::kWildcard;
 using stream_state_internal::SubscriptionBytes;
@@ -55,15 +55,14 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   }
 
   // SotW requests carry the complete subscription set.
-  std::map<std::string, SubscriptionMap> next;
+  std::map<std::string, SubscriptionSet> next;
   bool wildcard = false;
   for (const std::string& name : request.resource_names()) {
     if (name == kWildcard) {
       wildcard = true;
       continue;
     }
-    next[CanonicalName(name)].try_emplace(FormKey(false, node_params_->canonical),
-                                          Subscription{node_params_, false, false});
+    next[CanonicalName(name)].insert(Subscription{node_params_, false, false});
   }
   for (const auto& locator : request.resource_locators()) {
     if (locator.name() == kWildcard) {
@@ -72,9 +71,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     }
     auto params = std::make_shared<Parameters>(
         ParameterSet(locator.dynamic_parameters().begin(), locator.dynamic_parameters().end()));
-    const std::string key = FormKey(true, params->canonical);
-    next[CanonicalName(locator.name())].try_emplace(key,
-                                                    Subscription{std::move(params), true, false});
+    next[CanonicalName(locator.name())].insert(Subscription{std::move(params), true, false});
   }
   if (next.empty() && !wildcard && IsFullStateType(state.type) &&
       (!state.seen_request || state.legacy_wildcard)) {
@@ -91,11 +88,11 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
     auto it = state.names.find(name);
     added += static_cast<int64_t>(subs.size()) -
              (it == state.names.end() ? 0 : static_cast<int64_t>(it->second.subscriptions.size()));
-    for (const auto& [key, sub] : subs) {
+    for (const Subscription& sub : subs) {
       added_bytes += SubscriptionBytes(name.size(), sub.locator, sub.params->params);
     }
     if (it == state.names.end()) continue;
-    for (const auto& [key, sub] : it->second.subscriptions) {
+    for (const Subscription& sub : it->second.subscriptions) {
       added_bytes -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
     }
   }
@@ -104,7 +101,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   for (const auto& [name, ns] : state.names) {
     if (ns.subscriptions.empty() || next.count(name) > 0) continue;
     added -= static_cast<int64_t>(ns.subscriptions.size());
-    for (const auto& [key, sub] : ns.subscriptions) {
+    for (const Subscription& sub : ns.subscriptions) {
       added_bytes -= SubscriptionBytes(name.size(), sub.locator, sub.params->params);
     }
   }
@@ -137,14 +134,14 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
       changed = true;
       continue;
     }
-    SubscriptionMap& subs = found_next->second;
+    SubscriptionSet& subs = found_next->second;
     bool same = subs.size() == ns.subscriptions.size();
-    for (auto& [key, sub] : subs) {
-      auto old = ns.subscriptions.find(key);
+    for (const Subscription& sub : subs) {
+      auto old = ns.subscriptions.find(sub);
       if (old == ns.subscriptions.end()) {
         same = false;
       } else {
-        sub.answered = old->second.answered;
+        sub.answered = old->answered;
       }
     }
     if (!same) {
@@ -178,22 +175,24 @@ void StreamState::ResumeFromClientVersions() {
     const std::string claimed = std::exchange(state.resume_version, "");
     // What this stream would hold after answering: every subscribed (or
     // wildcard-covered) name with its selected variants.
-    std::map<std::string, HeldMap> would_hold;
+    std::map<std::string, HeldSet> would_hold;
     for (const auto& [name, ns] : state.names) {
-      HeldMap desired = Desired(state, ns, name);
+      HeldSet desired = Desired(state, ns, name);
       if (!desired.empty()) would_hold[name] = std::move(desired);
     }
     if (state.wildcard && state.type != nullptr) {
       static const NameState kEmpty;
       for (const auto& [name, resource] : snapshot_->snapshot().resources(*state.type)) {
         if (state.names.count(name) > 0) continue;
-        HeldMap desired = Desired(state, kEmpty, name);
+        HeldSet desired = Desired(state, kEmpty, name);
         if (!desired.empty()) would_hold[name] = std::move(desired);
       }
     }
     uint64_t digest = 0;
     for (const auto& [name, held] : would_hold) {
-      for (const auto& [key, entry] : held) digest += Digest64OfParts({name, key});
+      for (const Held& entry : held) {
+        digest += HeldDigest(name, entry.locator, entry.variant->version);
+      }
     }
     if (DigestVersion(digest) != claimed) continue;
     for (auto& [name, held] : would_hold) {
@@ -201,7 +200,7 @@ void StreamState::ResumeFromClientVersions() {
       SetHeld(state, name, ns, std::move(held));
     }
     for (auto& [name, ns] : state.names) {
-      for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
+      for (const Subscription& sub : ns.subscriptions) sub.answered = true;
     }
     state.unacked_prior.clear();
     state.response_due = false;
@@ -244,17 +243,17 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
     std::vector<std::pair<std::string, Held>> carried;
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
-      HeldMap desired = Effective(*state, ns, name);
+      HeldSet desired = Effective(*state, ns, name);
       if (!full_state && !removal_phase) {
-        for (const auto& [key, entry] : desired) carried.emplace_back(name, entry);
+        for (const Held& entry : desired) carried.emplace_back(name, entry);
       }
       SetHeld(*state, name, ns, std::move(desired));
-      for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
+      for (const Subscription& sub : ns.subscriptions) sub.answered = true;
     }
     if (full_state) {
       for (auto& [name, ns] : state->names) {
-        for (auto& [key, sub] : ns.subscriptions) sub.answered = true;
-        for (const auto& [key, entry] : ns.held) carried.emplace_back(name, entry);
+        for (const Subscription& sub : ns.subscriptions) sub.answered = true;
+        for (const Held& entry : ns.held) carried.emplace_back(name, entry);
       }
     }
     for (const std::string& name : names) DropIdleName(*state, name);
