@@ -333,7 +333,8 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
   } else if (error.has_value()) {
     outcome->kind = RequestOutcome::Kind::kNack;
     outcome->error_detail = *error;
-    outcome->nacked = state.last_items;
+    outcome->nacked.reserve(state.last_items.size());
+    for (const SentItem& item : state.last_items) outcome->nacked.push_back(item.ToPushed());
     // Full-state SotW: when the NACKed response changed exactly one resource
     // since the last ACK, that resource is the one rejected, and the client
     // keeps the version it last ACKed (gRPC keeps the previous version of an
@@ -587,14 +588,26 @@ StreamState::NameSet StreamState::TakeDue(TypeState& state, bool removal_phase) 
 
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
-void StreamState::NumberResponse(TypeState& state, const NameSet& names,
-                                 bool full_state, PushRecord* record) {
+PushedItem StreamState::SentItem::ToPushed() const {
+  if (variant == nullptr) return {name, "", "", removal};
+  return {name, variant->label, variant->version, removal};
+}
+
+void StreamState::AddItem(const std::string& name, const std::shared_ptr<const Variant>& variant,
+                          bool removal, PushRecord* record, std::vector<SentItem>* sent) {
+  sent->push_back({name, variant, removal});
+  record->items.push_back(sent->back().ToPushed());
+}
+
+void StreamState::NumberResponse(TypeState& state, const NameSet& names, bool full_state,
+                                 std::vector<SentItem> sent, PushRecord* record) {
   record->type_url = state.type_url();
   record->version_info = DigestVersion(state.held_digest);
   record->nonce = NextNonce();
   state.response_due = false;
   state.last_nonce = record->nonce;
-  state.last_items = record->items;
+  state.last_items = std::move(sent);
+  state.last_items.shrink_to_fit();
   NoteSent(state, nonce_counter_, names, full_state);
 }
 
@@ -615,8 +628,8 @@ void StreamState::NoteNack(TypeState& state, const std::vector<std::string>& sus
   auto detail = std::make_shared<const std::string>(
       error.substr(0, Utf8PrefixLength(error, kMaxStatusDetailBytes)));
   std::map<std::string, std::string> carried;  // name -> version
-  for (const PushedItem& item : state.last_items) {
-    if (!item.removal) carried[item.name] = item.version;
+  for (const SentItem& item : state.last_items) {
+    if (!item.removal) carried[item.name] = item.variant->version;
   }
   auto mark = [&](const std::string& name) {
     auto it = state.names.find(name);

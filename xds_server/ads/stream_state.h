@@ -345,6 +345,18 @@ class StreamState {
     // ACKed since was sent (meaningful while one is in flight or NACKed).
     absl::Time unacked_since;
   };
+  // An item of a response as the stream keeps it for the client's ACK or
+  // NACK: the variant itself (shared with the snapshot), not copies of its
+  // label and version.
+  struct SentItem {
+    std::string name;
+    std::shared_ptr<const Variant> variant;  // Null: a removal without a variant.
+    bool removal = false;
+    PushedItem ToPushed() const;
+  };
+  // Appends the item to what `record` carries and to `sent`.
+  static void AddItem(const std::string& name, const std::shared_ptr<const Variant>& variant,
+                      bool removal, PushRecord* record, std::vector<SentItem>* sent);
   struct TypeState {
     const ResourceType* type = nullptr;  // Null: a type Facet does not serve.
     // The URL of a type Facet does not serve (a served type's is its
@@ -378,7 +390,7 @@ class StreamState {
     std::vector<std::string> last_names;
     bool last_had_locators = true;
     std::string last_nonce;
-    std::vector<PushedItem> last_items;
+    std::vector<SentItem> last_items;
     // The number of the last response sent, and of the last one the client
     // answered (ACK or NACK): names sent in it or before are no longer in flight.
     uint64_t last_sent = 0;
@@ -446,12 +458,12 @@ class StreamState {
   // the `suspects` (or, when none, every resource it carried) are NACKED.
   static void NoteNack(TypeState& state, const std::vector<std::string>& suspects,
                        const std::string& error);
-  // Gives the response of `state` that carries `record->items` and settles
-  // `names` (every name, when `full_state`) its nonce and version (of what
-  // the stream holds of the type), in `record`, and remembers what it sent
-  // for the client's ACK or NACK.
+  // Gives the response of `state` that carries `record->items` (`sent`) and
+  // settles `names` (every name, when `full_state`) its nonce and version
+  // (of what the stream holds of the type), in `record`, and remembers what
+  // it sent for the client's ACK or NACK.
   void NumberResponse(TypeState& state, const NameSet& names, bool full_state,
-                      PushRecord* record);
+                      std::vector<SentItem> sent, PushRecord* record);
   // Records, for DescribeClient, that the response `state` just sent carried
   // `names` (at now_).
   void NoteSent(TypeState& state, uint64_t number, const NameSet& names,

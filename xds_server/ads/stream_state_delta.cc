@@ -207,6 +207,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     state->response_due = false;
     *response = DeltaResponse();
     record->items.clear();
+    std::vector<SentItem> sent;
     NameSet names = TakeDue(*state, removal_phase);
     auto remove = [&](const std::string& name, const Held& entry) {
       if (entry.locator) {
@@ -216,7 +217,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
       } else {
         response->removed_resources.push_back(name);
       }
-      record->items.push_back({name, entry.variant->label, entry.variant->version, true});
+      AddItem(name, entry.variant, /*removal=*/true, record, &sent);
     };
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
@@ -227,7 +228,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
         // The variant's shared Resource wrapper: its name (the canonical one
         // this state keys it by), version and resource.
         response->resources.push_back({entry.variant, entry.locator});
-        record->items.push_back({name, entry.variant->label, entry.variant->version, false});
+        AddItem(name, entry.variant, /*removal=*/false, record, &sent);
         plain_sent = plain_sent || !entry.locator;
       }
       // Replaced or withdrawn variants leave in the same response as their
@@ -244,7 +245,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
       if (ns.stale_claim && !plain_sent && !plain_removed) {
         // A claimed version this server does not serve for the client.
         response->removed_resources.push_back(name);
-        record->items.push_back({name, "", "", true});
+        AddItem(name, nullptr, /*removal=*/true, record, &sent);
         plain_removed = true;
       }
       ns.stale_claim = false;
@@ -262,13 +263,13 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
           response->removed_resources.push_back(name);
           plain_removed = true;
         }
-        record->items.push_back({name, "", "", true});
+        AddItem(name, nullptr, /*removal=*/true, record, &sent);
       }
       SetHeld(*state, name, ns, std::move(desired));
     }
     for (const std::string& name : names) DropIdleName(*state, name);
     if (record->items.empty()) continue;  // Nothing the client needs to hear.
-    NumberResponse(*state, names, /*full_state=*/false, record);
+    NumberResponse(*state, names, /*full_state=*/false, std::move(sent), record);
     response->type_url = state->type_url();
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.

@@ -263,18 +263,19 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
 
     record->items.clear();
     record->items.reserve(carried.size());
+    std::vector<SentItem> sent;
+    sent.reserve(carried.size());
     const bool wrap_plain = wraps_plain_resources();
     response->resources.clear();
     response->resources.reserve(carried.size());
     for (auto& [name, entry] : carried) {
-      const Variant& variant = *entry.variant;
-      record->items.push_back({name, variant.label, variant.version, false});
+      AddItem(name, entry.variant, /*removal=*/false, record, &sent);
       // A locator's variant, or any for a client that reads wrappers, goes
       // in the shared, pre-encoded Resource wrapper.
       response->resources.push_back(
           {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
     }
-    NumberResponse(*state, names, full_state, record);
+    NumberResponse(*state, names, full_state, std::move(sent), record);
     response->type_url = state->type_url();
     response->version_info = record->version_info;
     response->nonce = record->nonce;
