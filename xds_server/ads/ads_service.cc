@@ -197,7 +197,9 @@ class Core final : public AdsService::StreamCore {
   bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                 bool* fits) const override {
     absl::MutexLock lock(&mu_);
-    if (!query.Selects(state_.identity(), state_.has_node() ? &state_.node() : nullptr)) {
+    const std::optional<envoy::config::core::v3::Node> node =
+        state_.has_node() ? std::make_optional(state_.node()) : std::nullopt;
+    if (!query.Selects(state_.identity(), node.has_value() ? &*node : nullptr)) {
       return false;
     }
     out->stream_id = id();

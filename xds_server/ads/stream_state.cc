@@ -73,11 +73,18 @@ StreamState::StreamState(Protocol protocol, std::shared_ptr<const ParameterMappi
       node_params_(std::make_shared<Parameters>(ParameterSet{})) {}
 
 void StreamState::SetNode(const envoy::config::core::v3::Node& node) {
-  node_ = node;
+  node_bytes_ = node.SerializeAsString();
   has_node_ = true;
   node_params_ = std::make_shared<Parameters>(mapping_->ParametersFor(node));
-  wrap_plain_ = std::find(node_.client_features().begin(), node_.client_features().end(),
-                          kResourceInSotwFeature) != node_.client_features().end();
+  wrap_plain_ = std::find(node.client_features().begin(), node.client_features().end(),
+                          kResourceInSotwFeature) != node.client_features().end();
+}
+
+envoy::config::core::v3::Node StreamState::node() const {
+  envoy::config::core::v3::Node node;
+  // The bytes are the serialization of a node this process parsed.
+  (void)node.ParseFromString(node_bytes_);
+  return node;
 }
 
 StreamState::TypeState* StreamState::StateFor(const std::string& type_url,
@@ -668,12 +675,12 @@ void StreamState::NoteSent(TypeState& state, uint64_t number, const NameSet& nam
 bool StreamState::DescribeClient(ClientStatus* out, size_t* budget,
                                  const ClientStatusQuery* query) const {
   const ClientAccess* access = query == nullptr ? nullptr : query->access.get();
-  size_t node_cost = node_.ByteSizeLong() + kStatusOverheadBytes;
+  size_t node_cost = node_bytes_.size() + kStatusOverheadBytes;
   for (const auto& [key, value] : node_params_->params) node_cost += key.size() + value.size();
   if (node_cost > *budget) return false;
   *budget -= node_cost;
   out->delta = protocol_ == Protocol::kDelta;
-  if (has_node_) out->node = node_;
+  if (has_node_) out->node = node();
   out->parameters = node_params_->params;
   auto add = [&](ResourceStatus status) {
     const size_t cost = EstimatedBytes(status);

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/flat_map.hpp>
 #include <boost/container/flat_set.hpp>
 #include <boost/container/small_vector.hpp>
 
@@ -212,7 +213,10 @@ class StreamState {
   void SetIdentity(ClientIdentity identity) { identity_ = std::move(identity); }
   const ClientIdentity& identity() const { return identity_; }
 
-  const envoy::config::core::v3::Node& node() const { return node_; }
+  // Returns the node of the stream's first request that named one (empty
+  // until then). Parsed on each call from the bytes the stream keeps: for
+  // reports, not for every request.
+  envoy::config::core::v3::Node node() const;
   bool has_node() const { return has_node_; }
   // The parameters every subscription of this stream selects with (its
   // node's), or null when they may differ by subscription (a locator, or a
@@ -484,7 +488,8 @@ class StreamState {
   std::shared_ptr<const ParameterMapping> mapping_;
   Limits limits_;
   std::shared_ptr<const ServingSnapshot> snapshot_;
-  envoy::config::core::v3::Node node_;
+  // The node, serialized: a stream keeps it only for reports (node()).
+  std::string node_bytes_;
   bool has_node_ = false;
   bool wrap_plain_ = false;
   std::shared_ptr<const Parameters> node_params_;
@@ -499,7 +504,11 @@ class StreamState {
   std::vector<DemandChange> demand_changes_;
   // Names holding a variant, by authority, and the changes
   // TakeAuthorityChanges returns (no entry is zero in either).
-  absl::flat_hash_map<std::string, int64_t> held_names_by_authority_;
+  // Sorted, with room for one authority inline: a stream nearly always
+  // holds names of one authority (most often "").
+  boost::container::flat_map<std::string, int64_t, std::less<>,
+                             boost::container::small_vector<std::pair<std::string, int64_t>, 1>>
+      held_names_by_authority_;
   absl::flat_hash_map<std::string, int> authority_changes_;
   int64_t subscribed_names_ = 0;
   int64_t subscribed_bytes_ = 0;

@@ -106,6 +106,32 @@ TEST(StreamStateTest, WatchesAreReportedInTypeUrlOrder) {
   EXPECT_EQ(urls, sorted);
 }
 
+// The node of the first request that names one is the stream's, in node()
+// and in the client's status, whatever later requests carry.
+TEST(StreamStateTest, KeepsTheFirstNodeForReports) {
+  StreamState state(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  state.SetSnapshot(Serve(Base()));
+  EXPECT_FALSE(state.has_node());
+  DiscoveryRequest first = Sotw(kRds, {"r"});
+  first.mutable_node()->set_id("client-1");
+  (*first.mutable_node()->mutable_metadata()->mutable_fields())["env"].set_string_value("prod");
+  first.mutable_node()->add_client_features("feature-a");
+  RequestOutcome outcome;
+  ASSERT_THAT(state.OnRequest(first, &outcome), IsOk());
+  DiscoveryRequest second = Sotw(kRds, {"r"});
+  second.mutable_node()->set_id("client-2");
+  ASSERT_THAT(state.OnRequest(second, &outcome), IsOk());
+
+  ASSERT_TRUE(state.has_node());
+  EXPECT_EQ(state.node().SerializeAsString(), first.node().SerializeAsString());
+  ClientStatus status;
+  size_t budget = 1 << 20;
+  ASSERT_TRUE(state.DescribeClient(&status, &budget));
+  EXPECT_EQ(status.node.id(), "client-1");
+  EXPECT_EQ(status.node.metadata().fields().at("env").string_value(), "prod");
+  EXPECT_EQ(status.parameters, (ParameterSet{{"env", "prod"}}));
+}
+
 // ---- Bounds ----------------------------------------------------------------
 
 TEST(StreamStateTest, NamesPerStreamAreBoundedAcrossDeltaRequests) {
