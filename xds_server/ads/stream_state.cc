@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "xds_server/ads/parameter_pool.h"
 #include "xds_server/ads/stream_state_internal.h"
 #include "xds_server/common/digest.h"
 #include "xds_server/common/log_text.h"
@@ -70,12 +71,12 @@ StreamState::StreamState(Protocol protocol, std::shared_ptr<const ParameterMappi
       mapping_(std::move(mapping)),
       limits_(limits),
       snapshot_(std::make_shared<ServingSnapshot>(std::make_shared<const Snapshot>())),
-      node_params_(std::make_shared<Parameters>(ParameterSet{})) {}
+      node_params_(ParameterPool::Shared().Intern({})) {}
 
 void StreamState::SetNode(const envoy::config::core::v3::Node& node) {
   node_bytes_ = node.SerializeAsString();
   has_node_ = true;
-  node_params_ = std::make_shared<Parameters>(mapping_->ParametersFor(node));
+  node_params_ = ParameterPool::Shared().Intern(mapping_->ParametersFor(node));
   wrap_plain_ = std::find(node.client_features().begin(), node.client_features().end(),
                           kResourceInSotwFeature) != node.client_features().end();
 }
