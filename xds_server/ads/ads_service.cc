@@ -194,6 +194,16 @@ class Core final : public AdsService::StreamCore {
 
   grpc::ByteBuffer* read_buffer() { return &read_buffer_; }
 
+  // Returns this thread's request message, which the read path parses each
+  // request into and clears before it lets go of the stream's lock.
+  static Request& ThreadRequest() {
+    thread_local Request request;
+    return request;
+  }
+  // Requests up to this size leave their parsed fields allocated in the
+  // thread's message for the next one.
+  static constexpr size_t kKeptRequestBytes = 16 << 10;
+
   bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                 bool* fits) const override {
     absl::MutexLock lock(&mu_);
@@ -218,11 +228,11 @@ class Core final : public AdsService::StreamCore {
     sequence_ = sequence;
   }
 
-  // Applies request_ to the stream's state: outcome, status and demand
+  // Applies `request` to the stream's state: outcome, status and demand
   // changes for the caller; new watches are registered with the service.
-  void ApplyRequestLocked(RequestOutcome* outcome, absl::Status* status,
+  void ApplyRequestLocked(const Request& request, RequestOutcome* outcome, absl::Status* status,
                           std::vector<DemandChange>* demand) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    *status = state_.OnRequest(request_, outcome);
+    *status = state_.OnRequest(request, outcome);
     SettleSubscriptionMemory(state_.subscription_memory());
     ReportAuthoritiesLocked();
     *demand = state_.TakeDemandChanges();
@@ -263,13 +273,22 @@ class Core final : public AdsService::StreamCore {
       absl::MutexLock lock(&mu_);
       // Parsed under the stream's lock, like everything else the read path
       // keeps: gRPC orders a stream's reads, but on changing threads and
-      // through synchronization ThreadSanitizer cannot see.
-      decoded = DecodeMessage(&read_buffer_, &request_);
-      if (decoded) ApplyRequestLocked(&outcome, &status, &demand);
-      // Clear keeps sub-messages allocated for the next parse; the node
-      // comes in the first request only, and its copy is in state_.
-      request_.clear_node();
-      request_.Clear();
+      // through synchronization ThreadSanitizer cannot see. Parsed into the
+      // thread's message, used only until it is cleared below: an idle
+      // stream keeps no parsed request, and an ACK allocates nothing.
+      Request& request = ThreadRequest();
+      const size_t wire_bytes = read_buffer_.Length();
+      decoded = DecodeMessage(&read_buffer_, &request);
+      if (decoded) ApplyRequestLocked(request, &outcome, &status, &demand);
+      // Clear keeps sub-messages allocated for the next parse, but not those
+      // of a large request (the thread would keep them); the node comes in
+      // the first request only, and its copy is in state_.
+      request.clear_node();
+      if (wire_bytes > kKeptRequestBytes) {
+        request = Request();
+      } else {
+        request.Clear();
+      }
       if (decoded && status.ok() && demand.empty()) {
         DecideLocked(&next);
         decided = true;
@@ -566,7 +585,6 @@ class Core final : public AdsService::StreamCore {
   bool end_decided_ ABSL_GUARDED_BY(mu_) = false;  // The server ends the stream (reported).
   grpc::Status finish_status_;                     // Written before finished_ is set; read after.
   grpc::ByteBuffer read_buffer_;                   // Owned by the pending read.
-  Request request_ ABSL_GUARDED_BY(mu_);           // Parsed from it by the read path.
   grpc::ByteBuffer response_;                      // Owned by the write in flight.
   // The context is valid until OnDone; a stall cancel borrows it.
   absl::Mutex cancel_mu_;
