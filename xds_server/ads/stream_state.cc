@@ -460,8 +460,7 @@ StreamState::HeldSet StreamState::Effective(const TypeState& state, NameState& n
   auto key_of = [](const std::string& key) {
     return FormKeyView{key[0] == 'L', absl::string_view(key).substr(1)};
   };
-  absl::erase_if(ns.rejected,
-                 [&](const std::string& key) { return desired.count(key_of(key)) == 0; });
+  ns.rejected.EraseIf([&](const std::string& key) { return desired.count(key_of(key)) == 0; });
   for (const std::string& key : ns.rejected) {
     const auto found = desired.find(key_of(key));
     const Held rejected = *found;
