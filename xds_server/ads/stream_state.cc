@@ -336,7 +336,7 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
   outcome->nonce = nonce;
   if (nonce.empty()) {
     outcome->kind = RequestOutcome::Kind::kInitial;
-  } else if (nonce != state.last_nonce) {
+  } else if (state.last_sent == 0 || nonce != absl::AlphaNum(state.last_sent).Piece()) {
     outcome->kind = RequestOutcome::Kind::kStale;
   } else if (error.has_value()) {
     outcome->kind = RequestOutcome::Kind::kNack;
@@ -593,6 +593,8 @@ StreamState::NameSet StreamState::TakeDue(TypeState& state, bool removal_phase) 
   return names;
 }
 
+// The nonce of response number n is n in decimal (ProcessAckOrNack reads it
+// back from TypeState::last_sent).
 std::string StreamState::NextNonce() { return absl::StrCat(++nonce_counter_); }
 
 PushedItem StreamState::SentItem::ToPushed() const {
@@ -612,7 +614,6 @@ void StreamState::NumberResponse(TypeState& state, const NameSet& names, bool fu
   record->version_info = DigestVersion(state.held_digest);
   record->nonce = NextNonce();
   state.response_due = false;
-  state.last_nonce = record->nonce;
   state.last_items = std::move(sent);
   state.last_items.shrink_to_fit();
   NoteSent(state, nonce_counter_, names, full_state);

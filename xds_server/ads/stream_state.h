@@ -433,11 +433,14 @@ class StreamState {
     bool legacy_wildcard = false;
     bool seen_request = false;
     bool response_due = false;  // A request changed subscriptions: answer it.
-    // SotW: the version_info a reconnecting client's first request carried.
-    std::string resume_version;
+    bool all_dirty = false;     // Every name is to be re-examined.
+    // SotW fast path: the last request had locators (its names are not kept).
+    bool last_had_locators = true;
+    // SotW: the version_info a reconnecting client's first request carried
+    // (null: none; kept only until the first response is decided).
+    std::unique_ptr<std::string> resume_version;
     std::map<std::string, NameState> names;
     // Pending work: names to re-examine, and the answers they need.
-    bool all_dirty = false;
     NameSet dirty;
     NameSet upserts;
     NameSet removals;
@@ -449,11 +452,10 @@ class StreamState {
     absl::btree_map<std::string, HeldSet> unacked_prior;
     // SotW fast path: the last request's names, when it had no locators.
     std::vector<std::string> last_names;
-    bool last_had_locators = true;
-    std::string last_nonce;
     std::vector<SentItem> last_items;
-    // The number of the last response sent, and of the last one the client
-    // answered (ACK or NACK): names sent in it or before are no longer in flight.
+    // The number of the last response sent (0: none), whose nonce is that
+    // number in decimal, and of the last one the client answered (ACK or
+    // NACK): names sent in it or before are no longer in flight.
     uint64_t last_sent = 0;
     uint64_t answered = 0;
   };

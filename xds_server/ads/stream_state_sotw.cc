@@ -113,7 +113,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
   }
 
   if (!state.seen_request && request.response_nonce().empty() && !request.version_info().empty()) {
-    state.resume_version = request.version_info();
+    state.resume_version = std::make_unique<std::string>(request.version_info());
     resume_pending_ = true;
   }
   bool changed = !state.seen_request || wildcard != state.wildcard;
@@ -171,8 +171,8 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
 void StreamState::ResumeFromClientVersions() {
   if (!std::exchange(resume_pending_, false)) return;
   for (TypeState& state : types_) {
-    if (state.resume_version.empty()) continue;
-    const std::string claimed = std::exchange(state.resume_version, "");
+    if (state.resume_version == nullptr) continue;
+    const std::string claimed = *std::exchange(state.resume_version, nullptr);
     // What this stream would hold after answering: every subscribed (or
     // wildcard-covered) name with its selected variants.
     std::map<std::string, HeldSet> would_hold;
