@@ -943,6 +943,10 @@ int Main() {
       absl::GetFlag(FLAGS_histogram_bucket) <= absl::ZeroDuration()) {
     usage_error = "--restart-after must not be negative and --histogram-bucket must be positive";
   }
+  if (const absl::Duration timeout = absl::GetFlag(FLAGS_server_keepalive_timeout);
+      timeout < absl::ZeroDuration() || timeout > absl::Hours(24)) {
+    usage_error = "--server-keepalive-timeout must be from 0 to 24h";
+  }
   if (subscriptions.ok() &&
       std::none_of(subscriptions->begin(), subscriptions->end(), [&](const Subscription& s) {
         return absl::EndsWith(s.type_url, ".RouteConfiguration") &&

@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
                  "selected\n";
     return 2;
   }
+  const absl::Duration keepalive_timeout = absl::GetFlag(FLAGS_keepalive_timeout);
+  if (keepalive_timeout < absl::ZeroDuration() || keepalive_timeout > absl::Hours(24)) {
+    std::cerr << "facet_null_server: --keepalive-timeout must be from 0 to 24h\n";
+    return 2;
+  }
   // Signals are taken by sigwait below; block them before gRPC starts threads.
   sigset_t signals;
   sigemptyset(&signals);
@@ -61,10 +66,9 @@ int main(int argc, char** argv) {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterCallbackGenericService(&service);
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  if (const absl::Duration timeout = absl::GetFlag(FLAGS_keepalive_timeout);
-      timeout > absl::ZeroDuration()) {
+  if (keepalive_timeout > absl::ZeroDuration()) {
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS,
-                               static_cast<int>(absl::ToInt64Milliseconds(timeout)));
+                               static_cast<int>(absl::ToInt64Milliseconds(keepalive_timeout)));
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

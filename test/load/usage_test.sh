@@ -15,6 +15,8 @@ expect_usage_error '--null-push: all or selected' --null-push=some
 expect_usage_error '--resources must include the changed route' --resources=lds:*
 expect_usage_error '--scenario: change or relay-restart' --scenario=restart
 expect_usage_error '--histogram-bucket must be positive' --scenario=relay-restart --histogram-bucket=0s
+expect_usage_error '--server-keepalive-timeout must be from 0 to 24h' --server-keepalive-timeout=-1s
+expect_usage_error '--server-keepalive-timeout must be from 0 to 24h' --server-keepalive-timeout=25h
 if [[ ${failures} -ne 0 ]]; then
   exit 1
 fi
