@@ -207,8 +207,11 @@ class Core final : public AdsService::StreamCore {
   bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                 bool* fits) const override {
     absl::MutexLock lock(&mu_);
+    // The node is parsed from the bytes the stream keeps: here only when the
+    // query filters by its id (DescribeClient parses it for the report).
     const std::optional<envoy::config::core::v3::Node> node =
-        state_.has_node() ? std::make_optional(state_.node()) : std::nullopt;
+        query.filter_node_id && state_.has_node() ? std::make_optional(state_.node())
+                                                  : std::nullopt;
     if (!query.Selects(state_.identity(), node.has_value() ? &*node : nullptr)) {
       return false;
     }
