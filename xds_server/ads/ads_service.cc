@@ -239,7 +239,12 @@ class Core final : public AdsService::StreamCore {
     SettleSubscriptionMemory(state_.subscription_memory());
     ReportAuthoritiesLocked();
     *demand = state_.TakeDemandChanges();
-    if (state_.has_node() && node_id_.empty()) node_id_ = SafeForLog(state_.node().id());
+    if (state_.has_node() && !node_id_taken_) {
+      // Once: the node is parsed from the bytes the stream keeps, and an
+      // empty id would otherwise send every later request here again.
+      node_id_ = SafeForLog(state_.node().id());
+      node_id_taken_ = true;
+    }
     std::vector<WatchChange> changes = state_.TakeWatchChanges();
     std::shared_ptr<const Parameters> uniform = state_.uniform_params();
     if (!changes.empty() || uniform != reported_uniform_) {
@@ -571,7 +576,8 @@ class Core final : public AdsService::StreamCore {
   uint64_t sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<const Parameters> reported_uniform_ ABSL_GUARDED_BY(mu_);
   Reactor* reactor_ ABSL_GUARDED_BY(mu_);
-  std::string node_id_ ABSL_GUARDED_BY(mu_);  // Escaped and truncated for logs.
+  std::string node_id_ ABSL_GUARDED_BY(mu_);         // Escaped and truncated for logs.
+  bool node_id_taken_ ABSL_GUARDED_BY(mu_) = false;  // node_id_ is the node's.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   int64_t response_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // Of the write in flight.
   bool waiting_for_budget_ ABSL_GUARDED_BY(mu_) = false;
