@@ -1,5 +1,7 @@
 #include "xds_server/ads/watch_index.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 
 namespace facet::xds {
@@ -140,20 +142,27 @@ std::vector<std::pair<WatchIndex::StreamId, WatchIndex::Wake>> WatchIndex::Wakes
       wakes.emplace_back(stream, Wake());
       wakes.back().second.all = true;
     }
+    std::sort(wakes.begin(), wakes.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     return wakes;
   }
-  // Each woken stream once, in the order first found; a stream watching
-  // nothing that changed is not touched.
-  absl::flat_hash_map<StreamId, size_t> woken;
-  auto wake_of = [&](StreamId stream) -> Wake& {
-    auto [it, inserted] = woken.try_emplace(stream, wakes.size());
-    if (inserted) wakes.emplace_back(stream, Wake());
-    return wakes[it->second].second;
+  // What each woken stream is to re-examine, one entry per (stream, type or
+  // name), gathered flat and then grouped by stream: no hash table of woken
+  // streams. A stream watching nothing that changed is not touched.
+  struct Found {
+    StreamId stream;
+    uint32_t order;  // Keeps a stream's entries in the order found.
+    const ResourceType* type;
+    const std::string* name;  // Null: every changed name of the type (wildcard).
+  };
+  std::vector<Found> found;
+  auto add = [&](StreamId stream, const ResourceType* type, const std::string* name) {
+    found.push_back({stream, static_cast<uint32_t>(found.size()), type, name});
   };
   for (const auto& [type, names] : changes.by_type) {
     auto index = index_.find(type->type_url());
     if (index == index_.end()) continue;
-    for (StreamId stream : index->second.wildcard) wake_of(stream).types.push_back(type);
+    for (StreamId stream : index->second.wildcard) add(stream, type, nullptr);
     for (const auto* list : {&names.added, &names.changed, &names.removed}) {
       for (const std::string& name : *list) {
         auto watchers = index->second.by_name.find(name);
@@ -164,12 +173,22 @@ std::vector<std::pair<WatchIndex::StreamId, WatchIndex::Wake>> WatchIndex::Wakes
         // variants of the name are not its business).
         for (const auto& [canonical, group] : watchers->second.uniform) {
           if (!selection.Changed(*group.params)) continue;
-          for (StreamId stream : group.streams) wake_of(stream).names.emplace_back(type, &name);
+          for (StreamId stream : group.streams) add(stream, type, &name);
         }
-        for (StreamId stream : watchers->second.mixed) {
-          wake_of(stream).names.emplace_back(type, &name);
-        }
+        for (StreamId stream : watchers->second.mixed) add(stream, type, &name);
       }
+    }
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return a.stream != b.stream ? a.stream < b.stream : a.order < b.order;
+  });
+  for (const Found& entry : found) {
+    if (wakes.empty() || wakes.back().first != entry.stream) wakes.emplace_back(entry.stream, Wake());
+    Wake& wake = wakes.back().second;
+    if (entry.name == nullptr) {
+      wake.types.push_back(entry.type);
+    } else {
+      wake.names.emplace_back(entry.type, entry.name);
     }
   }
   return wakes;

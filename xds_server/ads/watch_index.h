@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "xds_server/ads/serving_snapshot.h"
@@ -30,10 +32,12 @@ class WatchIndex {
     // Re-examine everything (the snapshot is not derived from the last one).
     bool all = false;
     // Wildcard types: every changed name of the type.
-    std::vector<const ResourceType*> types;
+    boost::container::small_vector<const ResourceType*, 1> types;
     // Changed names the stream watches (pointing into the change set of the
-    // snapshot they were found in, valid while it is).
-    std::vector<std::pair<const ResourceType*, const std::string*>> names;
+    // snapshot they were found in, valid while it is). Most wakes name one:
+    // it is kept inline, so a change that wakes thousands of streams
+    // allocates nothing per stream.
+    boost::container::small_vector<std::pair<const ResourceType*, const std::string*>, 1> names;
   };
 
   // Adds a stream watching nothing yet.
@@ -55,9 +59,12 @@ class WatchIndex {
   static bool WakesAll(const ServingSnapshot& before, const ServingSnapshot& after);
 
   // Returns the streams to wake for `after`, published after `before`, each
-  // once, in the order first found, with what each should re-examine. Every
-  // stream, with Wake::all, when `after` is not derived from `before`. O(the
-  // changed names' watchers), not O(streams), otherwise.
+  // once, in ascending id, with what each should re-examine. Every stream,
+  // with Wake::all, when `after` is not derived from `before`. O(w log w) in
+  // the w changed names' watchers, not O(streams), otherwise. Ids ascend in
+  // the order streams opened, which is roughly the order their state was
+  // allocated in: the caller's walk over the woken streams goes forward
+  // through memory rather than in hash order.
   std::vector<std::pair<StreamId, Wake>> Wakes(const ServingSnapshot& before,
                                                const ServingSnapshot& after) const;
 

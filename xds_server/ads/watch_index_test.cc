@@ -143,6 +143,24 @@ TEST_F(WatchIndexTest, AStreamWhoseParametersChangeMovesToItsNewGroup) {
   EXPECT_THAT(WakesFor(*after_), ElementsAre(Pair(1, "route:r ")));
 }
 
+TEST_F(WatchIndexTest, WakesComeInStreamIdOrderEachWithEverythingItIsToReexamine) {
+  // Added out of order, and found through several names and a wildcard.
+  Add(9, Params("prod"), {Watch(kRds, "r"), Watch(kRds, "s")});
+  Add(3, Params("prod"), {Watch(kRds, "s")});
+  Add(7, nullptr, {Wildcard(kRds), Watch(kRds, "r")});
+  Add(1, Params("test"), {Watch(kRds, "s")});
+  std::vector<WatchIndex::StreamId> order;
+  for (const auto& [stream, wake] : index_.Wakes(*base_, *after_)) order.push_back(stream);
+  EXPECT_THAT(order, ElementsAre(1, 3, 7, 9));
+  const auto wakes = WakesFor(*after_);
+  EXPECT_EQ(wakes.at(9), "route:r route:s ");
+  EXPECT_EQ(wakes.at(7), "route:* route:r ");
+  const ServingSnapshot rebuilt(Build(Objects("c", "c")));
+  order.clear();
+  for (const auto& [stream, wake] : index_.Wakes(*base_, rebuilt)) order.push_back(stream);
+  EXPECT_THAT(order, ElementsAre(1, 3, 7, 9));
+}
+
 TEST_F(WatchIndexTest, NamesNoLongerWatchedAndRemovedStreamsWakeNothing) {
   Add(1, Params("prod"), {Watch(kRds, "r"), Watch(kRds, "s")});
   Add(2, Params("prod"), {Watch(kRds, "r")});
