@@ -246,7 +246,7 @@ class Core final : public AdsService::StreamCore {
       node_id_taken_ = true;
     }
     std::vector<WatchChange> changes = state_.TakeWatchChanges();
-    std::shared_ptr<const Parameters> uniform = state_.uniform_params();
+    const std::shared_ptr<const Parameters>& uniform = state_.uniform_params();
     if (!changes.empty() || uniform != reported_uniform_) {
       // Register and read the current snapshot in one step: a snapshot
       // published after this wakes the stream for its new names (and,
@@ -256,7 +256,7 @@ class Core final : public AdsService::StreamCore {
       if (uniform != reported_uniform_) watched = state_.Watches();
       reported_uniform_ = uniform;
       uint64_t sequence = 0;
-      auto serving = UpdateWatches(changes, std::move(uniform), watched, &sequence);
+      auto serving = UpdateWatches(changes, uniform, watched, &sequence);
       if (sequence > sequence_) {
         state_.AdoptSnapshot(std::move(serving));
         sequence_ = sequence;
@@ -518,6 +518,7 @@ class Core final : public AdsService::StreamCore {
       waiting_for_budget_ = true;
     } else {
       Plan plan;
+      next->record.with_items = DebugLogging();  // Only a debug log lists them.
       state_.set_now(absl::Now());  // When the client becomes stale, for /clients.
       const bool due = state_.NextResponse(&plan, &next->record);
       ReportAuthoritiesLocked();  // Even without a response: silent removals.

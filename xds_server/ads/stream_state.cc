@@ -605,7 +605,7 @@ PushedItem StreamState::SentItem::ToPushed() const {
 void StreamState::AddItem(const std::string& name, const std::shared_ptr<const Variant>& variant,
                           bool removal, PushRecord* record, std::vector<SentItem>* sent) {
   sent->push_back({name, variant, removal});
-  record->items.push_back(sent->back().ToPushed());
+  if (record->with_items) record->items.push_back(sent->back().ToPushed());
 }
 
 void StreamState::NumberResponse(TypeState& state, const NameSet& names, bool full_state,

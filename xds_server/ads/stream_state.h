@@ -97,6 +97,9 @@ struct PushRecord {
   std::string type_url;
   std::string version_info;
   std::string nonce;
+  // Whether NextResponse lists the items (each a copy of a name, a label and
+  // a version): the server asks for them only while it logs pushes.
+  bool with_items = true;
   std::vector<PushedItem> items;
 };
 
@@ -221,8 +224,12 @@ class StreamState {
   // The parameters every subscription of this stream selects with (its
   // node's), or null when they may differ by subscription (a locator, or a
   // subscription made before the node was known).
-  std::shared_ptr<const Parameters> uniform_params() const {
-    return has_node_ && !mixed_params_ ? node_params_ : nullptr;
+  // A reference (to a null pointer in the second case): the read path
+  // compares it on every request without touching the pointer's count,
+  // which thousands of streams share.
+  const std::shared_ptr<const Parameters>& uniform_params() const {
+    static const std::shared_ptr<const Parameters> kNone;
+    return has_node_ && !mixed_params_ ? node_params_ : kNone;
   }
   // Returns (type URL, name, variant version) of everything the client holds.
   std::vector<std::tuple<std::string, std::string, std::string>> Holdings() const;

@@ -268,7 +268,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
       SetHeld(*state, name, ns, std::move(desired));
     }
     for (const std::string& name : names) DropIdleName(*state, name);
-    if (record->items.empty()) continue;  // Nothing the client needs to hear.
+    if (sent.empty()) continue;  // Nothing the client needs to hear.
     NumberResponse(*state, names, /*full_state=*/false, std::move(sent), record);
     response->type_url = state->type_url();
     // What this stream holds of the type, as SotW's version_info: the

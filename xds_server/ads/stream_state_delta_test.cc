@@ -135,6 +135,23 @@ TEST_F(DeltaTest, UnknownNamesAreReportedRemoved) {
   EXPECT_THAT(responses[0].removed_resources(), ElementsAre("missing"));
 }
 
+// Whether a response is due does not depend on the record listing what it
+// carries: with the list off, an upsert and a "does not exist" still go out.
+TEST_F(DeltaTest, ResponsesAreDecidedAlikeWhenTheRecordListsNoItems) {
+  DeltaDiscoveryRequest request = Locators(kRds, "r", {{{"env", "prod"}}});
+  request.add_resource_names_subscribe("missing");
+  Request(request);
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  record.with_items = false;
+  ASSERT_TRUE(state_.NextResponse(&response, &record));
+  EXPECT_THAT(record.items, IsEmpty());
+  EXPECT_EQ(response.resources_size(), 1);
+  EXPECT_THAT(response.removed_resources(), ElementsAre("missing"));
+  EXPECT_EQ(record.nonce, response.nonce());
+  EXPECT_FALSE(state_.NextResponse(&response, &record));  // Nothing else is due.
+}
+
 // A request carrying error_detail is a NACK even when its message is empty
 // (the field's presence is what the protocol defines); without it, an ACK.
 TEST_F(DeltaTest, ErrorDetailWithoutAMessageIsANack) {

@@ -262,7 +262,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
     }
 
     record->items.clear();
-    record->items.reserve(carried.size());
+    if (record->with_items) record->items.reserve(carried.size());
     std::vector<SentItem> sent;
     sent.reserve(carried.size());
     const bool wrap_plain = wraps_plain_resources();

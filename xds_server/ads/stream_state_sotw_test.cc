@@ -78,6 +78,31 @@ TEST_F(SotwTest, SelectsVariantFromNodeMetadataAndSendsPlainResources) {
   EXPECT_FALSE(responses[0].version_info().empty());
 }
 
+TEST_F(SotwTest, ARecordWithoutItemsLeavesThemOutAndTheResponseAlone) {
+  Request(Sotw(kRds, {"r"}));
+  DiscoveryResponse response;
+  PushRecord record;
+  record.with_items = false;
+  ASSERT_TRUE(state_.NextResponse(&response, &record));
+  EXPECT_THAT(record.items, IsEmpty());
+  EXPECT_EQ(record.type_url, kRds);
+  EXPECT_EQ(record.nonce, response.nonce());
+  EXPECT_EQ(record.version_info, response.version_info());
+  // The same request on a stream whose record lists the items.
+  StreamState listing(Protocol::kSotw, std::make_shared<ParameterMapping>());
+  listing.SetSnapshot(Serve(Base()));
+  DiscoveryRequest request = Sotw(kRds, {"r"});
+  *request.mutable_node() = node_;
+  RequestOutcome outcome;
+  ASSERT_THAT(listing.OnRequest(request, &outcome), IsOk());
+  DiscoveryResponse listed_response;
+  PushRecord listed;
+  ASSERT_TRUE(listing.NextResponse(&listed_response, &listed));
+  ASSERT_EQ(listed.items.size(), 1u);
+  EXPECT_EQ(listed.items[0].name, "r");
+  EXPECT_EQ(listed_response.SerializeAsString(), response.SerializeAsString());
+}
+
 TEST_F(SotwTest, OtherParametersSelectTheOtherVariant) {
   node_ = NodeWith("test");
   Request(Sotw(kRds, {"r"}));
