@@ -6,26 +6,28 @@
 namespace facet::xds {
 
 void WritesInFlight::Started(uint64_t id, absl::Time started, std::shared_ptr<Writer> writer) {
-  absl::MutexLock lock(&mu_);
-  writes_.insert_or_assign(id, Write{started, std::move(writer)});
+  Shard& shard = ShardOf(id);
+  absl::MutexLock lock(&shard.mu);
+  shard.writes.insert_or_assign(id, Write{started, std::move(writer)});
 }
 
 void WritesInFlight::Ended(uint64_t id) {
   std::shared_ptr<Writer> last;  // Released outside the lock: it may be the stream's last owner.
-  absl::MutexLock lock(&mu_);
-  auto it = writes_.find(id);
-  if (it == writes_.end()) return;
+  Shard& shard = ShardOf(id);
+  absl::MutexLock lock(&shard.mu);
+  auto it = shard.writes.find(id);
+  if (it == shard.writes.end()) return;
   last = std::move(it->second.writer);
-  writes_.erase(it);
+  shard.writes.erase(it);
 }
 
 size_t WritesInFlight::CancelStalled(absl::Time limit) {
   std::vector<std::shared_ptr<Writer>> stalled;
   size_t looked_at = 0;
-  {
-    absl::MutexLock lock(&mu_);
-    looked_at = writes_.size();
-    for (const auto& [id, write] : writes_) {
+  for (Shard& shard : shards_) {
+    absl::MutexLock lock(&shard.mu);
+    looked_at += shard.writes.size();
+    for (const auto& [id, write] : shard.writes) {
       if (write.started < limit) stalled.push_back(write.writer);
     }
   }
@@ -35,8 +37,12 @@ size_t WritesInFlight::CancelStalled(absl::Time limit) {
 }
 
 size_t WritesInFlight::size() const {
-  absl::MutexLock lock(&mu_);
-  return writes_.size();
+  size_t size = 0;
+  for (const Shard& shard : shards_) {
+    absl::MutexLock lock(&shard.mu);
+    size += shard.writes.size();
+  }
+  return size;
 }
 
 }  // namespace facet::xds

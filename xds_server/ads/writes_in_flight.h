@@ -3,6 +3,7 @@
 #ifndef FACET_XDS_SERVER_ADS_WRITES_IN_FLIGHT_H_
 #define FACET_XDS_SERVER_ADS_WRITES_IN_FLIGHT_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,7 +17,10 @@ namespace facet::xds {
 
 // Streams register when a write starts and leave when it completes; the
 // stall check's pass looks at those alone. Thread-safe; never calls a writer
-// with its own lock held, so writers may call it under theirs.
+// with its own lock held, so writers may call it under theirs. The writes
+// are kept in shards by stream id, each under its own lock: a push to
+// thousands of streams (one thread starting writes) and their completions
+// (gRPC's threads) seldom meet on one lock.
 class WritesInFlight {
  public:
   class Writer {
@@ -45,8 +49,14 @@ class WritesInFlight {
     absl::Time started;
     std::shared_ptr<Writer> writer;
   };
-  mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, Write> writes_ ABSL_GUARDED_BY(mu_);
+  struct alignas(64) Shard {  // One cache line of its own for each lock.
+    mutable absl::Mutex mu;
+    absl::flat_hash_map<uint64_t, Write> writes ABSL_GUARDED_BY(mu);
+  };
+  static constexpr size_t kShards = 16;
+  Shard& ShardOf(uint64_t id) { return shards_[id % kShards]; }
+
+  std::array<Shard, kShards> shards_;
 };
 
 }  // namespace facet::xds

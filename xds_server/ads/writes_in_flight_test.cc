@@ -69,5 +69,25 @@ TEST(WritesInFlightTest, EndedReleasesTheWriterAndForgetsTheWrite) {
   EXPECT_TRUE(stream->limits.empty());
 }
 
+// Writes are kept in shards by stream id: a pass and the count see every
+// shard, and each stream's write stays its own whatever shard it falls in.
+TEST(WritesInFlightTest, EveryStreamsWriteCountsWhicheverShardItIsIn) {
+  WritesInFlight writes;
+  std::vector<std::shared_ptr<RecordingWriter>> streams;
+  for (uint64_t id = 0; id < 100; ++id) {
+    streams.push_back(std::make_shared<RecordingWriter>());
+    // Even ids started before the limit, odd ones after it.
+    writes.Started(id, kStart + absl::Seconds(id % 2 == 0 ? 0 : 10), streams.back());
+  }
+  writes.Ended(50);
+  EXPECT_EQ(writes.size(), 99u);
+  const absl::Time limit = kStart + absl::Seconds(5);
+  EXPECT_EQ(writes.CancelStalled(limit), 99u);
+  for (uint64_t id = 0; id < 100; ++id) {
+    const bool cancelled = id % 2 == 0 && id != 50;
+    EXPECT_EQ(streams[id]->limits.size(), cancelled ? 1u : 0u) << "stream " << id;
+  }
+}
+
 }  // namespace
 }  // namespace facet::xds
