@@ -426,14 +426,11 @@ class StreamState {
   static void AddItem(const std::string& name, const std::shared_ptr<const Variant>& variant,
                       bool removal, PushRecord* record, std::vector<SentItem>* sent);
   struct TypeState {
+    // What HasPendingWork reads of every type on every push and ACK comes
+    // first, together: the type, the flags and the pending-work sets (one
+    // pointer each while empty), 48 bytes, one or two cache lines rather
+    // than the three the fields spanned when they were spread out.
     const ResourceType* type = nullptr;  // Null: a type Facet does not serve.
-    // The URL of a type Facet does not serve (a served type's is its
-    // ResourceType's, which no stream copies); out of line, so that it stays
-    // put while types_ grows.
-    std::unique_ptr<const std::string> unserved_url;
-    const std::string& type_url() const {
-      return type != nullptr ? type->type_url() : *unserved_url;
-    }
     bool wildcard = false;
     // Wildcard by the legacy rule (first LDS/CDS request named nothing):
     // later requests that name nothing keep it.
@@ -443,15 +440,22 @@ class StreamState {
     bool all_dirty = false;     // Every name is to be re-examined.
     // SotW fast path: the last request had locators (its names are not kept).
     bool last_had_locators = true;
-    // SotW: the version_info a reconnecting client's first request carried
-    // (null: none; kept only until the first response is decided).
-    std::unique_ptr<std::string> resume_version;
-    std::map<std::string, NameState> names;
     // Pending work: names to re-examine, and the answers they need.
     NameSet dirty;
     NameSet upserts;
     NameSet removals;
     NameSet unanswered;
+    // The URL of a type Facet does not serve (a served type's is its
+    // ResourceType's, which no stream copies); out of line, so that it stays
+    // put while types_ grows.
+    std::unique_ptr<const std::string> unserved_url;
+    const std::string& type_url() const {
+      return type != nullptr ? type->type_url() : *unserved_url;
+    }
+    // SotW: the version_info a reconnecting client's first request carried
+    // (null: none; kept only until the first response is decided).
+    std::unique_ptr<std::string> resume_version;
+    std::map<std::string, NameState> names;
     // Sum of Digest64OfParts({name, key}) over held variants: the SotW version_info.
     uint64_t held_digest = 0;
     // Full-state SotW: the held variants of names changed since the last ACK,
