@@ -200,6 +200,7 @@ int64_t PushRouteChange(const std::vector<StreamState*>& woken,
                         const std::shared_ptr<ServingSnapshot>& next) {
   int64_t pushes = 0;
   PushRecord record;
+  record.with_items = false;  // As the server, unless it logs at debug level.
   for (StreamState* s : woken) {
     s->AdoptSnapshot(next);
     s->MarkDirty(RouteConfigurationType(), "route-0");

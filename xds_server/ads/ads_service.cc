@@ -718,9 +718,14 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   uint64_t sequence;
   bool all;
   size_t open;
+  // Held until every woken stream has taken the change in: the last stream
+  // to let go of it would otherwise free it (its share of thousands of
+  // resources) in the middle of the pushes, or this under mu_ when no stream
+  // held it.
+  std::shared_ptr<const ServingSnapshot> previous;
   {
     absl::MutexLock lock(&mu_);
-    const std::shared_ptr<const ServingSnapshot> previous = std::exchange(current_, serving);
+    previous = std::exchange(current_, serving);
     all = WatchIndex::WakesAll(*previous, *serving);
     sequence = ++sequence_;
     open = streams_.size();
@@ -732,7 +737,12 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   observer_.OnSnapshot(static_cast<int64_t>(wakes.size()));
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
                next.size(), all ? next.size() : next.changes().size(), wakes.size(), open);
-  for (const auto& [core, wake] : wakes) core->Notify(serving, sequence, wake, published);
+  for (auto& [core, wake] : wakes) {
+    core->Notify(serving, sequence, wake, published);
+    // Let go of the stream while its count is in cache: after the last
+    // Notify, thousands of streams later, each release would miss.
+    core.reset();
+  }
 }
 
 std::shared_ptr<const ServingSnapshot> AdsService::Register(const std::shared_ptr<StreamCore>& core,
