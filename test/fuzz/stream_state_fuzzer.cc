@@ -248,6 +248,7 @@ class Driver {
     Check(requested_types_.count(type_url) > 0);
     Check(!nonce.empty() && nonces_.insert(nonce).second);
     Check(record.type_url == type_url && record.nonce == nonce);
+    Check(record.with_items || record.items.empty());
     for (const auto& item : record.items) CheckName(type_url, item.name);
     last_nonce_[type_url] = nonce;
   }
@@ -257,6 +258,8 @@ class Driver {
     const int bound = 4 * (kLimits.max_names + kLimits.max_types + 4) *
                       static_cast<int>(world_.type_urls.size() + 1);
     PushRecord record;
+    // Every other drain as the server decides at info level: no items listed.
+    record.with_items = drains_++ % 2 == 0;
     for (int i = 0;; ++i) {
       Check(i < bound);
       if (protocol_ == Protocol::kSotw) {
@@ -306,6 +309,7 @@ class Driver {
   std::map<std::string, Asked> asked_;
   std::map<std::string, std::string> last_nonce_;
   std::set<std::string> nonces_;
+  int drains_ = 0;
 };
 
 }  // namespace

@@ -839,7 +839,8 @@ void AdsService::RecordOutcome(const StreamCore& core, RequestOutcome& outcome) 
 
 void AdsService::RecordPush(const StreamCore& core, const PushRecord& record) {
   observer_.OnPush(record.type_url);
-  if (!DebugLogging()) return;
+  // Items are listed only when the push was decided at debug level.
+  if (!DebugLogging() || !record.with_items) return;
   spdlog::debug("stream {} node \"{}\": push {} version {} nonce {}: [{}]", core.id(),
                 core.node_id(), ResourceTypeForLog(record.type_url), record.version_info,
                 record.nonce, DescribeItems(record.items));

@@ -64,7 +64,8 @@ class WatchIndex {
   // the w changed names' watchers, not O(streams), otherwise. Ids ascend in
   // the order streams opened, which is roughly the order their state was
   // allocated in: the caller's walk over the woken streams goes forward
-  // through memory rather than in hash order.
+  // through memory rather than in hash order. (So a change reaches the
+  // newest streams last.)
   std::vector<std::pair<StreamId, Wake>> Wakes(const ServingSnapshot& before,
                                                const ServingSnapshot& after) const;
 

@@ -161,6 +161,17 @@ TEST_F(WatchIndexTest, WakesComeInStreamIdOrderEachWithEverythingItIsToReexamine
   EXPECT_THAT(order, ElementsAre(1, 3, 7, 9));
 }
 
+TEST_F(WatchIndexTest, AStreamsNamesKeepTheOrderFoundAmongManyWakes) {
+  // Enough entries that the sort by stream is not a stable insertion sort:
+  // each stream's names must still come in the order they were found.
+  for (WatchIndex::StreamId stream = 60; stream >= 20; --stream) {
+    Add(stream, nullptr, {Watch(kRds, "s"), Watch(kRds, "r")});
+  }
+  const auto wakes = WakesFor(*after_);
+  ASSERT_EQ(wakes.size(), 41u);
+  for (const auto& [stream, text] : wakes) EXPECT_EQ(text, "route:r route:s ") << stream;
+}
+
 TEST_F(WatchIndexTest, NamesNoLongerWatchedAndRemovedStreamsWakeNothing) {
   Add(1, Params("prod"), {Watch(kRds, "r"), Watch(kRds, "s")});
   Add(2, Params("prod"), {Watch(kRds, "r")});
