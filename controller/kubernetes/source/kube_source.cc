@@ -221,7 +221,17 @@ std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
 
 void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
-  for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;
+  for (const kube::ObjectDelta& delta : deltas) {
+    // A key already pending gets the new delta by rebinding its node, not by
+    // assigning into it: YAML::Node's operator= writes through to the tree
+    // the old node shares with the copies a build took and reads without
+    // this lock (object_cache.h).
+    auto [it, inserted] = pending_.try_emplace({kind, delta.key}, delta);
+    if (inserted) continue;
+    it->second.type = delta.type;
+    it->second.object.reset(delta.object);
+    it->second.final_state_unknown = delta.final_state_unknown;
+  }
   if (!first_change_) first_change_ = absl::Now();
   if (kind == Kind::kSlice && !deltas.empty()) slices_pending_ = true;
   dirty_ = true;  // Also after the first list, whose deltas may be empty.
