@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -131,18 +132,28 @@ struct ServiceInfo {
 // struct holding a Node would be copied, not moved, when a vector of
 // GatewayObjects (or of anything holding one) grows. The types that hold a
 // Node declare their moves noexcept: copying a valid Node only adds a
-// reference.
-#define FACET_GATEWAY_NOEXCEPT_MOVES(Type) \
-  Type() = default;                        \
-  Type(const Type&) = default;             \
-  Type& operator=(const Type&) = default;  \
-  Type(Type&&) noexcept = default;         \
-  Type& operator=(Type&&) noexcept = default
+// reference. Their assignments rebind the Node (Node::reset) rather than
+// assign into it.
 
 // discovery.k8s.io/v1 EndpointSlice, kept whole: the endpoints code reads
 // slices as YAML (shared with the Kubernetes watch cache).
 struct SliceRef {
-  FACET_GATEWAY_NOEXCEPT_MOVES(SliceRef);
+  SliceRef() = default;
+  SliceRef(const SliceRef&) = default;
+  SliceRef(SliceRef&&) noexcept = default;
+  // Assignment rebinds the node: YAML::Node's own operator= (which a
+  // defaulted one would call, the node having no move assignment) writes
+  // through to the tree the old node shares with the watch cache's copies.
+  SliceRef& operator=(const SliceRef& other) {
+    service = other.service;
+    slice.reset(other.slice);
+    return *this;
+  }
+  SliceRef& operator=(SliceRef&& other) noexcept {
+    service = std::move(other.service);
+    slice.reset(other.slice);
+    return *this;
+  }
   std::string service;  // Label kubernetes.io/service-name; "" when unlabelled.
   YAML::Node slice;
 };
@@ -165,7 +176,22 @@ struct ReferenceGrant {
 
 // facet.dev/v1alpha1 XdsVariantPolicy spec.
 struct VariantPolicy {
-  FACET_GATEWAY_NOEXCEPT_MOVES(VariantPolicy);
+  VariantPolicy() = default;
+  VariantPolicy(const VariantPolicy&) = default;
+  VariantPolicy(VariantPolicy&&) noexcept = default;
+  // Assignment rebinds `when`, as SliceRef's does its node.
+  VariantPolicy& operator=(const VariantPolicy& other) {
+    target_refs = other.target_refs;
+    when.reset(other.when);
+    constraints = other.constraints;
+    return *this;
+  }
+  VariantPolicy& operator=(VariantPolicy&& other) noexcept {
+    target_refs = std::move(other.target_refs);
+    when.reset(other.when);
+    constraints = std::move(other.constraints);
+    return *this;
+  }
   std::vector<ObjectReference> target_refs;  // GRPCRoutes; sectionName names a rule.
   YAML::Node when;                           // As written (the `match` syntax).
   // `when` compiled by xds::CompileMatch; unset when it does not compile.
@@ -190,7 +216,6 @@ struct GatewayObject {
   bool has_errors() const;
 };
 
-#undef FACET_GATEWAY_NOEXCEPT_MOVES
 static_assert(std::is_nothrow_move_constructible_v<GatewayObject>);
 
 }  // namespace facet::controller::gateway

@@ -3,6 +3,7 @@
 #include "controller/gateway/model/gateway_parser.h"
 
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -324,6 +325,33 @@ TEST(GatewayParserTest, RejectsBadPolicyTargets) {
   EXPECT_THAT(Messages(Parse("{apiVersion: facet.dev/v1alpha1, kind: XdsVariantPolicy, "
                              "metadata: {name: p}, spec: {targetRefs: [], when: {}}}")),
               ElementsAre("spec.targetRefs: has 0 entries; at least 1 are required"));
+}
+
+// A watch cache's object and a slice read from it share one tree; a slice
+// assigned a newer one must not write through to the cache's.
+TEST(GatewayObjectTest, AssignmentRebindsNodesAndLeavesSharedCopiesAlone) {
+  const YAML::Node cached = YAML::Load("metadata: {name: a}");
+  SliceRef held;
+  held.slice = cached;  // A fresh node binds.
+  SliceRef next;
+  next.slice = YAML::Load("metadata: {name: b}");
+  held = next;
+  EXPECT_EQ(cached["metadata"]["name"].as<std::string>(), "a");
+  EXPECT_EQ(std::as_const(held.slice)["metadata"]["name"].as<std::string>(), "b");
+  SliceRef last;
+  last.slice = YAML::Load("metadata: {name: c}");
+  held = std::move(last);
+  EXPECT_EQ(cached["metadata"]["name"].as<std::string>(), "a");
+  EXPECT_EQ(std::as_const(held.slice)["metadata"]["name"].as<std::string>(), "c");
+
+  const YAML::Node written = YAML::Load("env: prod");
+  VariantPolicy policy;
+  policy.when = written;
+  VariantPolicy newer;
+  newer.when = YAML::Load("env: test");
+  policy = std::move(newer);
+  EXPECT_EQ(written["env"].as<std::string>(), "prod");
+  EXPECT_EQ(std::as_const(policy.when)["env"].as<std::string>(), "test");
 }
 
 }  // namespace
