@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/snapshot/objects.h"
+#include "xds_server/json/shared_node.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::controller::gateway {
@@ -127,35 +128,11 @@ struct ServiceInfo {
   bool headless() const { return cluster_ip == "None"; }
 };
 
-// yaml-cpp 0.7's Node has no move constructor, and its copy is not
-// noexcept (it copies a key string that only an invalid node holds), so a
-// struct holding a Node would be copied, not moved, when a vector of
-// GatewayObjects (or of anything holding one) grows. The types that hold a
-// Node declare their moves noexcept: copying a valid Node only adds a
-// reference. Their assignments rebind the Node (Node::reset) rather than
-// assign into it.
-
 // discovery.k8s.io/v1 EndpointSlice, kept whole: the endpoints code reads
 // slices as YAML (shared with the Kubernetes watch cache).
 struct SliceRef {
-  SliceRef() = default;
-  SliceRef(const SliceRef&) = default;
-  SliceRef(SliceRef&&) noexcept = default;
-  // Assignment rebinds the node: YAML::Node's own operator= (which a
-  // defaulted one would call, the node having no move assignment) writes
-  // through to the tree the old node shares with the watch cache's copies.
-  SliceRef& operator=(const SliceRef& other) {
-    service = other.service;
-    slice.reset(other.slice);
-    return *this;
-  }
-  SliceRef& operator=(SliceRef&& other) noexcept {
-    service = std::move(other.service);
-    slice.reset(other.slice);
-    return *this;
-  }
   std::string service;  // Label kubernetes.io/service-name; "" when unlabelled.
-  YAML::Node slice;
+  json::SharedNode slice;
 };
 
 // gateway.networking.k8s.io/v1beta1 (or v1) ReferenceGrant spec.
@@ -176,24 +153,8 @@ struct ReferenceGrant {
 
 // facet.dev/v1alpha1 XdsVariantPolicy spec.
 struct VariantPolicy {
-  VariantPolicy() = default;
-  VariantPolicy(const VariantPolicy&) = default;
-  VariantPolicy(VariantPolicy&&) noexcept = default;
-  // Assignment rebinds `when`, as SliceRef's does its node.
-  VariantPolicy& operator=(const VariantPolicy& other) {
-    target_refs = other.target_refs;
-    when.reset(other.when);
-    constraints = other.constraints;
-    return *this;
-  }
-  VariantPolicy& operator=(VariantPolicy&& other) noexcept {
-    target_refs = std::move(other.target_refs);
-    when.reset(other.when);
-    constraints = std::move(other.constraints);
-    return *this;
-  }
   std::vector<ObjectReference> target_refs;  // GRPCRoutes; sectionName names a rule.
-  YAML::Node when;                           // As written (the `match` syntax).
+  json::SharedNode when;                     // As written (the `match` syntax).
   // `when` compiled by xds::CompileMatch; unset when it does not compile.
   std::optional<envoy::service::discovery::v3::DynamicParameterConstraints> constraints;
 };

@@ -265,13 +265,10 @@ ClientScopes ScopeToClients(absl::string_view service_ns, absl::Span<const Scope
       if (scoped.route.has_value()) {
         YAML::Node both;
         both["and_constraints"]["constraints"].push_back(*scope);
-        both["and_constraints"]["constraints"].push_back(*scoped.route);
-        // Rebound, not assigned: assigning a YAML::Node overwrites the node
-        // it shares with the policy's conditions.
-        scoped.route.reset();
-        scoped.route.emplace(both);
+        both["and_constraints"]["constraints"].push_back(scoped.route->node());
+        scoped.route = both;
       } else {
-        scoped.route.emplace(*scope);
+        scoped.route = *scope;
       }
     }
     if (scoped.route.has_value()) {
@@ -292,11 +289,14 @@ ClientScopes ScopeToClients(absl::string_view service_ns, absl::Span<const Scope
 std::optional<YAML::Node> RuleCondition(const RouteConditions* conditions, size_t rule) {
   if (conditions == nullptr) return std::nullopt;
   auto it = conditions->rules.find(rule);
-  if (it == conditions->rules.end()) return conditions->route;
-  if (!conditions->route.has_value()) return it->second;
+  if (it == conditions->rules.end()) {
+    if (!conditions->route.has_value()) return std::nullopt;
+    return conditions->route->node();
+  }
+  if (!conditions->route.has_value()) return it->second.node();
   YAML::Node both;
-  both["and_constraints"]["constraints"].push_back(*conditions->route);
-  both["and_constraints"]["constraints"].push_back(it->second);
+  both["and_constraints"]["constraints"].push_back(conditions->route->node());
+  both["and_constraints"]["constraints"].push_back(it->second.node());
   return both;
 }
 

@@ -17,6 +17,7 @@
 #include "controller/gateway/translate/references.h"
 #include "controller/gateway/translate/route_matches.h"
 #include "controller/gateway/translate/service_port.h"
+#include "xds_server/json/shared_node.h"
 #include "xds_server/snapshot/objects.h"
 #include "yaml-cpp/yaml.h"
 
@@ -43,8 +44,8 @@ inline constexpr int kUnavailable = 14;
 // for the clients no condition selects (the complement of their OR, design
 // §3.3), and kNoRouteName is for the others only.
 struct RouteConditions {
-  std::optional<YAML::Node> route;
-  std::map<size_t, YAML::Node> rules;
+  std::optional<json::SharedNode> route;
+  std::map<size_t, json::SharedNode> rules;
 };
 
 // Returns the condition of the xDS routes of rule `rule` under

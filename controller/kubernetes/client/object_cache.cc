@@ -35,10 +35,8 @@ std::vector<ObjectDelta> ObjectCache::Replace(Objects objects) {
 
 ObjectDelta ObjectCache::Upsert(const std::string& key, YAML::Node object) {
   absl::MutexLock lock(&mu_);
-  // Rebind rather than assign: YAML::Node::operator= would write through to
-  // the old object, which snapshots may still hold.
-  auto [it, inserted] = objects_.try_emplace(key, object);
-  if (!inserted) it->second.reset(object);
+  // Rebinds (json::SharedNode): snapshots may still hold the old object.
+  const bool inserted = objects_.insert_or_assign(key, object).second;
   ++generation_;
   snapshot_.reset();
   return {inserted ? ObjectDelta::Type::kAdded : ObjectDelta::Type::kUpdated, key,

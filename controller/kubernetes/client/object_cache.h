@@ -13,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "xds_server/json/shared_node.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::controller::kube {
@@ -21,8 +22,9 @@ struct ObjectDelta {
   enum class Type { kAdded, kUpdated, kDeleted };
   Type type = Type::kAdded;
   std::string key;
-  // The new state; for kDeleted the last state known.
-  YAML::Node object;
+  // The new state; for kDeleted the last state known. Shared with the
+  // cache and every other holder: replacing it rebinds (json::SharedNode).
+  json::SharedNode object;
   // A deletion found by diffing a relist against the cache rather than seen
   // as a DELETED event (client-go's DeletedFinalStateUnknown).
   bool final_state_unknown = false;
@@ -32,11 +34,12 @@ struct ObjectDelta {
 // memory when copied: treat every node from the cache as immutable, read it
 // through const accessors (yaml_fields.h), and YAML::Clone it before changing
 // anything. Beware that `node = other` on an existing YAML::Node writes
-// through to the tree it refers to; use node.reset(other) to rebind.
+// through to the tree it refers to: hold them as json::SharedNode, whose
+// assignment rebinds.
 // Thread-safe.
 class ObjectCache {
  public:
-  using Objects = std::map<std::string, YAML::Node>;
+  using Objects = std::map<std::string, json::SharedNode>;
 
   // Replaces the whole contents with a fresh list. Returns kAdded for new
   // keys, kUpdated for keys whose metadata.resourceVersion changed, and

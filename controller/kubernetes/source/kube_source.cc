@@ -27,7 +27,7 @@ std::optional<YAML::Node> FindCached(
     const std::vector<std::unique_ptr<kube::Reflector>>& reflectors, const std::string& key) {
   for (const auto& reflector : reflectors) {
     const auto snapshot = reflector->Snapshot();
-    if (auto it = snapshot->find(key); it != snapshot->end()) return it->second;
+    if (auto it = snapshot->find(key); it != snapshot->end()) return it->second.node();
   }
   return std::nullopt;
 }
@@ -221,17 +221,9 @@ std::vector<xds::AuthorityObject> KubeSource::AuthorityObjects() const {
 
 void KubeSource::Enqueue(Kind kind, const std::vector<kube::ObjectDelta>& deltas) {
   absl::MutexLock lock(&mu_);
-  for (const kube::ObjectDelta& delta : deltas) {
-    // A key already pending gets the new delta by rebinding its node, not by
-    // assigning into it: YAML::Node's operator= writes through to the tree
-    // the old node shares with the copies a build took and reads without
-    // this lock (object_cache.h).
-    auto [it, inserted] = pending_.try_emplace({kind, delta.key}, delta);
-    if (inserted) continue;
-    it->second.type = delta.type;
-    it->second.object.reset(delta.object);
-    it->second.final_state_unknown = delta.final_state_unknown;
-  }
+  // A later delta of a pending key replaces it; the replacement rebinds the
+  // node (json::SharedNode), leaving the tree a build took alone.
+  for (const kube::ObjectDelta& delta : deltas) pending_[{kind, delta.key}] = delta;
   if (!first_change_) first_change_ = absl::Now();
   if (kind == Kind::kSlice && !deltas.empty()) slices_pending_ = true;
   dirty_ = true;  // Also after the first list, whose deltas may be empty.
@@ -822,7 +814,7 @@ void KubeSource::SyncStatus() {
     std::optional<YAML::Node> cached;
     if (authority) {
       if (auto it = authority_cache->find(status.ref.name); it != authority_cache->end()) {
-        cached = it->second;
+        cached.emplace(it->second.node());
       }
     } else {
       cached = FindCached(resource_reflectors_, CacheKey(status.ref));
