@@ -1,6 +1,7 @@
 #include "test/e2e/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -16,8 +18,11 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 
 extern char** environ;
 
@@ -99,6 +104,57 @@ std::string ExitStatus::ToString() const {
   return absl::StrCat("exit code ", exit_code);
 }
 
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view list) {
+  std::vector<int> cpus;
+  for (absl::string_view part : absl::StrSplit(list, ',')) {
+    std::pair<absl::string_view, absl::string_view> bounds =
+        absl::StrSplit(part, absl::MaxSplits('-', 1));
+    if (bounds.second.empty() && part.find('-') == absl::string_view::npos) {
+      bounds.second = bounds.first;
+    }
+    int first = -1;
+    int last = -1;
+    // SimpleAtoi takes a sign; a CPU number has none.
+    const auto number = [](absl::string_view text, int* out) {
+      return !text.empty() && absl::ascii_isdigit(static_cast<unsigned char>(text[0])) &&
+             absl::SimpleAtoi(text, out);
+    };
+    if (!number(bounds.first, &first) || !number(bounds.second, &last)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CPU list \"", list, "\": \"", part,
+                       "\" is not a CPU number or a range of them (N or N-M)"));
+    }
+    if (first > last) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("CPU list \"", list, "\": range \"", part, "\" ends before it starts"));
+    }
+    if (last >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(absl::StrCat("CPU list \"", list, "\": CPU ", last,
+                                                     " is past the largest, ", CPU_SETSIZE - 1));
+    }
+    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+absl::Status PinCallingThread(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) {
+      return absl::InvalidArgumentError(absl::StrCat("CPU ", cpu, " does not exist"));
+    }
+    CPU_SET(cpu, &set);
+  }
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    const int error = errno;
+    return ErrnoStatus(absl::StrCat("pinning to CPUs ", absl::StrJoin(cpus, ",")), error);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessOptions& options) {
   if (options.argv.empty()) return absl::InvalidArgumentError("Process::Start: empty argv");
   const std::string description = absl::StrJoin(options.argv, " ");
@@ -143,11 +199,34 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessOptions& op
   std::vector<std::string> env_strings = BuildEnvironment(options.env);
   std::vector<char*> argv = CStrings(argv_strings);
   std::vector<char*> envp = CStrings(env_strings);
+  // The child inherits the spawning thread's CPUs: this thread takes the
+  // child's for the spawn and gets its own back.
+  cpu_set_t own_cpus;
+  CPU_ZERO(&own_cpus);
+  absl::Status pinned = absl::OkStatus();
+  if (!options.cpus.empty()) {
+    if (sched_getaffinity(0, sizeof(own_cpus), &own_cpus) != 0) {
+      pinned = ErrnoStatus("reading this thread's CPUs", errno);
+    } else {
+      pinned = PinCallingThread(options.cpus);
+    }
+  }
   pid_t pid = -1;
-  int spawn_error = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  int spawn_error = 0;
+  if (pinned.ok()) {
+    spawn_error = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  }
+  if (!options.cpus.empty() && pinned.ok()) {
+    // Cannot fail: this thread ran on these CPUs a moment ago.
+    (void)sched_setaffinity(0, sizeof(own_cpus), &own_cpus);
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   CloseAll({out_pipe[1], err_pipe[1]});
+  if (!pinned.ok()) {
+    CloseAll({*stdout_log, *stderr_log, out_pipe[0], err_pipe[0]});
+    return absl::Status(pinned.code(), absl::StrCat(description, ": ", pinned.message()));
+  }
   if (spawn_error != 0) {
     CloseAll({*stdout_log, *stderr_log, out_pipe[0], err_pipe[0]});
     return ErrnoStatus(absl::StrCat("posix_spawnp ", description), spawn_error);

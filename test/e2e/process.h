@@ -32,7 +32,22 @@ struct ProcessOptions {
   // Where to copy the child's output as it arrives; empty means memory only.
   std::string stdout_path;
   std::string stderr_path;
+  // The CPUs the child (and every thread it starts) may run on; empty: those
+  // of the thread that starts it.
+  std::vector<int> cpus;
 };
+
+// Parses a CPU list as taskset(1) and the kernel's cpuset files write it:
+// comma-separated CPU numbers and inclusive ranges ("1", "0-1", "0,2-3").
+// Returns the CPUs in ascending order, each once. InvalidArgument, naming the
+// part, for anything else (an empty part, a reversed range, a number past
+// CPU_SETSIZE).
+absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view list);
+
+// Restricts the calling thread, and the threads and processes it starts
+// afterwards, to `cpus`. A process calls it before starting any thread to
+// pin itself as a whole. InvalidArgument when the machine has none of them.
+absl::Status PinCallingThread(const std::vector<int>& cpus);
 
 // How a child ended.
 struct ExitStatus {

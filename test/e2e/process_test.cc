@@ -1,5 +1,6 @@
 #include "test/e2e/process.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -17,7 +18,9 @@ namespace facet::e2e {
 namespace {
 
 using ::facet::testing::IsOk;
+using ::facet::testing::IsOkAndHolds;
 using ::facet::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string MakeTempDir() {
@@ -105,6 +108,52 @@ TEST(ProcessTest, StartFailsForMissingProgram) {
   ProcessOptions options;
   options.argv = {"/nonexistent/program"};
   EXPECT_THAT(Process::Start(options), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST(ParseCpuListTest, ReadsNumbersAndRangesInOrderOnce) {
+  EXPECT_THAT(ParseCpuList("1"), IsOkAndHolds(ElementsAre(1)));
+  EXPECT_THAT(ParseCpuList("0-1"), IsOkAndHolds(ElementsAre(0, 1)));
+  EXPECT_THAT(ParseCpuList("3,0-1,1"), IsOkAndHolds(ElementsAre(0, 1, 3)));
+  EXPECT_THAT(ParseCpuList("2-2"), IsOkAndHolds(ElementsAre(2)));
+}
+
+TEST(ParseCpuListTest, NamesThePartItCannotRead) {
+  for (const char* list : {"", "a", "1,", "-1", "1-", "+1", " 1", "0-1-2", "1.5"}) {
+    EXPECT_THAT(ParseCpuList(list), StatusIs(absl::StatusCode::kInvalidArgument,
+                                             HasSubstr("is not a CPU number")))
+        << list;
+  }
+  EXPECT_THAT(ParseCpuList("0,3-1"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("\"3-1\" ends before")));
+  EXPECT_THAT(ParseCpuList("5000"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("past the largest")));
+}
+
+TEST(ProcessTest, ChildRunsOnTheCpusGivenAndTheStarterKeepsItsOwn) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  // The last CPU this test may run on (a machine or container may not give
+  // it CPU 0), and only it.
+  int cpu = CPU_SETSIZE - 1;
+  while (cpu > 0 && !CPU_ISSET(cpu, &before)) --cpu;
+  ProcessOptions options;
+  options.cpus = {cpu};
+  std::unique_ptr<Process> child =
+      StartShell("grep Cpus_allowed_list /proc/self/status", options);
+  ASSERT_NE(child, nullptr);
+  ASSERT_THAT(child->WaitExit(absl::Seconds(30)), IsOk());
+  EXPECT_THAT(child->Stdout(), HasSubstr(absl::StrCat("Cpus_allowed_list:\t", cpu, "\n")));
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
+}
+
+TEST(ProcessTest, StartFailsForCpusTheMachineLacks) {
+  ProcessOptions options;
+  options.argv = {"/bin/true"};
+  options.cpus = {CPU_SETSIZE - 1};
+  EXPECT_THAT(Process::Start(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("/bin/true: pinning")));
 }
 
 TEST(ProcessTest, WaitForFileSeesAtomicWriteFromChild) {

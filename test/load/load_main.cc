@@ -108,6 +108,13 @@ ABSL_FLAG(absl::Duration, server_keepalive_timeout, absl::ZeroDuration(),
           "every server's gRPC keepalive timeout, which gRPC also sets as the TCP user timeout "
           "of its connections: how long data it sent may stay unacknowledged (a client that "
           "reads nothing) before the kernel resets the connection; 0: the servers' default (20s)");
+ABSL_FLAG(std::string, server_cpus, "",
+          "CPUs every server (facet, null, relays) runs on, as taskset writes them (0, 0-1, "
+          "0,2); empty: not pinned");
+ABSL_FLAG(std::string, client_cpus, "",
+          "CPUs this load client runs on, as --server-cpus; empty: not pinned. With "
+          "--server-cpus=0 --client-cpus=1 the server and the client each have a core of their "
+          "own");
 ABSL_FLAG(std::string, facet_binary, FACET_BINARY, "the facet binary");
 ABSL_FLAG(std::string, null_server_binary, FACET_NULL_SERVER_BINARY, "the null server binary");
 
@@ -345,6 +352,9 @@ struct RunConfig {
   int change_service = 0;
   int changes = 1;
   absl::Time deadline;
+  std::vector<int> server_cpus;  // Empty: not pinned.
+  std::string server_cpus_text;
+  std::string client_cpus_text;
 };
 
 // Starts server `kind` (facet, null or relay) as `name` (its log files' and
@@ -394,6 +404,7 @@ absl::StatusOr<std::unique_ptr<Process>> StartServer(const std::string& kind,
         absl::StrCat(kind == "null" ? "--keepalive-timeout=" : "--grpc-keepalive-timeout=",
                      absl::FormatDuration(timeout)));
   }
+  options.cpus = config.server_cpus;
   options.stdout_path = absl::StrCat(config.work_dir, "/", name, ".stdout.log");
   options.stderr_path = absl::StrCat(config.work_dir, "/", name, ".stderr.log");
   return Process::Start(options);
@@ -628,6 +639,12 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
       "\n%d %s streams over %d connections, %d services (%d objects), %d changes\n",
       config.plans.size(), mode, config.load.connections, config.services, config.services * 6,
       config.changes);
+  if (!config.server_cpus_text.empty() || !config.client_cpus_text.empty()) {
+    std::cout << absl::StrFormat(
+        "servers on CPUs %s, this client on CPUs %s\n",
+        config.server_cpus_text.empty() ? "(any)" : config.server_cpus_text,
+        config.client_cpus_text.empty() ? "(any)" : config.client_cpus_text);
+  }
   std::cout << absl::StrFormat(
       "%-8s %9s %10s %9s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s  %s\n", "target", "ready_ms",
       "sync_ms", "first_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other", "rss0_MiB",
@@ -712,7 +729,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
   std::cout << absl::StrCat(
       "{\"streams\":", config.plans.size(), ",\"connections\":", config.load.connections,
       ",\"changes\":", config.changes, ",\"mode\":\"", mode, "\",\"services\":", config.services,
-      ",\"targets\":{", absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
+      ",\"server_cpus\":\"", config.server_cpus_text, "\",\"client_cpus\":\"",
+      config.client_cpus_text, "\",\"targets\":{", absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
 }
 
 // What the relay-restart scenario saw.
@@ -954,9 +972,30 @@ int Main() {
       })) {
     usage_error = absl::StrCat("--resources must include the changed route, rds:", service);
   }
+  std::vector<int> client_cpus;
+  for (const auto& [flag, text, cpus] :
+       {std::tuple("--server-cpus", absl::GetFlag(FLAGS_server_cpus), &config.server_cpus),
+        std::tuple("--client-cpus", absl::GetFlag(FLAGS_client_cpus), &client_cpus)}) {
+    if (text.empty()) continue;
+    absl::StatusOr<std::vector<int>> parsed = e2e::ParseCpuList(text);
+    if (!parsed.ok()) {
+      usage_error = absl::StrCat(flag, ": ", parsed.status().message());
+    } else {
+      *cpus = *std::move(parsed);
+    }
+  }
   if (!usage_error.empty()) {
     std::cerr << "facet_load: " << usage_error << "\n";
     return 2;
+  }
+  config.server_cpus_text = absl::GetFlag(FLAGS_server_cpus);
+  config.client_cpus_text = absl::GetFlag(FLAGS_client_cpus);
+  // Before this client starts a thread, so that every one of them inherits it.
+  if (!client_cpus.empty()) {
+    if (absl::Status pinned = e2e::PinCallingThread(client_cpus); !pinned.ok()) {
+      std::cerr << "facet_load: --client-cpus: " << pinned.message() << "\n";
+      return 2;
+    }
   }
   config.load.subscriptions = *subscriptions;
   config.load.watched_type_url = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration";
