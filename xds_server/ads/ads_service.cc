@@ -527,7 +527,11 @@ class Core final : public AdsService::StreamCore {
         return;
       }
       write_published_ = unwritten_since_;
-      response_ = Encode(plan);  // The plan, and what it held on to, go here.
+      {
+        // Swapped in: ByteBuffer has no move, and a copy is another buffer.
+        grpc::ByteBuffer encoded = Encode(plan);  // The plan, and what it held on to, go here.
+        response_.Swap(&encoded);
+      }
       writing_ = true;
       write_started_ = absl::Now();
       WriteStarted(write_started_);

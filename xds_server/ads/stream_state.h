@@ -62,7 +62,10 @@ struct SotwResponse {
     // Returns the resource as a serialized google.protobuf.Any.
     const std::string& EncodedAny() const;
   };
-  std::string type_url;
+  // The type URL, not copied per response: a served type's own, or the
+  // stream state's copy of one it does not serve. Valid while the
+  // StreamState lives.
+  absl::string_view type_url;
   std::string version_info;
   std::string nonce;
   std::vector<Resource> resources;
@@ -81,7 +84,7 @@ struct DeltaResponse {
     // Returns the serialized envoy.service.discovery.v3.Resource.
     absl::string_view Encoded() const { return variant->EncodedWrapper(locator); }
   };
-  std::string type_url;
+  absl::string_view type_url;  // As SotwResponse's.
   std::string system_version_info;
   std::string nonce;
   std::vector<Resource> resources;
@@ -94,7 +97,7 @@ struct DeltaResponse {
 
 // What a response carried, for logs, stats and NACK attribution.
 struct PushRecord {
-  std::string type_url;
+  absl::string_view type_url;  // As SotwResponse's.
   std::string version_info;
   std::string nonce;
   // Whether NextResponse lists the items (each a copy of a name, a label and

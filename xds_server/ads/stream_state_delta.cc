@@ -183,7 +183,7 @@ DeltaDiscoveryResponse DeltaResponse::ToMessage() const {
     const absl::string_view bytes = resource.Encoded();
     (void)message.add_resources()->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
   }
-  message.set_type_url(type_url);
+  message.set_type_url(std::string(type_url));
   message.set_nonce(nonce);
   for (const std::string& name : removed_resources) message.add_removed_resources(name);
   for (const ResourceName& name : removed_resource_names) {

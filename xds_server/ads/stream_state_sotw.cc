@@ -217,7 +217,7 @@ DiscoveryResponse SotwResponse::ToMessage() const {
   for (const Resource& resource : resources) {
     (void)message.add_resources()->ParseFromString(resource.EncodedAny());
   }
-  message.set_type_url(type_url);
+  message.set_type_url(std::string(type_url));
   message.set_nonce(nonce);
   return message;
 }
@@ -240,20 +240,35 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
     // This response settles the upserts and unanswered names (and, in the
     // removal phase, the removals); a full-state one answers everything.
     NameSet names = TakeDue(*state, removal_phase);
-    std::vector<std::pair<std::string, Held>> carried;
+    // What the response carries goes straight into it and into what the
+    // stream keeps of it, without a list in between.
+    const size_t expected = full_state ? state->names.size() : names.size();
+    record->items.clear();
+    if (record->with_items) record->items.reserve(expected);
+    std::vector<SentItem> sent;
+    sent.reserve(expected);
+    response->resources.clear();
+    response->resources.reserve(expected);
+    const bool wrap_plain = wraps_plain_resources();
+    const auto carry = [&](const std::string& name, const Held& entry) {
+      AddItem(name, entry.variant, /*removal=*/false, record, &sent);
+      // A locator's variant, or any for a client that reads wrappers, goes
+      // in the shared, pre-encoded Resource wrapper.
+      response->resources.push_back({entry.variant, entry.locator || wrap_plain, entry.locator});
+    };
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
       HeldSet desired = Effective(*state, ns, name);
-      if (!full_state && !removal_phase) {
-        for (const Held& entry : desired) carried.emplace_back(name, entry);
-      }
       SetHeld(*state, name, ns, std::move(desired));
+      if (!full_state && !removal_phase) {
+        for (const Held& entry : ns.held) carry(name, entry);
+      }
       for (const Subscription& sub : ns.subscriptions) sub.answered = true;
     }
     if (full_state) {
       for (auto& [name, ns] : state->names) {
         for (const Subscription& sub : ns.subscriptions) sub.answered = true;
-        for (const Held& entry : ns.held) carried.emplace_back(name, entry);
+        for (const Held& entry : ns.held) carry(name, entry);
       }
     }
     for (const std::string& name : names) DropIdleName(*state, name);
@@ -261,20 +276,6 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
-    record->items.clear();
-    if (record->with_items) record->items.reserve(carried.size());
-    std::vector<SentItem> sent;
-    sent.reserve(carried.size());
-    const bool wrap_plain = wraps_plain_resources();
-    response->resources.clear();
-    response->resources.reserve(carried.size());
-    for (auto& [name, entry] : carried) {
-      AddItem(name, entry.variant, /*removal=*/false, record, &sent);
-      // A locator's variant, or any for a client that reads wrappers, goes
-      // in the shared, pre-encoded Resource wrapper.
-      response->resources.push_back(
-          {std::move(entry.variant), entry.locator || wrap_plain, entry.locator});
-    }
     NumberResponse(*state, names, full_state, std::move(sent), record);
     response->type_url = state->type_url();
     response->version_info = record->version_info;

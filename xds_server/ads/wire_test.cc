@@ -48,7 +48,7 @@ std::shared_ptr<Variant> ClusterVariant(const std::string& name, int padding) {
 // multi-byte lengths, and an empty version_info (omitted, as proto3 does).
 TEST(WireTest, SotwResponseEncodesAsProtobufSerializesIt) {
   SotwResponse response;
-  response.type_url = std::string(ClusterType().type_url());
+  response.type_url = ClusterType().type_url();
   response.nonce = "17";
   response.resources.push_back({ClusterVariant("a", 3), false, false});
   response.resources.push_back({ClusterVariant("b", 300), true, false});
@@ -90,7 +90,7 @@ TEST(WireTest, DeltaResponseEncodesAsTheMessageItStandsFor) {
   env_prod.mutable_constraint()->set_value("prod");
   constrained->constraints = *Constraint::Compile(env_prod);
   DeltaResponse response;
-  response.type_url = std::string(ClusterType().type_url());
+  response.type_url = ClusterType().type_url();
   response.nonce = "18";
   response.resources.push_back({plain, false});
   response.resources.push_back({constrained, true});
@@ -100,18 +100,18 @@ TEST(WireTest, DeltaResponseEncodesAsTheMessageItStandsFor) {
   *removed.mutable_dynamic_parameter_constraints() = env_prod;
 
   DeltaDiscoveryResponse expected;
-  expected.set_type_url(response.type_url);
+  expected.set_type_url(std::string(response.type_url));
   expected.set_nonce("18");
   Resource* first = expected.add_resources();
   first->set_name("a");
   first->set_version(plain->version);
-  first->mutable_resource()->set_type_url(response.type_url);
+  first->mutable_resource()->set_type_url(std::string(response.type_url));
   first->mutable_resource()->set_value(plain->serialized);
   Resource* second = expected.add_resources();
   second->mutable_resource_name()->set_name("b");
   *second->mutable_resource_name()->mutable_dynamic_parameter_constraints() = env_prod;
   second->set_version(constrained->version);
-  second->mutable_resource()->set_type_url(response.type_url);
+  second->mutable_resource()->set_type_url(std::string(response.type_url));
   second->mutable_resource()->set_value(constrained->serialized);
   expected.add_removed_resources("gone");
   expected.add_removed_resources(std::string(200, 'g'));
