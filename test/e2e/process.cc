@@ -114,9 +114,11 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view list) {
     }
     int first = -1;
     int last = -1;
-    // SimpleAtoi takes a sign; a CPU number has none.
+    // Digits only: SimpleAtoi also takes a sign and surrounding spaces.
     const auto number = [](absl::string_view text, int* out) {
-      return !text.empty() && absl::ascii_isdigit(static_cast<unsigned char>(text[0])) &&
+      return !text.empty() && text.size() <= 9 &&
+             std::all_of(text.begin(), text.end(),
+                         [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) &&
              absl::SimpleAtoi(text, out);
     };
     if (!number(bounds.first, &first) || !number(bounds.second, &last)) {
@@ -153,6 +155,19 @@ absl::Status PinCallingThread(const std::vector<int>& cpus) {
     return ErrnoStatus(absl::StrCat("pinning to CPUs ", absl::StrJoin(cpus, ",")), error);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> CallingThreadCpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return ErrnoStatus("reading this thread's CPUs", errno);
+  }
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
 }
 
 absl::StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessOptions& options) {

@@ -49,6 +49,9 @@ absl::StatusOr<std::vector<int>> ParseCpuList(absl::string_view list);
 // pin itself as a whole. InvalidArgument when the machine has none of them.
 absl::Status PinCallingThread(const std::vector<int>& cpus);
 
+// Returns the CPUs the calling thread may run on, in ascending order.
+absl::StatusOr<std::vector<int>> CallingThreadCpus();
+
 // How a child ended.
 struct ExitStatus {
   int exit_code = -1;  // Valid when signal == 0.

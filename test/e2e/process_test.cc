@@ -118,7 +118,7 @@ TEST(ParseCpuListTest, ReadsNumbersAndRangesInOrderOnce) {
 }
 
 TEST(ParseCpuListTest, NamesThePartItCannotRead) {
-  for (const char* list : {"", "a", "1,", "-1", "1-", "+1", " 1", "0-1-2", "1.5"}) {
+  for (const char* list : {"", "a", "1,", "-1", "1-", "+1", " 1", "1 ", "0-1\t", "0-1-2", "1.5"}) {
     EXPECT_THAT(ParseCpuList(list), StatusIs(absl::StatusCode::kInvalidArgument,
                                              HasSubstr("is not a CPU number")))
         << list;
@@ -146,6 +146,10 @@ TEST(ProcessTest, ChildRunsOnTheCpusGivenAndTheStarterKeepsItsOwn) {
   cpu_set_t after;
   ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
   EXPECT_TRUE(CPU_EQUAL(&before, &after));
+  absl::StatusOr<std::vector<int>> own = CallingThreadCpus();
+  ASSERT_THAT(own, IsOk());
+  EXPECT_EQ(static_cast<int>(own->size()), CPU_COUNT(&after));
+  EXPECT_EQ(own->back(), cpu);
 }
 
 TEST(ProcessTest, StartFailsForCpusTheMachineLacks) {

@@ -988,10 +988,19 @@ int Main() {
     std::cerr << "facet_load: " << usage_error << "\n";
     return 2;
   }
-  config.server_cpus_text = absl::GetFlag(FLAGS_server_cpus);
-  config.client_cpus_text = absl::GetFlag(FLAGS_client_cpus);
+  config.server_cpus_text = absl::StrJoin(config.server_cpus, ",");
+  config.client_cpus_text = absl::StrJoin(client_cpus, ",");
   // Before this client starts a thread, so that every one of them inherits it.
   if (!client_cpus.empty()) {
+    // Servers not pinned keep the CPUs this process had, not the client's.
+    if (config.server_cpus.empty()) {
+      absl::StatusOr<std::vector<int>> own = e2e::CallingThreadCpus();
+      if (!own.ok()) {
+        std::cerr << "facet_load: --client-cpus: " << own.status().message() << "\n";
+        return 2;
+      }
+      config.server_cpus = *std::move(own);
+    }
     if (absl::Status pinned = e2e::PinCallingThread(client_cpus); !pinned.ok()) {
       std::cerr << "facet_load: --client-cpus: " << pinned.message() << "\n";
       return 2;

@@ -242,7 +242,10 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
     NameSet names = TakeDue(*state, removal_phase);
     // What the response carries goes straight into it and into what the
     // stream keeps of it, without a list in between.
-    const size_t expected = full_state ? state->names.size() : names.size();
+    // (A SotW removal of a name in a type that is not full-state carries
+    // nothing.)
+    const size_t expected =
+        full_state ? state->names.size() : (removal_phase ? 0 : names.size());
     record->items.clear();
     if (record->with_items) record->items.reserve(expected);
     std::vector<SentItem> sent;

@@ -3,14 +3,16 @@
 // objects, a parsed manifest).
 //
 // YAML::Node's own operator= writes through to the tree the node already
-// refers to (and so into every copy sharing it), and its copy constructor
-// is not noexcept. A SharedNode is a YAML::Node whose assignment rebinds
-// (Node::reset) and whose moves are noexcept, so a struct that holds one can
-// keep its defaulted copy, move and assignment, live in a growing vector
-// without being copied, and be replaced in a map (`pending[key] = delta`)
-// without changing what a copy elsewhere reads. Reading is YAML::Node's;
-// assigning a scalar or sequence into it does not compile (use YAML::Clone
-// and a plain YAML::Node to build a changed tree).
+// refers to (and so into every copy sharing it), its non-const operator[]
+// inserts a missing key (even to read), and its copy constructor is not
+// noexcept. A SharedNode is a YAML::Node whose assignment rebinds and whose
+// moves are noexcept, so a struct that holds one can keep its defaulted
+// copy, move and assignment, live in a growing vector without being copied,
+// and be replaced in a map (`pending[key] = delta`) without changing what a
+// copy elsewhere reads. It reads as a const YAML::Node: operator[], begin()
+// and end() are the const ones, and the mutators (push_back, remove,
+// force_insert, SetTag, SetStyle, assigning a value) do not compile. To build
+// a changed tree, YAML::Clone it into a plain YAML::Node.
 #ifndef FACET_XDS_SERVER_JSON_SHARED_NODE_H_
 #define FACET_XDS_SERVER_JSON_SHARED_NODE_H_
 
@@ -20,7 +22,7 @@
 
 namespace facet::json {
 
-class SharedNode : public YAML::Node {
+class SharedNode final : public YAML::Node {
  public:
   SharedNode() = default;
   // Implicit: a SharedNode is a YAML::Node held under these rules.
@@ -50,6 +52,24 @@ class SharedNode : public YAML::Node {
   // value into the shared tree.
   template <typename T>
   SharedNode& operator=(const T&) = delete;
+
+  // Reading only: these hide YAML::Node's non-const overloads.
+  template <typename Key>
+  const YAML::Node operator[](const Key& key) const {
+    return node()[key];
+  }
+  YAML::const_iterator begin() const { return node().begin(); }
+  YAML::const_iterator end() const { return node().end(); }
+  template <typename... Args>
+  void push_back(Args&&...) = delete;
+  template <typename... Args>
+  bool remove(Args&&...) = delete;
+  template <typename... Args>
+  void force_insert(Args&&...) = delete;
+  template <typename... Args>
+  void SetTag(Args&&...) = delete;
+  template <typename... Args>
+  void SetStyle(Args&&...) = delete;
 
   ~SharedNode() = default;
 

@@ -21,6 +21,8 @@ static_assert(std::is_nothrow_move_constructible_v<Held>);
 static_assert(std::is_nothrow_move_assignable_v<Held>);
 static_assert(!std::is_assignable_v<SharedNode&, int>);
 static_assert(!std::is_assignable_v<SharedNode&, const char*>);
+// Reading a missing key through a non-const SharedNode does not insert it.
+static_assert(std::is_same_v<decltype(std::declval<SharedNode&>()["k"]), const YAML::Node>);
 
 std::string ScalarAt(const YAML::Node& map, const char* key) {
   const YAML::Node& read = map;
@@ -60,6 +62,21 @@ TEST(SharedNodeTest, AStructReplacedInAMapLeavesACopyTakenBeforeAlone) {
   EXPECT_EQ(ScalarAt(pending["a"].node, "v"), "newer");
 }
 
+TEST(SharedNodeTest, ReadingLeavesTheSharedTreeAlone) {
+  // YAML::Node's non-const operator[] turns a null node into a map to look
+  // a key up; a SharedNode's reads as a const node does.
+  const YAML::Node null_tree = YAML::Load("~");
+  SharedNode null_node = null_tree;
+  EXPECT_FALSE(null_node["absent"].IsDefined());
+  EXPECT_TRUE(null_tree.IsNull());
+  const YAML::Node map_tree = YAML::Load("{v: x}");
+  SharedNode map_node = map_tree;
+  EXPECT_EQ(map_node["v"].as<std::string>(), "x");
+  int keys = 0;
+  for (const auto& entry : map_node) keys += entry.first.as<std::string>() == "v" ? 1 : 0;
+  EXPECT_EQ(keys, 1);
+}
+
 TEST(SharedNodeTest, InvalidAndUndefinedNodesAreRebindableWithoutThrowing) {
   const YAML::Node map = YAML::Load("{v: x}");
   // A const node's operator[] on a missing key yields an invalid node, whose
@@ -70,9 +87,11 @@ TEST(SharedNodeTest, InvalidAndUndefinedNodesAreRebindableWithoutThrowing) {
   EXPECT_FALSE(node.IsDefined());
   node = map;  // Rebinding an invalid node.
   EXPECT_EQ(ScalarAt(node, "v"), "x");
-  SharedNode empty;
-  empty = empty;  // Self-assignment keeps the node.
-  EXPECT_TRUE(empty.IsNull());
+  // Self-assignment keeps the node, also one that alone holds its tree.
+  SharedNode solo = YAML::Load("{v: alone}");
+  const SharedNode& alias = solo;
+  solo = alias;
+  EXPECT_EQ(ScalarAt(solo, "v"), "alone");
   node = SharedNode();
   EXPECT_TRUE(node.IsNull());
   EXPECT_EQ(ScalarAt(map, "v"), "x");
