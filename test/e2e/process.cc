@@ -216,15 +216,11 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessOptions& op
   std::vector<char*> envp = CStrings(env_strings);
   // The child inherits the spawning thread's CPUs: this thread takes the
   // child's for the spawn and gets its own back.
-  cpu_set_t own_cpus;
-  CPU_ZERO(&own_cpus);
+  absl::StatusOr<std::vector<int>> own_cpus = std::vector<int>();
   absl::Status pinned = absl::OkStatus();
   if (!options.cpus.empty()) {
-    if (sched_getaffinity(0, sizeof(own_cpus), &own_cpus) != 0) {
-      pinned = ErrnoStatus("reading this thread's CPUs", errno);
-    } else {
-      pinned = PinCallingThread(options.cpus);
-    }
+    own_cpus = CallingThreadCpus();
+    pinned = own_cpus.ok() ? PinCallingThread(options.cpus) : own_cpus.status();
   }
   pid_t pid = -1;
   int spawn_error = 0;
@@ -233,7 +229,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Start(const ProcessOptions& op
   }
   if (!options.cpus.empty() && pinned.ok()) {
     // Cannot fail: this thread ran on these CPUs a moment ago.
-    (void)sched_setaffinity(0, sizeof(own_cpus), &own_cpus);
+    (void)PinCallingThread(*own_cpus);
   }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);

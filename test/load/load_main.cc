@@ -353,8 +353,7 @@ struct RunConfig {
   int changes = 1;
   absl::Time deadline;
   std::vector<int> server_cpus;  // Empty: not pinned.
-  std::string server_cpus_text;
-  std::string client_cpus_text;
+  std::vector<int> client_cpus;  // Empty: not pinned.
 };
 
 // Starts server `kind` (facet, null or relay) as `name` (its log files' and
@@ -639,11 +638,12 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
       "\n%d %s streams over %d connections, %d services (%d objects), %d changes\n",
       config.plans.size(), mode, config.load.connections, config.services, config.services * 6,
       config.changes);
-  if (!config.server_cpus_text.empty() || !config.client_cpus_text.empty()) {
-    std::cout << absl::StrFormat(
-        "servers on CPUs %s, this client on CPUs %s\n",
-        config.server_cpus_text.empty() ? "(any)" : config.server_cpus_text,
-        config.client_cpus_text.empty() ? "(any)" : config.client_cpus_text);
+  const std::string server_cpus = absl::StrJoin(config.server_cpus, ",");
+  const std::string client_cpus = absl::StrJoin(config.client_cpus, ",");
+  if (!server_cpus.empty() || !client_cpus.empty()) {
+    std::cout << absl::StrFormat("servers on CPUs %s, this client on CPUs %s\n",
+                                 server_cpus.empty() ? "(any)" : server_cpus,
+                                 client_cpus.empty() ? "(any)" : client_cpus);
   }
   std::cout << absl::StrFormat(
       "%-8s %9s %10s %9s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s  %s\n", "target", "ready_ms",
@@ -729,8 +729,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
   std::cout << absl::StrCat(
       "{\"streams\":", config.plans.size(), ",\"connections\":", config.load.connections,
       ",\"changes\":", config.changes, ",\"mode\":\"", mode, "\",\"services\":", config.services,
-      ",\"server_cpus\":\"", config.server_cpus_text, "\",\"client_cpus\":\"",
-      config.client_cpus_text, "\",\"targets\":{", absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
+      ",\"server_cpus\":\"", server_cpus, "\",\"client_cpus\":\"", client_cpus,
+      "\",\"targets\":{", absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
 }
 
 // What the relay-restart scenario saw.
@@ -972,10 +972,9 @@ int Main() {
       })) {
     usage_error = absl::StrCat("--resources must include the changed route, rds:", service);
   }
-  std::vector<int> client_cpus;
   for (const auto& [flag, text, cpus] :
        {std::tuple("--server-cpus", absl::GetFlag(FLAGS_server_cpus), &config.server_cpus),
-        std::tuple("--client-cpus", absl::GetFlag(FLAGS_client_cpus), &client_cpus)}) {
+        std::tuple("--client-cpus", absl::GetFlag(FLAGS_client_cpus), &config.client_cpus)}) {
     if (text.empty()) continue;
     absl::StatusOr<std::vector<int>> parsed = e2e::ParseCpuList(text);
     if (!parsed.ok()) {
@@ -988,10 +987,8 @@ int Main() {
     std::cerr << "facet_load: " << usage_error << "\n";
     return 2;
   }
-  config.server_cpus_text = absl::StrJoin(config.server_cpus, ",");
-  config.client_cpus_text = absl::StrJoin(client_cpus, ",");
   // Before this client starts a thread, so that every one of them inherits it.
-  if (!client_cpus.empty()) {
+  if (!config.client_cpus.empty()) {
     // Servers not pinned keep the CPUs this process had, not the client's.
     if (config.server_cpus.empty()) {
       absl::StatusOr<std::vector<int>> own = e2e::CallingThreadCpus();
@@ -1001,7 +998,7 @@ int Main() {
       }
       config.server_cpus = *std::move(own);
     }
-    if (absl::Status pinned = e2e::PinCallingThread(client_cpus); !pinned.ok()) {
+    if (absl::Status pinned = e2e::PinCallingThread(config.client_cpus); !pinned.ok()) {
       std::cerr << "facet_load: --client-cpus: " << pinned.message() << "\n";
       return 2;
     }
