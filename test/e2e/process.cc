@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,7 +29,7 @@ namespace facet::e2e {
 namespace {
 
 absl::Status ErrnoStatus(absl::string_view what, int error) {
-  return absl::ErrnoToStatus(error, absl::StrCat(what, ": ", std::strerror(error)));
+  return absl::ErrnoToStatus(error, what);  // Which adds strerror(error).
 }
 
 // Returns the last `max_chars` characters of `text`, starting at a line.
