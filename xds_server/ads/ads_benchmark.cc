@@ -222,7 +222,8 @@ int64_t HeapBytesInUse() { return static_cast<int64_t>(mallinfo2().uordblks); }
 // endpoints), with 1 only the route. The change to the route's prod variant
 // is found and sent among the stream's other types. The counter
 // "bytes_per_stream" is the heap the streams' states hold after subscribing
-// (and ACKing), divided by their number.
+// (and ACKing), divided by their number; "allocations_per_push" the heap
+// allocations (operator new) of deciding and encoding each push.
 template <Protocol kProtocol>
 void BM_PushToClientStream(benchmark::State& state) {
   using Response = std::conditional_t<kProtocol == Protocol::kSotw, SotwResponse, DeltaResponse>;
@@ -257,13 +258,18 @@ void BM_PushToClientStream(benchmark::State& state) {
   state.counters["bytes_per_stream"] =
       benchmark::Counter(static_cast<double>(HeapBytesInUse() - heap_before) / streams);
   int64_t pushes = 0;
+  int64_t allocations = 0;
   bool flip = false;
   for (auto _ : state) {
     flip = !flip;
+    const int64_t before = g_allocations.load(std::memory_order_relaxed);
     pushes += PushRouteChange<Response>(woken, flip ? b : a2);
+    allocations += g_allocations.load(std::memory_order_relaxed) - before;
   }
   state.counters["pushes_per_change"] =
       benchmark::Counter(static_cast<double>(pushes) / state.iterations());
+  state.counters["allocations_per_push"] =
+      benchmark::Counter(pushes == 0 ? 0 : static_cast<double>(allocations) / pushes);
   state.SetItemsProcessed(state.iterations() * streams);
 }
 BENCHMARK_TEMPLATE(BM_PushToClientStream, Protocol::kSotw)
