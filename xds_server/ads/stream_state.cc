@@ -603,20 +603,28 @@ PushedItem StreamState::SentItem::ToPushed() const {
 }
 
 void StreamState::AddItem(const std::string& name, const std::shared_ptr<const Variant>& variant,
-                          bool removal, PushRecord* record, std::vector<SentItem>* sent) {
+                          bool removal, PushRecord* record, SentItems* sent) {
   sent->push_back({name, variant, removal});
   if (record->with_items) record->items.push_back(sent->back().ToPushed());
 }
 
-void StreamState::NumberResponse(TypeState& state, const NameSet& names, bool full_state,
-                                 std::vector<SentItem> sent, PushRecord* record) {
+std::string StreamState::NumberResponse(TypeState& state, const NameSet& names,
+                                        bool full_state, SentItems sent, PushRecord* record) {
+  std::string version = DigestVersion(state.held_digest);
   record->type_url = state.type_url();
-  record->version_info = DigestVersion(state.held_digest);
+  if (record->with_items) {
+    record->version_info = version;
+  } else {
+    record->version_info.clear();
+  }
   record->nonce = NextNonce();
   state.response_due = false;
-  state.last_items = std::move(sent);
+  // Into the room the type's last items had (nearly always the same size).
+  state.last_items.assign(std::make_move_iterator(sent.begin()),
+                          std::make_move_iterator(sent.end()));
   state.last_items.shrink_to_fit();
   NoteSent(state, nonce_counter_, names, full_state);
+  return version;
 }
 
 std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Holdings() const {

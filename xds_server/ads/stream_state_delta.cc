@@ -207,7 +207,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     state->response_due = false;
     *response = DeltaResponse();
     record->items.clear();
-    std::vector<SentItem> sent;
+    SentItems sent;
     NameSet names = TakeDue(*state, removal_phase);
     auto remove = [&](const std::string& name, const Held& entry) {
       if (entry.locator) {
@@ -269,11 +269,11 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     }
     for (const std::string& name : names) DropIdleName(*state, name);
     if (sent.empty()) continue;  // Nothing the client needs to hear.
-    NumberResponse(*state, names, /*full_state=*/false, std::move(sent), record);
-    response->type_url = state->type_url();
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.
-    response->system_version_info = record->version_info;
+    response->system_version_info =
+        NumberResponse(*state, names, /*full_state=*/false, std::move(sent), record);
+    response->type_url = state->type_url();
     response->nonce = record->nonce;
     return true;
   }

@@ -248,7 +248,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
         full_state ? state->names.size() : (removal_phase ? 0 : names.size());
     record->items.clear();
     if (record->with_items) record->items.reserve(expected);
-    std::vector<SentItem> sent;
+    SentItems sent;
     sent.reserve(expected);
     response->resources.clear();
     response->resources.reserve(expected);
@@ -279,9 +279,8 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
-    NumberResponse(*state, names, full_state, std::move(sent), record);
+    response->version_info = NumberResponse(*state, names, full_state, std::move(sent), record);
     response->type_url = state->type_url();
-    response->version_info = record->version_info;
     response->nonce = record->nonce;
     return true;
   }
