@@ -589,7 +589,6 @@ StreamState::NameSet StreamState::TakeDue(TypeState& state, bool removal_phase) 
   if (removal_phase) return std::exchange(state.removals, {});
   NameSet names = std::exchange(state.upserts, {});
   names.merge(state.unanswered);
-  state.unanswered.clear();
   return names;
 }
 

@@ -13,7 +13,9 @@
 #ifndef FACET_XDS_SERVER_ADS_STREAM_STATE_H_
 #define FACET_XDS_SERVER_ADS_STREAM_STATE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +37,7 @@
 #include "absl/time/time.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/ads/client_status.h"
+#include "xds_server/ads/name_set.h"
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/serving_snapshot.h"
 #include "xds_server/snapshot_store/demand_change.h"
@@ -335,65 +338,7 @@ class StreamState {
   using SmallSet = boost::container::flat_set<T, ByKey, boost::container::small_vector<T, 1>>;
   using HeldSet = SmallSet<Held>;
   using SubscriptionSet = SmallSet<Subscription>;
-  // Names of one type, sorted. One pointer while empty, which the
-  // pending-work sets and a name's rejected keys are nearly always: the tree
-  // is made by the first insert and freed when the set empties again.
-  class NameSet {
-   public:
-    using Set = absl::btree_set<std::string>;
-    using const_iterator = Set::const_iterator;
-    NameSet() = default;
-    NameSet(const NameSet& other)
-        : set_(other.set_ == nullptr ? nullptr : std::make_unique<Set>(*other.set_)) {}
-    NameSet& operator=(const NameSet& other) {
-      set_ = other.set_ == nullptr ? nullptr : std::make_unique<Set>(*other.set_);
-      return *this;
-    }
-    NameSet(NameSet&&) noexcept = default;
-    NameSet& operator=(NameSet&&) noexcept = default;
-
-    bool empty() const { return set_ == nullptr; }
-    size_t size() const { return set_ == nullptr ? 0 : set_->size(); }
-    size_t count(const std::string& name) const {
-      return set_ == nullptr ? 0 : set_->count(name);
-    }
-    const_iterator begin() const { return set().begin(); }
-    const_iterator end() const { return set().end(); }
-    void insert(const std::string& name) {
-      if (set_ == nullptr) set_ = std::make_unique<Set>();
-      set_->insert(name);
-    }
-    size_t erase(const std::string& name) {
-      if (set_ == nullptr) return 0;
-      const size_t erased = set_->erase(name);
-      if (set_->empty()) set_.reset();
-      return erased;
-    }
-    template <typename Predicate>
-    void EraseIf(Predicate predicate) {
-      if (set_ == nullptr) return;
-      absl::erase_if(*set_, predicate);
-      if (set_->empty()) set_.reset();
-    }
-    void clear() { set_.reset(); }
-    // Moves into this set the names of `other` it lacks (as btree merge).
-    void merge(NameSet& other) {
-      if (other.set_ == nullptr) return;
-      if (set_ == nullptr) {
-        set_ = std::move(other.set_);
-        return;
-      }
-      set_->merge(*other.set_);
-      if (other.set_->empty()) other.set_.reset();
-    }
-
-   private:
-    const Set& set() const {
-      static const Set* const kEmpty = new Set();
-      return set_ == nullptr ? *kEmpty : *set_;
-    }
-    std::unique_ptr<Set> set_;  // Null when empty.
-  };
+  using NameSet = facet::xds::NameSet;
   // The last NACKed response that carried a name.
   struct NackNote {
     uint64_t response = 0;  // Its number.
