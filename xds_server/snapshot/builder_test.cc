@@ -121,6 +121,20 @@ std::vector<ResourceObject> GreeterObjects() {
   };
 }
 
+TEST(VariantSpecTest, AssigningAResourceRebindsAndLeavesCopiesAlone) {
+  // A copied spec shares its documents (those of the watch cache, in the
+  // Kubernetes source): replacing one copy's must not write into the other.
+  VariantSpec cached;
+  cached.resource = YAML::Load("{name: r, x: 1}");
+  VariantSpec built = cached;
+  built.resource = YAML::Load("{name: r, x: 2}");
+  EXPECT_EQ(cached.resource["x"].as<int>(), 1);
+  EXPECT_EQ(built.resource["x"].as<int>(), 2);
+  std::vector<VariantSpec> grown(1, cached);
+  grown.resize(100);  // Moved as the vector grows: the documents stay shared.
+  EXPECT_EQ(grown[0].resource["x"].as<int>(), 1);
+}
+
 TEST(BuildSnapshotTest, ServesAValidSetAndSelectsVariantsByParameters) {
   BuildResult result = Build(GreeterObjects());
   for (const auto& status : result.statuses) {

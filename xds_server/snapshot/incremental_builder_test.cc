@@ -374,7 +374,7 @@ TEST(IncrementalBuilderTest, DuplicateLoserTakesOverWhenTheWinnerIsDeleted) {
 ResourceObject WithResource(const ResourceObject& object, const std::string& resource) {
   ResourceObject out = object;
   for (VariantSpec& variant : out.spec->variants) variant.resource = YAML::Clone(variant.resource);
-  out.spec->variants[0].resource.reset(YAML::Load(resource));
+  out.spec->variants[0].resource = YAML::Load(resource);
   return out;
 }
 

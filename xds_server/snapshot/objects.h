@@ -14,6 +14,7 @@
 
 #include "envoy/service/discovery/v3/discovery.pb.h"
 #include "xds_server/conditional/conditional.h"
+#include "xds_server/json/shared_node.h"
 #include "yaml-cpp/yaml.h"
 
 namespace facet::xds {
@@ -85,7 +86,9 @@ struct VariantSpec {
   // Canonical constraints (compiled from `match` or parsed from `constraints`).
   envoy::service::discovery::v3::DynamicParameterConstraints constraints;
   std::string constraints_field;  // Field the constraints came from, for messages.
-  YAML::Node resource;            // The resource document (proto3 JSON as YAML).
+  // The resource document (proto3 JSON as YAML). Held, not edited: it may
+  // be the watch cache's, shared with every later build.
+  json::SharedNode resource;
   // Set for spec.variants[i].endpointsFrom. The Kubernetes source fills
   // `resource` from the slices; where nothing does, the variant is rejected.
   std::optional<EndpointsFrom> endpoints_from;

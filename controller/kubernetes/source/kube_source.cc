@@ -576,7 +576,7 @@ void KubeSource::UpsertWithSlices(const xds::ObjectRef& ref) {
     }
     SlicedEndpoints built = ClusterLoadAssignmentFromSlices(
         slices, *variant.endpoints_from, absl::StrCat("spec.variants[", i, "].endpointsFrom"));
-    variant.resource.reset(built.resource);
+    variant.resource = built.resource;  // Rebinds: the cached object's tree is left alone.
     for (xds::Finding& finding : built.findings) object.findings.push_back(std::move(finding));
   }
   publisher_.builder().Upsert(std::move(object));
