@@ -249,6 +249,8 @@ class Driver {
     Check(!nonce.empty() && nonces_.insert(nonce).second);
     Check(record.type_url == type_url && record.nonce == nonce);
     Check(record.with_items || record.items.empty());
+    // The version is copied into the record only with its items.
+    Check(record.with_items || record.version_info.empty());
     for (const auto& item : record.items) CheckName(type_url, item.name);
     last_nonce_[type_url] = nonce;
   }
@@ -272,6 +274,7 @@ class Driver {
         DeltaDiscoveryResponse response;
         if (!state_.NextResponse(&response, &record)) return;
         CheckCommon(response.type_url(), response.nonce(), record);
+        Check(!response.system_version_info().empty());
         for (const auto& resource : response.resources()) {
           Check(resource.name().empty() != resource.resource_name().name().empty());
           CheckName(response.type_url(), resource.name().empty() ? resource.resource_name().name()

@@ -128,9 +128,10 @@ class NameSet {
     if (rep_->many.empty()) rep_.reset();
   }
   void clear() { rep_.reset(); }
-  // Moves every name of `other` into this set, and empties `other`.
+  // Moves every name of `other` into this set, and empties `other` (unless
+  // it is this set).
   void merge(NameSet& other) {
-    if (other.rep_ == nullptr) return;
+    if (&other == this || other.rep_ == nullptr) return;
     if (rep_ == nullptr) {
       rep_ = std::move(other.rep_);
       return;

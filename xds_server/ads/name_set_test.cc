@@ -102,6 +102,22 @@ TEST(NameSetTest, MergeMovesEveryNameAndEmptiesTheOther) {
   NameSet nothing;
   into.merge(nothing);
   EXPECT_EQ(into.size(), 3u);
+  into.merge(into);
+  EXPECT_EQ(into.size(), 3u);
+
+  NameSet one;
+  one.insert("b");
+  NameSet same;
+  same.insert("b");
+  one.merge(same);  // One name into the same one name.
+  EXPECT_THAT(Names(one), ElementsAre("b"));
+  EXPECT_TRUE(same.empty());
+  NameSet tree;
+  tree.insert("a");
+  tree.insert("c");
+  one.merge(tree);  // A tree into one name.
+  EXPECT_THAT(Names(one), ElementsAre("a", "b", "c"));
+  EXPECT_TRUE(tree.empty());
 }
 
 TEST(NameSetTest, CopiesAreIndependentAndMovesLeaveTheSourceEmpty) {

@@ -149,6 +149,10 @@ TEST_F(DeltaTest, ResponsesAreDecidedAlikeWhenTheRecordListsNoItems) {
   EXPECT_EQ(response.resources_size(), 1);
   EXPECT_THAT(response.removed_resources(), ElementsAre("missing"));
   EXPECT_EQ(record.nonce, response.nonce());
+  // The version is the response's, not the record's (copied only for a
+  // listing): 16 hex digits of what the stream holds.
+  EXPECT_THAT(record.version_info, IsEmpty());
+  EXPECT_EQ(response.system_version_info().size(), 16u);
   EXPECT_FALSE(state_.NextResponse(&response, &record));  // Nothing else is due.
 }
 
