@@ -1,6 +1,7 @@
 #include "xds_server/ads/stream_state.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
