@@ -73,16 +73,16 @@ class NameSet {
   bool empty() const { return rep_ == nullptr; }
   size_t size() const {
     if (rep_ == nullptr) return 0;
-    return rep_->many.empty() ? 1 : rep_->many.size();
+    return HoldsOne() ? 1 : rep_->many.size();
   }
   size_t count(const std::string& name) const {
     if (rep_ == nullptr) return 0;
-    return rep_->many.empty() ? (rep_->one == name ? 1 : 0) : rep_->many.count(name);
+    return HoldsOne() ? (rep_->one == name ? 1 : 0) : rep_->many.count(name);
   }
   const_iterator begin() const {
     const_iterator it;
     if (rep_ == nullptr) return it;
-    if (rep_->many.empty()) {
+    if (HoldsOne()) {
       it.one_ = &rep_->one;
     } else {
       it.it_ = rep_->many.begin();
@@ -91,14 +91,14 @@ class NameSet {
   }
   const_iterator end() const {
     const_iterator it;
-    if (rep_ != nullptr && !rep_->many.empty()) it.it_ = rep_->many.end();
+    if (rep_ != nullptr && !HoldsOne()) it.it_ = rep_->many.end();
     return it;
   }
   void insert(const std::string& name) {
     if (rep_ == nullptr) {
       rep_ = std::make_unique<Rep>();
       rep_->one = name;
-    } else if (!rep_->many.empty()) {
+    } else if (!HoldsOne()) {
       rep_->many.insert(name);
     } else if (rep_->one != name) {
       rep_->many.insert(std::move(rep_->one));
@@ -108,7 +108,7 @@ class NameSet {
   }
   size_t erase(const std::string& name) {
     if (rep_ == nullptr) return 0;
-    if (rep_->many.empty()) {
+    if (HoldsOne()) {
       if (rep_->one != name) return 0;
       rep_.reset();
       return 1;
@@ -120,7 +120,7 @@ class NameSet {
   template <typename Predicate>
   void EraseIf(Predicate predicate) {
     if (rep_ == nullptr) return;
-    if (rep_->many.empty()) {
+    if (HoldsOne()) {
       if (predicate(rep_->one)) rep_.reset();
       return;
     }
@@ -145,6 +145,8 @@ class NameSet {
     std::string one;  // The name, while `many` is empty.
     Set many;         // Two names or more.
   };
+  // Whether a non-empty set keeps its name in `one` (no tree made yet).
+  bool HoldsOne() const { return rep_->many.empty(); }
   std::unique_ptr<Rep> rep_;  // Null when empty.
 };
 
