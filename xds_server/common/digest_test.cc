@@ -47,6 +47,24 @@ TEST(DigestTest, FieldsDoNotRunIntoEachOther) {
   EXPECT_EQ(c.Finish(), Digest64OfParts({"name", "key"}));
 }
 
+TEST(DigestTest, PartsGiveTheStreamedDigestAtEverySize) {
+  // Short lists of parts are digested in one call, long ones streamed: both
+  // give the digest of the length-prefixed fields, around the boundary too.
+  for (size_t size : {0, 1, 7, 100, 230, 231, 232, 239, 240, 241, 255, 256, 1000, 5000}) {
+    const std::string name(size, 'n');
+    const std::string key = "P" + std::string(size / 3, 'k');
+    DigestStream<64> stream;
+    stream.AddField(name).AddField(key);
+    EXPECT_EQ(Digest64OfParts({name, key}), stream.Finish()) << size;
+    DigestStream<64> one;
+    one.AddField(name);
+    EXPECT_EQ(Digest64OfParts({name}), one.Finish()) << size;
+  }
+  // The digests are those of the layout: each part's length (8 bytes, least
+  // significant first), then the part.
+  EXPECT_EQ(Digest64OfParts({"ab"}), Digest64(absl::string_view("\x02\0\0\0\0\0\0\0ab", 10)));
+}
+
 TEST(DigestTest, NumbersAreDigestedLeastSignificantByteFirst) {
   DigestStream<64> number;
   number.AddNumber(0x0102030405060708u);
