@@ -487,19 +487,34 @@ StreamState::HeldSet StreamState::Effective(const TypeState& state, NameState& n
   return desired;
 }
 
-StreamState::Pending StreamState::Classify(TypeState& state, const std::string& name) {
+StreamState::HeldSet StreamState::Decided(const TypeState& state, NameState& ns,
+                                          const std::string& name, Decisions* decisions) const {
+  for (Decision& decision : *decisions) {
+    if (decision.state == &state && decision.name == name) {
+      decision.state = nullptr;  // Taken.
+      return std::move(decision.held);
+    }
+  }
+  return Effective(state, ns, name);
+}
+
+StreamState::Pending StreamState::Classify(TypeState& state, const std::string& name,
+                                          HeldSet* desired_out) {
   auto it = state.names.find(name);
   NameState empty_copy;
   NameState& ns = it == state.names.end() ? empty_copy : it->second;
   // A partial source that does not know yet what a subscription selects:
   // keep what the client holds and answer once it does.
   if (HasUnknown(state, ns, name)) return Pending::kNone;
-  const HeldSet desired = Effective(state, ns, name);
+  HeldSet desired = Effective(state, ns, name);
   bool send = false;
   bool drop = ns.stale_claim;
   for (const Held& entry : desired) send = send || ns.held.count(entry) == 0;
   for (const Held& entry : ns.held) drop = drop || desired.count(entry) == 0;
-  if (send) return Pending::kUpsert;
+  if (send) {
+    *desired_out = std::move(desired);
+    return Pending::kUpsert;
+  }
   if (drop) return Pending::kRemoval;
   // Subscriptions not yet answered: in delta, those the held variants already
   // answer need nothing more; those that select nothing hear "does not exist".
@@ -519,7 +534,7 @@ StreamState::Pending StreamState::Classify(TypeState& state, const std::string& 
   return unanswered ? Pending::kUnanswered : Pending::kNone;
 }
 
-void StreamState::Refresh(TypeState& state) {
+void StreamState::Refresh(TypeState& state, Decisions* decisions) {
   if (state.all_dirty) {
     state.all_dirty = false;
     for (const auto& [name, ns] : state.names) state.dirty.insert(name);
@@ -529,13 +544,22 @@ void StreamState::Refresh(TypeState& state) {
       }
     }
   }
-  const NameSet dirty = std::exchange(state.dirty, {});
+  NameSet dirty = std::exchange(state.dirty, {});
   for (const std::string& name : dirty) {
     state.upserts.erase(name);
     state.removals.erase(name);
     state.unanswered.erase(name);
-    switch (Classify(state, name)) {
+    HeldSet desired;
+    switch (Classify(state, name, &desired)) {
       case Pending::kUpsert:
+        decisions->push_back({&state, name, std::move(desired)});
+        if (dirty.size() == 1 && state.upserts.empty()) {
+          // A push: the one name to re-examine is the one upsert, and its
+          // set becomes the upserts' instead of a copy. (Nothing follows
+          // the loop.)
+          state.upserts = std::move(dirty);
+          return;
+        }
         state.upserts.insert(name);
         break;
       case Pending::kRemoval:
@@ -561,11 +585,12 @@ bool StreamState::HasPendingWork() const {
   return false;
 }
 
-StreamState::TypeState* StreamState::PickNext(bool* removal_phase) {
+StreamState::TypeState* StreamState::PickNext(bool* removal_phase, Decisions* decisions) {
   // Most calls (after an ACK, after a write) find nothing to do: say so
   // without re-examining anything.
   if (!HasPendingWork()) return nullptr;
-  for (TypeState& state : types_) Refresh(state);
+  decisions->clear();
+  for (TypeState& state : types_) Refresh(state, decisions);
   // Full-state SotW responses wait while they would omit an unknown name.
   auto ready = [this](const TypeState& state) { return !OmitsUnknown(state); };
   *removal_phase = false;

@@ -476,8 +476,25 @@ class StreamState {
   void NoteHeldName(const std::string& name, bool held);
   HeldSet Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
   HeldSet Effective(const TypeState& state, NameState& ns, const std::string& name) const;
-  Pending Classify(TypeState& state, const std::string& name);
-  void Refresh(TypeState& state);
+  // What Refresh found for a name it classified as an upsert, for the
+  // response PickNext's caller builds next: each name's variants are
+  // selected once per push, not twice. Nearly always one, kept inline.
+  struct Decision {
+    const TypeState* state = nullptr;
+    std::string name;
+    HeldSet held;
+  };
+  using Decisions = boost::container::small_vector<Decision, 1>;
+  // Returns what the response being built gives `name` of `state`: what
+  // `decisions` says (taken out of it), or else Effective.
+  HeldSet Decided(const TypeState& state, NameState& ns, const std::string& name,
+                  Decisions* decisions) const;
+  // Classifies `name`; *desired gets what its client should hold when the
+  // answer is an upsert.
+  Pending Classify(TypeState& state, const std::string& name, HeldSet* desired);
+  // Re-examines the names of `state` to re-examine, adding what it decides
+  // for upserts to `decisions`.
+  void Refresh(TypeState& state, Decisions* decisions);
   // `error`: the NACK's text; nullopt for an ACK.
   void ProcessAckOrNack(TypeState& state, const std::string& nonce,
                         const std::optional<std::string>& error, RequestOutcome* outcome);
@@ -498,7 +515,9 @@ class StreamState {
                 bool full_state);
   // Whether some type has names to re-examine or answers due.
   bool HasPendingWork() const;
-  TypeState* PickNext(bool* removal_phase);
+  // Returns the type whose response is due next (null: none), with
+  // `decisions` for its names (see Decision).
+  TypeState* PickNext(bool* removal_phase, Decisions* decisions);
   // Returns (and clears) the names the next response of `state` settles.
   static NameSet TakeDue(TypeState& state, bool removal_phase);
   std::string NextNonce();

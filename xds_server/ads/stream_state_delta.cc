@@ -202,7 +202,8 @@ bool StreamState::NextResponse(DeltaDiscoveryResponse* response, PushRecord* rec
 bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
   while (true) {
     bool removal_phase = false;
-    TypeState* state = PickNext(&removal_phase);
+    Decisions decisions;
+    TypeState* state = PickNext(&removal_phase, &decisions);
     if (state == nullptr) return false;
     state->response_due = false;
     *response = DeltaResponse();
@@ -221,7 +222,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     };
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
-      HeldSet desired = Effective(*state, ns, name);
+      HeldSet desired = Decided(*state, ns, name, &decisions);
       bool plain_sent = false;
       for (const Held& entry : desired) {
         if (ns.held.count(entry) > 0) continue;

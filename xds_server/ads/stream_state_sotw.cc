@@ -233,7 +233,8 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
   ResumeFromClientVersions();
   while (true) {
     bool removal_phase = false;
-    TypeState* state = PickNext(&removal_phase);
+    Decisions decisions;
+    TypeState* state = PickNext(&removal_phase, &decisions);
     if (state == nullptr) return false;
     const bool full_state = IsFullStateType(state->type);
 
@@ -261,7 +262,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
     };
     for (const std::string& name : names) {
       NameState& ns = Track(*state, name);  // A wildcard-covered name may be new.
-      HeldSet desired = Effective(*state, ns, name);
+      HeldSet desired = Decided(*state, ns, name, &decisions);
       SetHeld(*state, name, ns, std::move(desired));
       if (!full_state && !removal_phase) {
         for (const Held& entry : ns.held) carry(name, entry);
