@@ -1,5 +1,6 @@
 #include "xds_server/ads/wire.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -145,6 +146,41 @@ TEST(WireTest, DecodeMessageRefusesBytesThatAreNotTheMessage) {
     grpc::Slice slice(bytes.data(), bytes.size());
     grpc::ByteBuffer bad(&slice, 1);
     EXPECT_FALSE(DecodeMessage(&bad, &decoded)) << bytes.size();
+  }
+}
+
+TEST(WireTest, DecodeMessageReadsARequestInOneSliceOrInMany) {
+  DiscoveryRequest request;
+  request.set_type_url("type.googleapis.com/envoy.config.route.v3.RouteConfiguration");
+  request.set_version_info("0123456789abcdef");
+  request.add_resource_names("route-0");
+  request.set_response_nonce("7");
+  const std::string bytes = request.SerializeAsString();
+  // One slice, then the same bytes cut into slices of 1 to 9 bytes (gRPC
+  // hands over a message as it arrived, in as many slices).
+  for (size_t cut = 0; cut < 10; ++cut) {
+    std::vector<grpc::Slice> slices;
+    if (cut == 0) {
+      slices.emplace_back(bytes.data(), bytes.size());
+    } else {
+      for (size_t at = 0; at < bytes.size(); at += cut) {
+        slices.emplace_back(bytes.data() + at, std::min(cut, bytes.size() - at));
+      }
+    }
+    grpc::ByteBuffer buffer(slices.data(), slices.size());
+    DiscoveryRequest decoded;
+    ASSERT_TRUE(DecodeMessage(&buffer, &decoded)) << cut;
+    EXPECT_TRUE(MessageDifferencer::Equals(decoded, request)) << cut;
+    EXPECT_EQ(buffer.Length(), 0u) << cut;  // Cleared either way.
+    // Cut short by one byte, in one slice or many: not a request.
+    const std::string truncated = bytes.substr(0, bytes.size() - 1);
+    std::vector<grpc::Slice> short_slices;
+    for (size_t at = 0; at < truncated.size(); at += cut == 0 ? truncated.size() : cut) {
+      short_slices.emplace_back(truncated.data() + at,
+                                std::min(cut == 0 ? truncated.size() : cut, truncated.size() - at));
+    }
+    grpc::ByteBuffer bad(short_slices.data(), short_slices.size());
+    EXPECT_FALSE(DecodeMessage(&bad, &decoded)) << cut;
   }
 }
 
