@@ -552,13 +552,17 @@ void StreamState::Refresh(TypeState& state, Decisions* decisions) {
     HeldSet desired;
     switch (Classify(state, name, &desired)) {
       case Pending::kUpsert:
-        decisions->push_back({&state, name, std::move(desired)});
-        if (dirty.size() == 1 && state.upserts.empty()) {
-          // A push: the one name to re-examine is the one upsert, and its
-          // set becomes the upserts' instead of a copy. (Nothing follows
-          // the loop.)
-          state.upserts = std::move(dirty);
-          return;
+        if (dirty.size() == 1) {
+          // A push: one name to re-examine. What it decided goes to the
+          // response (at most one decision per type, so that taking one is
+          // O(types), never O(names)), and when it is the one upsert, its
+          // set becomes the upserts' instead of a copy. (Nothing follows the
+          // loop.)
+          decisions->push_back({&state, name, std::move(desired)});
+          if (state.upserts.empty()) {
+            state.upserts = std::move(dirty);
+            return;
+          }
         }
         state.upserts.insert(name);
         break;

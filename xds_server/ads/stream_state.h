@@ -476,9 +476,12 @@ class StreamState {
   void NoteHeldName(const std::string& name, bool held);
   HeldSet Desired(const TypeState& state, const NameState& ns, const std::string& name) const;
   HeldSet Effective(const TypeState& state, NameState& ns, const std::string& name) const;
-  // What Refresh found for a name it classified as an upsert, for the
-  // response PickNext's caller builds next: each name's variants are
-  // selected once per push, not twice. Nearly always one, kept inline.
+  // What Refresh found for the one name of a type it re-examined, when that
+  // name is an upsert (a push), for the response PickNext's caller builds
+  // next: the pushed name's variants are selected once, not twice. At most
+  // one per type; nearly always one, kept inline. Decisions for the types
+  // that response does not answer are dropped (their next response decides
+  // again).
   struct Decision {
     const TypeState* state = nullptr;
     std::string name;
@@ -492,8 +495,8 @@ class StreamState {
   // Classifies `name`; *desired gets what its client should hold when the
   // answer is an upsert.
   Pending Classify(TypeState& state, const std::string& name, HeldSet* desired);
-  // Re-examines the names of `state` to re-examine, adding what it decides
-  // for upserts to `decisions`.
+  // Re-examines the names of `state` to re-examine, adding what it decided
+  // for a lone dirty name that is an upsert to `decisions`.
   void Refresh(TypeState& state, Decisions* decisions);
   // `error`: the NACK's text; nullopt for an ACK.
   void ProcessAckOrNack(TypeState& state, const std::string& nonce,
@@ -515,8 +518,8 @@ class StreamState {
                 bool full_state);
   // Whether some type has names to re-examine or answers due.
   bool HasPendingWork() const;
-  // Returns the type whose response is due next (null: none), with
-  // `decisions` for its names (see Decision).
+  // Returns the type whose response is due next (null: none); `decisions`
+  // gets what Refresh decided for the types it re-examined (see Decision).
   TypeState* PickNext(bool* removal_phase, Decisions* decisions);
   // Returns (and clears) the names the next response of `state` settles.
   static NameSet TakeDue(TypeState& state, bool removal_phase);

@@ -1,4 +1,5 @@
 // StreamState with SotW requests and responses.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ using stream_state_testing::Base;
 using stream_state_testing::Cluster;
 using stream_state_testing::Decode;
 using stream_state_testing::Endpoints;
+using stream_state_testing::Item;
 using stream_state_testing::kCds;
 using stream_state_testing::kEds;
 using stream_state_testing::kLds;
@@ -35,6 +37,7 @@ using stream_state_testing::Serve;
 using stream_state_testing::Sotw;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
 class SotwTest : public ::testing::Test {
@@ -428,6 +431,52 @@ TEST_F(SotwTest, AChangeOnlyWakesTheNamesItTouches) {
   auto derived = std::make_shared<ServingSnapshot>(Snapshot::Derive(
       base->snapshot(), {other->snapshot().resources(ClusterType()).at("c-test")}, {}));
   state_.SetSnapshot(derived);
+  EXPECT_THAT(Drain(), IsEmpty());
+}
+
+TEST_F(SotwTest, APushCarriesNamesDecidedInItsPassAndNamesLeftFromAnEarlierOne) {
+  // Two routes and both clusters' endpoints.
+  auto objects = Base();
+  objects.push_back(Object("r2", "route", {{"", Route("c-test"), "all"}}));
+  auto base = Serve(objects);
+  state_.SetSnapshot(base);
+  Request(Sotw(kRds, {"r", "r2"}));
+  Request(Sotw(kEds, {"c-prod", "c-test"}));
+  Drain();
+  // One derived snapshot changes one name of each type: both are decided in
+  // the same pass, the endpoints go first, and the route waits.
+  auto changed = objects;
+  changed[1] = Object(
+      "r", "route",
+      {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  changed[4] = Object("e-prod", "endpoint", {{"", Endpoints(5), "all"}});
+  changed[6] = Object("r2", "route", {{"", Route("c-prod"), "all"}});
+  auto other = Serve(changed);
+  auto first = std::make_shared<ServingSnapshot>(Snapshot::Derive(
+      base->snapshot(),
+      {other->snapshot().resources(RouteConfigurationType()).at("r"),
+       other->snapshot().resources(ClusterLoadAssignmentType()).at("c-prod")},
+      {}));
+  state_.SetSnapshot(first);
+  DiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(state_.NextResponse(&response, &record));
+  EXPECT_EQ(response.type_url(), kEds);
+  EXPECT_THAT(Names(response), UnorderedElementsAre("c-prod"));
+  // Before the route's response, another change to the other route: the
+  // response carries "r" (re-examined in the earlier pass) and "r2" (in
+  // this one), each with what this snapshot selects for it.
+  auto second = std::make_shared<ServingSnapshot>(Snapshot::Derive(
+      first->snapshot(), {other->snapshot().resources(RouteConfigurationType()).at("r2")}, {}));
+  state_.SetSnapshot(second);
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].type_url(), kRds);
+  std::map<std::string, std::string> clusters;
+  for (const Item& item : Decode(responses[0])) clusters[item.name] = item.route_cluster;
+  EXPECT_THAT(clusters, UnorderedElementsAre(Pair("r", "c-test"), Pair("r2", "c-prod")));
+  // What the stream holds is what it sent: an ACK leaves nothing to send.
+  Request(Sotw(kRds, {"r", "r2"}, responses[0].nonce()));
   EXPECT_THAT(Drain(), IsEmpty());
 }
 
