@@ -20,14 +20,18 @@ void Update(XXH3_state_t* state, const void* data, size_t size) {
   }
 }
 
-// Feeds `value`'s 8 bytes, least significant first (the same on every CPU).
+// Writes `value` as 8 bytes, least significant first (the same on every
+// CPU), at `out`, and returns the byte after them.
+unsigned char* LayOutNumber(uint64_t value, unsigned char* out) {
+  for (int i = 0; i < 8; ++i, value >>= 8) *out++ = static_cast<unsigned char>(value & 0xff);
+  return out;
+}
+
+// Feeds `value` laid out as above.
 template <int kBits>
 void UpdateNumber(XXH3_state_t* state, uint64_t value) {
   unsigned char bytes[8];
-  for (unsigned char& byte : bytes) {
-    byte = static_cast<unsigned char>(value & 0xff);
-    value >>= 8;
-  }
+  LayOutNumber(value, bytes);
   Update<kBits>(state, bytes, sizeof(bytes));
 }
 
@@ -63,8 +67,7 @@ uint64_t Digest64OfParts(std::initializer_list<absl::string_view> parts) {
     unsigned char input[kOneCallBytes];
     unsigned char* out = input;
     for (absl::string_view part : parts) {
-      uint64_t size = part.size();
-      for (int i = 0; i < 8; ++i, size >>= 8) *out++ = static_cast<unsigned char>(size & 0xff);
+      out = LayOutNumber(part.size(), out);
       if (!part.empty()) std::memcpy(out, part.data(), part.size());
       out += part.size();
     }
