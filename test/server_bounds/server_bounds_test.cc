@@ -201,9 +201,17 @@ class ServerBoundsTest : public ::testing::Test {
   }
 
   // Starts the server and connects raw_ to it.
+  // Starts the server, connects raw_ to it and completes the HTTP/2
+  // handshake: the server's SETTINGS (its first frame) read and acknowledged,
+  // so that reading later writes nothing. A test whose server closes the
+  // connection (GOAWAY) could otherwise see that acknowledgement fail before
+  // it reads the frame under test.
   void StartWithRawConnection(const controller::XdsServerOptions& options) {
     Start(options);
     ASSERT_THAT(raw_.Connect(port_), IsOk());
+    auto settings = raw_.NextOfType({RawHttp2Connection::kSettings}, kWait);
+    ASSERT_THAT(settings, IsOk());
+    ASSERT_EQ(settings->flags & RawHttp2Connection::kAck, 0);
   }
 
   // Opens a SotW stream on client_ and subscribes it to the endpoints.
