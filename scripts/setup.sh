@@ -27,6 +27,8 @@ test_packages=(
   nlohmann-json3-dev
   # /usr/bin/time: test/load/cold_paths.sh's CPU time and peak memory.
   time
+  # valgrind (callgrind): test/load/count_instructions.sh's instruction counts.
+  valgrind
   # The Helm chart test renders the chart with Go text/template + sprig, as
   # Helm does (Debian has no helm package).
   golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev

@@ -108,6 +108,10 @@ ABSL_FLAG(absl::Duration, server_keepalive_timeout, absl::ZeroDuration(),
           "every server's gRPC keepalive timeout, which gRPC also sets as the TCP user timeout "
           "of its connections: how long data it sent may stay unacknowledged (a client that "
           "reads nothing) before the kernel resets the connection; 0: the servers' default (20s)");
+ABSL_FLAG(absl::Duration, stop_timeout, absl::Seconds(15),
+          "how long each server may take to exit after SIGTERM at the end of its run (1s to 1h; "
+          "longer for a server run under valgrind, test/load/count_instructions.sh); one still "
+          "running then fails the run");
 ABSL_FLAG(std::string, server_cpus, "",
           "CPUs every server (facet, null, relays) runs on, as taskset writes them (0, 0-1, "
           "0,2); empty: not pinned");
@@ -431,8 +435,8 @@ absl::StatusOr<absl::Time> TriggerChange(const std::string& target, const RunCon
 // Stops the server with SIGTERM and checks it exits cleanly.
 absl::Status StopServer(Process& server, absl::Time deadline) {
   if (absl::Status signalled = server.Signal(SIGTERM); !signalled.ok()) return signalled;
-  const absl::Duration wait =
-      std::clamp(deadline - absl::Now(), absl::Seconds(2), absl::Seconds(15));
+  const absl::Duration longest = std::max(absl::GetFlag(FLAGS_stop_timeout), absl::Seconds(2));
+  const absl::Duration wait = std::clamp(deadline - absl::Now(), absl::Seconds(2), longest);
   absl::StatusOr<e2e::ExitStatus> exit = server.WaitExit(wait);
   if (!exit.ok()) return exit.status();
   if (!exit->Succeeded()) {
@@ -964,6 +968,10 @@ int Main() {
   if (const absl::Duration timeout = absl::GetFlag(FLAGS_server_keepalive_timeout);
       timeout < absl::ZeroDuration() || timeout > absl::Hours(24)) {
     usage_error = "--server-keepalive-timeout must be from 0 to 24h";
+  }
+  if (const absl::Duration timeout = absl::GetFlag(FLAGS_stop_timeout);
+      timeout < absl::Seconds(1) || timeout > absl::Hours(1)) {
+    usage_error = "--stop-timeout must be from 1s to 1h";
   }
   if (subscriptions.ok() &&
       std::none_of(subscriptions->begin(), subscriptions->end(), [&](const Subscription& s) {

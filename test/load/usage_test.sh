@@ -17,6 +17,8 @@ expect_usage_error '--scenario: change or relay-restart' --scenario=restart
 expect_usage_error '--histogram-bucket must be positive' --scenario=relay-restart --histogram-bucket=0s
 expect_usage_error '--server-keepalive-timeout must be from 0 to 24h' --server-keepalive-timeout=-1s
 expect_usage_error '--server-keepalive-timeout must be from 0 to 24h' --server-keepalive-timeout=25h
+expect_usage_error '--stop-timeout must be from 1s to 1h' --stop-timeout=0s
+expect_usage_error '--stop-timeout must be from 1s to 1h' --stop-timeout=2h
 expect_usage_error '--server-cpus: CPU list "0-x": "0-x" is not a CPU number' --server-cpus=0-x
 expect_usage_error '--client-cpus: CPU list "3-1": range "3-1" ends before it starts' --client-cpus=3-1
 expect_usage_error '--client-cpus: pinning to CPUs 1000' --client-cpus=1000
