@@ -8,23 +8,34 @@
 # thread: the edit's read and build (Facet), the pushes, their writes, the
 # ACKs, and the idle gap's timers. Counts do not move with the machine's load
 # as times do; the kernel's share (socket reads and writes) is not counted.
+# Each count is also given without Debian gRPC's completion-queue tag scan
+# (cq_check_tag, the function at libgrpc.so.29+0x4f1400 of Debian's 1.51.1;
+# docs/performance.md, "Re-measured at 1dfbdb8"), which both servers pay in
+# proportion to the streams they hold and which valgrind, running one thread
+# at a time, inflates unevenly (0 when the library has no such function).
 #
 # Usage: test/load/count_instructions.sh [--streams=N] [--connections=N]
 #            [--services=N] [--changes=N] [--resources=LIST] [--build=DIR]
-# Defaults: 1,000 streams over 10 connections, 2,000 services, 3 changes (2
-# counted: the first change's part also holds the streams' sync), build/.
+#            [--keep=DIR]
+# Defaults: 1,000 streams over 10 connections, 2,000 services, 4 changes (the
+# first is not counted: under valgrind the streams' last ACKs of their sync
+# may still be read while it is pushed; nor is the last, which holds the
+# shutdown), build/.
 # Prints each counted change per server, the medians and their ratio, then
-# one JSON line. Exit status: 0 when both runs delivered every push and every
-# change was counted, 1 otherwise, 2 for a usage error.
+# one JSON line. --keep copies callgrind's files (facet.out.PID.N,
+# null.out.PID.N; callgrind_annotate reads them) and the logs to DIR.
+# Exit status: 0 when both runs delivered every push and every change was
+# counted, 1 otherwise, 2 for a usage error.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 streams=1000
 connections=10
 services=2000
-changes=3
+changes=4
 resources=""
 build=${repo}/build
+keep=""
 for arg in "$@"; do
   case "${arg}" in
     --streams=*) streams=${arg#*=} ;;
@@ -33,8 +44,9 @@ for arg in "$@"; do
     --changes=*) changes=${arg#*=} ;;
     --resources=*) resources=${arg#*=} ;;
     --build=*) build=${arg#*=} ;;
+    --keep=*) keep=${arg#*=} ;;
     *)
-      sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+      sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
       exit 2
       ;;
   esac
@@ -46,8 +58,9 @@ for value in "${streams}" "${connections}" "${services}" "${changes}"; do
     exit 2
   fi
 done
-if ((changes < 2)); then
-  echo "count_instructions.sh: --changes must be at least 2 (the first is not counted)" >&2
+if ((changes < 3)); then
+  echo "count_instructions.sh: --changes must be at least 3 (the first and the last are not" \
+    "counted)" >&2
   exit 2
 fi
 if ! command -v valgrind >/dev/null 2>&1; then
@@ -56,7 +69,13 @@ if ! command -v valgrind >/dev/null 2>&1; then
 fi
 
 work=$(mktemp -d)
-trap 'rm -rf "${work}"' EXIT
+finish() {
+  if [[ -n "${keep}" ]]; then
+    mkdir -p "${keep}" && cp "${work}"/*.out.* "${work}"/*.log "${keep}"/ 2>/dev/null || true
+  fi
+  rm -rf "${work}"
+}
+trap finish EXIT
 
 # A wrapper per server: facet_load starts it as it would start the server.
 wrap() {  # name binary trigger
@@ -86,23 +105,31 @@ for target in facet null; do
     status=1
     continue
   fi
-  # The parts before the counted changes: Facet's start (to its first
-  # snapshot) and the streams' sync (to the first change); the null server's
-  # start and sync (to the first change). The part after the last change
-  # holds the shutdown and has no number.
-  skip=2
-  [[ "${target}" == null ]] && skip=1
+  # Part N holds what ran before the Nth trigger: Facet's first trigger is
+  # its first snapshot, before any stream, so its part 2 is the streams' sync
+  # and part 2 + k change k; the null server's part 1 is its start and the
+  # sync, part 1 + k change k. The part after the last change holds the
+  # shutdown and has no number.
+  first=3
+  [[ "${target}" == null ]] && first=2
   list=""
-  for ((part = skip + 1; part <= skip + changes - 1; part++)); do
-    file=$(ls "${work}/${target}.out."*".${part}" 2>/dev/null | head -1)
-    if [[ -z "${file}" ]]; then
-      echo "count_instructions.sh: ${target}: no count for change $((part - skip))" >&2
+  rest=""
+  for ((part = first + 1; part <= first + changes - 2; part++)); do
+    files=("${work}/${target}.out."*".${part}")
+    file=${files[0]}
+    if [[ ! -f "${file}" ]]; then
+      echo "count_instructions.sh: ${target}: no count for change $((part - first + 1))" >&2
       status=1
       break
     fi
-    list+="$(awk '/^totals:/ {print $2}' "${file}") "
+    total=$(awk '/^totals:/ {print $2}' "${file}")
+    scan=$(callgrind_annotate --auto=no --inclusive=yes --threshold=100 "${file}" 2>/dev/null |
+      awk '!found && /0x00000000004f1400 \[.*libgrpc\.so\.29/ {gsub(",", "", $1); print $1; found = 1}')
+    list+="${total} "
+    rest+="$((total - ${scan:-0})) "
   done
   counts[${target}]=${list% }
+  counts[${target}_rest]=${rest% }
   pushes=$(grep -o '"expected":[0-9]*' "${work}/${target}.load.log" | head -1 | cut -d: -f2)
   counts[${target}_pushes]=${pushes:-0}
 done
@@ -112,13 +139,20 @@ median() { tr ' ' '\n' <<<"$1" | sort -n | awk 'NF {v[++n] = $1} END {
   else printf "%.0f\n", (v[n / 2] + v[n / 2 + 1]) / 2 }'; }
 facet_median=$(median "${counts[facet]:-}")
 null_median=$(median "${counts[null]:-}")
+facet_rest_median=$(median "${counts[facet_rest]:-}")
+null_rest_median=$(median "${counts[null_rest]:-}")
 per_change_pushes=$(( ${counts[facet_pushes]:-0} / changes ))
-ratio=$(awk -v f="${facet_median}" -v n="${null_median}" \
-  'BEGIN { if (n > 0) printf "%.3f", f / n; else print 0 }')
+ratio() { awk -v f="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.3f", f / n; else print 0 }'; }
+ratio=$(ratio "${facet_median}" "${null_median}")
+rest_ratio=$(ratio "${facet_rest_median}" "${null_rest_median}")
 echo "instructions per change (${streams} streams, ${per_change_pushes} pushes a change):"
 echo "  facet: ${counts[facet]:-none} (median ${facet_median})"
 echo "  null:  ${counts[null]:-none} (median ${null_median})"
 echo "  facet / null: ${ratio}"
+echo "without gRPC's completion-queue tag scan:"
+echo "  facet: ${counts[facet_rest]:-none} (median ${facet_rest_median})"
+echo "  null:  ${counts[null_rest]:-none} (median ${null_rest_median})"
+echo "  facet / null: ${rest_ratio}"
 json_list() { tr ' ' ',' <<<"$1"; }
-echo "{\"streams\":${streams},\"connections\":${connections},\"services\":${services},\"changes\":${changes},\"pushes_per_change\":${per_change_pushes},\"facet\":[$(json_list "${counts[facet]:-}")],\"null\":[$(json_list "${counts[null]:-}")],\"facet_median\":${facet_median},\"null_median\":${null_median},\"ratio\":${ratio}}"
+echo "{\"streams\":${streams},\"connections\":${connections},\"services\":${services},\"changes\":${changes},\"pushes_per_change\":${per_change_pushes},\"facet\":[$(json_list "${counts[facet]:-}")],\"null\":[$(json_list "${counts[null]:-}")],\"facet_median\":${facet_median},\"null_median\":${null_median},\"ratio\":${ratio},\"facet_without_scan\":[$(json_list "${counts[facet_rest]:-}")],\"null_without_scan\":[$(json_list "${counts[null_rest]:-}")],\"ratio_without_scan\":${rest_ratio}}"
 exit "${status}"
