@@ -130,7 +130,7 @@ for target in facet null; do
   done
   counts[${target}]=${list% }
   counts[${target}_rest]=${rest% }
-  pushes=$(grep -o '"expected":[0-9]*' "${work}/${target}.load.log" | head -1 | cut -d: -f2)
+  pushes=$(grep -m1 -o '"expected":[0-9]*' "${work}/${target}.load.log" | cut -d: -f2)
   counts[${target}_pushes]=${pushes:-0}
 done
 
@@ -141,7 +141,7 @@ facet_median=$(median "${counts[facet]:-}")
 null_median=$(median "${counts[null]:-}")
 facet_rest_median=$(median "${counts[facet_rest]:-}")
 null_rest_median=$(median "${counts[null_rest]:-}")
-per_change_pushes=$(( ${counts[facet_pushes]:-0} / changes ))
+per_change_pushes=$(( ${counts[facet_pushes]:-${counts[null_pushes]:-0}} / changes ))
 ratio() { awk -v f="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.3f", f / n; else print 0 }'; }
 ratio=$(ratio "${facet_median}" "${null_median}")
 rest_ratio=$(ratio "${facet_rest_median}" "${null_rest_median}")
