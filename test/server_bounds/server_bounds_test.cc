@@ -200,7 +200,6 @@ class ServerBoundsTest : public ::testing::Test {
     client_ = *std::move(client);
   }
 
-  // Starts the server and connects raw_ to it.
   // Starts the server, connects raw_ to it and completes the HTTP/2
   // handshake: the server's SETTINGS (its first frame) read and acknowledged,
   // so that reading later writes nothing. A test whose server closes the
