@@ -70,8 +70,9 @@ fi
 
 work=$(mktemp -d)
 finish() {
-  if [[ -n "${keep}" ]]; then
-    mkdir -p "${keep}" && cp "${work}"/*.out.* "${work}"/*.log "${keep}"/ 2>/dev/null || true
+  if [[ -n "${keep}" ]] &&
+    ! { mkdir -p "${keep}" && cp "${work}"/*.out.* "${work}"/*.log "${keep}"/; }; then
+    echo "count_instructions.sh: could not keep callgrind's files in ${keep}" >&2
   fi
   rm -rf "${work}"
 }
