@@ -35,18 +35,12 @@ absl::Status CheckName(const std::string& name, const std::string& type_url,
       " has ", name.size(), " bytes; the limit is ", kMaxResourceNameLength, " bytes"));
 }
 
-uint64_t HeldDigest(const std::string& name, bool locator, absl::string_view version) {
-  char key[128];
-  if (version.size() >= sizeof(key)) {
-    return Digest64OfParts({name, FormKey(locator, std::string(version))});
-  }
-  key[0] = locator ? 'L' : 'P';
-  std::copy(version.begin(), version.end(), key + 1);
-  return Digest64OfParts({name, absl::string_view(key, version.size() + 1)});
-}
-
 std::string DigestVersion(uint64_t digest) {
-  return absl::StrCat(absl::Hex(digest, absl::kZeroPad16));
+  // Sixteen lowercase hex digits, laid out by hand: one per response.
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, digest >>= 4) out[i] = kDigits[digest & 0xf];
+  return out;
 }
 
 }  // namespace stream_state_internal
@@ -298,10 +292,10 @@ void StreamState::SetHeld(TypeState& state, const std::string& name, NameState& 
     state.unacked_prior.try_emplace(name, ns.held);
   }
   for (const Held& entry : ns.held) {
-    state.held_digest -= HeldDigest(name, entry.locator, entry.variant->version);
+    state.held_digest -= HeldDigest(name, entry.locator, *entry.variant);
   }
   for (const Held& entry : held) {
-    state.held_digest += HeldDigest(name, entry.locator, entry.variant->version);
+    state.held_digest += HeldDigest(name, entry.locator, *entry.variant);
   }
   if (ns.held.empty() != held.empty()) NoteHeldName(name, !held.empty());
   ns.held = std::move(held);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "xds_server/resources/resource_type.h"
+#include "xds_server/snapshot/snapshot.h"
 
 namespace facet::xds::stream_state_internal {
 
@@ -51,13 +52,16 @@ inline std::string FormKey(bool locator, const std::string& rest) {
   return absl::StrCat(locator ? "L" : "P", rest);
 }
 
-// Returns Digest64OfParts({name, FormKey(locator, version)}), a held
-// variant's share of its type's version_info, without building the key on
-// the heap.
-uint64_t HeldDigest(const std::string& name, bool locator, absl::string_view version);
+// Returns HeldVariantDigest(name, locator, variant.version), a held
+// variant's share of its type's version_info: the variant's kept digest when
+// `name` is its served name, as a stream's (normalised) names are.
+inline uint64_t HeldDigest(const std::string& name, bool locator, const Variant& variant) {
+  return name == variant.name ? variant.HeldDigest(locator)
+                              : HeldVariantDigest(name, locator, variant.version);
+}
 
 // Returns a type's version_info (and delta system_version_info) for the sum
-// (mod 2^64) of its held variants' digests, Digest64OfParts({name, key}):
+// (mod 2^64) of its held variants' HeldDigest: sixteen hex digits,
 // order-independent and the same on every replica and build.
 std::string DigestVersion(uint64_t digest);
 

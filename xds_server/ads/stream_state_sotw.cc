@@ -191,7 +191,7 @@ void StreamState::ResumeFromClientVersions() {
     uint64_t digest = 0;
     for (const auto& [name, held] : would_hold) {
       for (const Held& entry : held) {
-        digest += HeldDigest(name, entry.locator, entry.variant->version);
+        digest += HeldDigest(name, entry.locator, *entry.variant);
       }
     }
     if (DigestVersion(digest) != claimed) continue;

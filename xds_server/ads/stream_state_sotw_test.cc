@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "xds_server/ads/stream_state.h"
@@ -79,6 +80,37 @@ TEST_F(SotwTest, SelectsVariantFromNodeMetadataAndSendsPlainResources) {
   EXPECT_EQ(responses[0].type_url(), kRds);
   EXPECT_FALSE(responses[0].nonce().empty());
   EXPECT_FALSE(responses[0].version_info().empty());
+}
+
+TEST_F(SotwTest, VersionInfoIsTheHexSumOfWhatTheClientHolds) {
+  const std::shared_ptr<const ServingSnapshot> serving = Serve(Base());
+  state_.SetSnapshot(serving);
+  const auto variant_of = [&](const std::string& name) {
+    const ServedResource* resource = serving->snapshot().Find(ClusterType(), name);
+    return resource == nullptr ? nullptr : serving->Select(*resource, Parameters({}));
+  };
+  const std::shared_ptr<const Variant> prod = variant_of("c-prod");
+  const std::shared_ptr<const Variant> test = variant_of("c-test");
+  ASSERT_NE(prod, nullptr);
+  ASSERT_NE(test, nullptr);
+  // The variant's kept digest is the formula's, when computed and after.
+  const uint64_t plain = HeldVariantDigest("c-prod", false, prod->version);
+  EXPECT_EQ(prod->HeldDigest(false), plain);
+  EXPECT_EQ(prod->HeldDigest(false), plain);
+  EXPECT_EQ(prod->HeldDigest(true), HeldVariantDigest("c-prod", true, prod->version));
+  EXPECT_NE(prod->HeldDigest(true), plain);  // The form counts.
+  // One variant held: its digest, as sixteen lowercase hex digits.
+  Request(Sotw(kCds, {"c-prod"}));
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].version_info(), absl::StrCat(absl::Hex(plain, absl::kZeroPad16)));
+  // Another held adds its digest (mod 2^64).
+  Request(Sotw(kCds, {"c-prod", "c-test"}));
+  responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(responses[0].version_info(),
+            absl::StrCat(absl::Hex(plain + HeldVariantDigest("c-test", false, test->version),
+                                   absl::kZeroPad16)));
 }
 
 TEST_F(SotwTest, ARecordWithoutItemsLeavesThemOutAndTheResponseAlone) {

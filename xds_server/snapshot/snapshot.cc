@@ -1,5 +1,7 @@
 #include "xds_server/snapshot/snapshot.h"
 
+#include <algorithm>
+
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "envoy/service/discovery/v3/discovery.pb.h"
@@ -24,6 +26,27 @@ const std::string& Variant::EncodedAny() const {
     any.SerializeToString(&any_);
   });
   return any_;
+}
+
+uint64_t Variant::HeldDigest(bool locator) const {
+  std::atomic<uint64_t>& kept = held_digest_[locator ? 1 : 0];
+  uint64_t digest = kept.load(std::memory_order_relaxed);
+  if (digest == 0) {
+    digest = HeldVariantDigest(name, locator, version);
+    kept.store(digest, std::memory_order_relaxed);
+  }
+  return digest;
+}
+
+uint64_t HeldVariantDigest(absl::string_view name, bool locator, absl::string_view version) {
+  // The key (form and version) laid out on the stack: versions are short.
+  char key[128];
+  if (version.size() >= sizeof(key)) {
+    return Digest64OfParts({name, absl::StrCat(locator ? "L" : "P", version)});
+  }
+  key[0] = locator ? 'L' : 'P';
+  std::copy(version.begin(), version.end(), key + 1);
+  return Digest64OfParts({name, absl::string_view(key, version.size() + 1)});
 }
 
 namespace {

@@ -3,7 +3,9 @@
 #define FACET_XDS_SERVER_SNAPSHOT_SNAPSHOT_H_
 
 #include <array>
+#include <atomic>
 #include <bitset>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -53,6 +55,9 @@ struct Variant {
   // Returns the wrapper as a serialized google.protobuf.Any (type URL
   // kResourceWrapperTypeUrl), as SotW responses carry it.
   const std::string& EncodedWrappedAny(bool locator) const;
+  // Returns HeldVariantDigest(name, locator, version), computed on first use
+  // and kept: a stream adds and subtracts it on every push.
+  uint64_t HeldDigest(bool locator) const;
 
  private:
   // std::call_once (pthread_once), not absl::call_once: a thread that waits
@@ -63,7 +68,16 @@ struct Variant {
   mutable std::once_flag wrapper_once_[2];
   mutable std::string wrapper_[2];
   mutable size_t wrapper_offset_[2] = {0, 0};  // Where the wrapper starts in wrapper_.
+  // HeldDigest(false) and HeldDigest(true); 0 until computed (a digest that
+  // is 0 is computed every time). Relaxed: every thread computes the same.
+  mutable std::atomic<uint64_t> held_digest_[2] = {};
 };
+
+// Returns Digest64OfParts({name, form + version}), the form "L" for a variant
+// a client holds by its locator and "P" for one it holds by name: the
+// variant's share of the SotW version_info of what a client holds of its type
+// (the sum of the shares, mod 2^64), the same on every replica and build.
+uint64_t HeldVariantDigest(absl::string_view name, bool locator, absl::string_view version);
 
 // Which parameter sets a source that knows a resource only in part (the
 // relay's cache) has an answer for: a variant, or that none exists.
