@@ -333,6 +333,7 @@ class Core final : public AdsService::StreamCore {
   void OnWriteDone(bool ok) {
     int64_t written = 0;
     absl::Time published;
+    bool act = false;
     {
       absl::MutexLock lock(&mu_);
       published = std::exchange(write_published_, absl::InfiniteFuture());
@@ -343,12 +344,15 @@ class Core final : public AdsService::StreamCore {
       written = std::exchange(response_bytes_, 0);
       if (ok) wrote_ = true;
       if (!ok) finish_requested_ = true;
+      // Nothing to write or finish: decide nothing. Whatever makes a
+      // response due later (a snapshot, a request, a finish) decides itself.
+      act = finish_requested_ || state_.ResponseMayBeDue();
     }
     budget().Release(written);
     if (ok && published != absl::InfiniteFuture()) {
       observer().OnPushCompleted(absl::Now() - published);
     }
-    TryWrite();
+    if (act) TryWrite();
   }
 
   // Writes the stream's next response, if one is due, now that the response
@@ -514,6 +518,10 @@ class Core final : public AdsService::StreamCore {
       next->action = Action::kFinish;
     } else if (waiting_for_budget_) {
       return;  // Resume() comes once the budget allows.
+    } else if (!state_.ResponseMayBeDue()) {
+      // Most decisions (after an ACK, after a write) find nothing to send:
+      // no budget, no clock, no look at the state's types beyond this.
+      unwritten_since_ = absl::InfiniteFuture();  // Every change published is written.
     } else if (!budget().Admit(*this, peer(), /*reader=*/wrote_)) {
       waiting_for_budget_ = true;
     } else {

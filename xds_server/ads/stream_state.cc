@@ -319,6 +319,7 @@ void StreamState::NoteHeldName(const std::string& name, bool held) {
 }
 
 std::vector<std::pair<std::string, int>> StreamState::TakeAuthorityChanges() {
+  if (authority_changes_.empty()) return {};  // Nearly always: asked after every decision.
   std::vector<std::pair<std::string, int>> out(authority_changes_.begin(),
                                                authority_changes_.end());
   // Frees the table (clear keeps it): a stream's authorities change rarely.

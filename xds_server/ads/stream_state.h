@@ -214,6 +214,10 @@ class StreamState {
   bool NextResponse(DeltaResponse* response, PushRecord* record);
   bool NextResponse(envoy::service::discovery::v3::DeltaDiscoveryResponse* response,
                     PushRecord* record);
+  // Whether NextResponse may have a response to build; false when it would
+  // return false without re-examining anything (as after most ACKs and
+  // writes). O(types).
+  bool ResponseMayBeDue() const { return resume_pending_ || HasPendingWork(); }
 
   // Sets who the client is, from the certificate it presented (empty: no
   // identity). Resources of authorities it may not read (see
