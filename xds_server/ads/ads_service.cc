@@ -170,6 +170,11 @@ StreamEndReason EndReasonOf(RequestOutcome::Limit limit) {
 grpc::ByteBuffer Encode(const SotwResponse& response) { return EncodeSotwResponse(response); }
 grpc::ByteBuffer Encode(const DeltaResponse& response) { return EncodeDeltaResponse(response); }
 
+// Lets go of the variants a plan holds once it is encoded, keeping the room
+// of its strings and lists for the next plan decided on the thread.
+void ReleaseVariants(SotwResponse* plan) { plan->resources.clear(); }
+void ReleaseVariants(DeltaResponse* plan) { plan->resources.clear(); }
+
 // One stream of either protocol: Request is the request message, Plan what
 // StreamState::NextResponse decides (encoded for the wire by Encode).
 template <typename Request, typename Plan>
@@ -203,6 +208,13 @@ class Core final : public AdsService::StreamCore {
   // Requests up to this size leave their parsed fields allocated in the
   // thread's message for the next one.
   static constexpr size_t kKeptRequestBytes = 16 << 10;
+  // Returns this thread's plan, which DecideLocked decides each response
+  // into and encodes from: its version and nonce strings keep their room
+  // from one response to the next (a stream keeps none between responses).
+  static Plan& ThreadPlan() {
+    thread_local Plan plan;
+    return plan;
+  }
 
   bool Describe(const ClientStatusQuery& query, ClientStatus* out, size_t* budget,
                 bool* fits) const override {
@@ -525,21 +537,23 @@ class Core final : public AdsService::StreamCore {
     } else if (!budget().Admit(*this, peer(), /*reader=*/wrote_)) {
       waiting_for_budget_ = true;
     } else {
-      Plan plan;
+      Plan& plan = ThreadPlan();
       next->record.with_items = DebugLogging();  // Only a debug log lists them.
       state_.set_now(absl::Now());  // When the client becomes stale, for /clients.
       const bool due = state_.NextResponse(&plan, &next->record);
       ReportAuthoritiesLocked();  // Even without a response: silent removals.
       if (!due) {
+        ReleaseVariants(&plan);
         unwritten_since_ = absl::InfiniteFuture();  // Every change published is written.
         return;
       }
       write_published_ = unwritten_since_;
       {
         // Swapped in: ByteBuffer has no move, and a copy is another buffer.
-        grpc::ByteBuffer encoded = Encode(plan);  // The plan, and what it held on to, go here.
+        grpc::ByteBuffer encoded = Encode(plan);
         response_.Swap(&encoded);
       }
+      ReleaseVariants(&plan);
       writing_ = true;
       write_started_ = absl::Now();
       WriteStarted(write_started_);

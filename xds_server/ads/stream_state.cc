@@ -35,19 +35,19 @@ absl::Status CheckName(const std::string& name, const std::string& type_url,
       " has ", name.size(), " bytes; the limit is ", kMaxResourceNameLength, " bytes"));
 }
 
-std::string DigestVersion(uint64_t digest) {
-  // Sixteen lowercase hex digits, laid out by hand: one per response.
+void SetDigestVersion(uint64_t digest, std::string* version) {
+  // Laid out by hand (one per response), not through absl::Hex.
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(16, '0');
+  version->resize(16);
+  char* out = version->data();
   for (int i = 15; i >= 0; --i, digest >>= 4) out[i] = kDigits[digest & 0xf];
-  return out;
 }
 
 }  // namespace stream_state_internal
 
 namespace {
 
-using stream_state_internal::DigestVersion;
+using stream_state_internal::SetDigestVersion;
 using stream_state_internal::FormKey;
 using stream_state_internal::HeldDigest;
 using stream_state_internal::IsFullStateType;
@@ -641,12 +641,12 @@ void StreamState::AddItem(const std::string& name, const std::shared_ptr<const V
   if (record->with_items) record->items.push_back(sent->back().ToPushed());
 }
 
-std::string StreamState::NumberResponse(TypeState& state, const NameSet& names,
-                                        bool full_state, SentItems sent, PushRecord* record) {
-  std::string version = DigestVersion(state.held_digest);
+void StreamState::NumberResponse(TypeState& state, const NameSet& names, bool full_state,
+                                 SentItems sent, PushRecord* record, std::string* version) {
+  SetDigestVersion(state.held_digest, version);
   record->type_url = state.type_url();
   if (record->with_items) {
-    record->version_info = version;
+    record->version_info = *version;
   } else {
     record->version_info.clear();
   }
@@ -657,7 +657,6 @@ std::string StreamState::NumberResponse(TypeState& state, const NameSet& names,
                           std::make_move_iterator(sent.end()));
   state.last_items.shrink_to_fit();
   NoteSent(state, nonce_counter_, names, full_state);
-  return version;
 }
 
 std::vector<std::tuple<std::string, std::string, std::string>> StreamState::Holdings() const {

@@ -511,11 +511,11 @@ class StreamState {
                        const std::string& error);
   // Gives the response of `state` that carries `record->items` (`sent`) and
   // settles `names` (every name, when `full_state`) its nonce, in `record`,
-  // and remembers what it sent for the client's ACK or NACK. Returns the
-  // response's version (of what the stream holds of the type), which
+  // and remembers what it sent for the client's ACK or NACK. Sets *version
+  // to the response's version (of what the stream holds of the type), which
   // `record` gets a copy of only when it lists items.
-  std::string NumberResponse(TypeState& state, const NameSet& names, bool full_state,
-                             SentItems sent, PushRecord* record);
+  void NumberResponse(TypeState& state, const NameSet& names, bool full_state, SentItems sent,
+                      PushRecord* record, std::string* version);
   // Records, for DescribeClient, that the response `state` just sent carried
   // `names` (at now_).
   void NoteSent(TypeState& state, uint64_t number, const NameSet& names,

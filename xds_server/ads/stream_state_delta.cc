@@ -272,8 +272,8 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
     if (sent.empty()) continue;  // Nothing the client needs to hear.
     // What this stream holds of the type, as SotW's version_info: the
     // snapshot's version would also reflect resources the client may not read.
-    response->system_version_info =
-        NumberResponse(*state, names, /*full_state=*/false, std::move(sent), record);
+    NumberResponse(*state, names, /*full_state=*/false, std::move(sent), record,
+                   &response->system_version_info);
     response->type_url = state->type_url();
     response->nonce = record->nonce;
     return true;

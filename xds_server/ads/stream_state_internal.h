@@ -60,10 +60,16 @@ inline uint64_t HeldDigest(const std::string& name, bool locator, const Variant&
                               : HeldVariantDigest(name, locator, variant.version);
 }
 
-// Returns a type's version_info (and delta system_version_info) for the sum
-// (mod 2^64) of its held variants' HeldDigest: sixteen hex digits,
-// order-independent and the same on every replica and build.
-std::string DigestVersion(uint64_t digest);
+// Sets *version to a type's version_info (and delta system_version_info)
+// for the sum (mod 2^64) of its held variants' HeldDigest: sixteen lowercase
+// hex digits, order-independent and the same on every replica and build.
+// Written into the string's own room: no allocation once it has 16 bytes.
+void SetDigestVersion(uint64_t digest, std::string* version);
+inline std::string DigestVersion(uint64_t digest) {
+  std::string version;
+  SetDigestVersion(digest, &version);
+  return version;
+}
 
 }  // namespace facet::xds::stream_state_internal
 

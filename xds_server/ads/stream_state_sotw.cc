@@ -280,7 +280,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
       continue;  // SotW RDS/EDS removals are silent: the client just stops using them.
     }
 
-    response->version_info = NumberResponse(*state, names, full_state, std::move(sent), record);
+    NumberResponse(*state, names, full_state, std::move(sent), record, &response->version_info);
     response->type_url = state->type_url();
     response->nonce = record->nonce;
     return true;
