@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 #include <utility>
+#include <variant>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -497,35 +499,49 @@ std::vector<PathStep> ParsePath(absl::string_view path) {
   return steps;
 }
 
-void FindFirstCondition(const YAML::Node& node, const std::string& path,
-                        std::optional<std::string>* found) {
-  if (found->has_value()) return;
+// A step of the path to a node: an element's index, or a map key.
+using ConditionStep = std::variant<size_t, std::string>;
+
+// Returns whether `node` holds a condition key, in document order (a map's
+// own keys before those under its values), and then appends the steps to it
+// to *steps, innermost first. Builds no path on the way: nearly every
+// resource has no condition, and its every node is looked at.
+bool FindFirstCondition(const YAML::Node& node, std::vector<ConditionStep>* steps) {
   if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size() && !found->has_value(); ++i) {
-      FindFirstCondition(node[i], ElementPath(path, i), found);
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (FindFirstCondition(node[i], steps)) {
+        steps->emplace_back(i);
+        return true;
+      }
     }
   } else if (node.IsMap()) {
     for (const auto& entry : node) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
-      if (IsConditionKey(key)) {
-        *found = JoinPath(path, key);
-        return;
+      if (entry.first.IsScalar() && IsConditionKey(entry.first.Scalar())) {
+        steps->emplace_back(entry.first.Scalar());
+        return true;
       }
     }
     for (const auto& entry : node) {
-      const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "?";
-      FindFirstCondition(entry.second, JoinPath(path, key), found);
-      if (found->has_value()) return;
+      if (FindFirstCondition(entry.second, steps)) {
+        steps->emplace_back(entry.first.IsScalar() ? entry.first.Scalar() : "?");
+        return true;
+      }
     }
   }
+  return false;
 }
 
 }  // namespace
 
 std::optional<std::string> FindCondition(const YAML::Node& resource) {
-  std::optional<std::string> found;
-  FindFirstCondition(resource, "", &found);
-  return found;
+  std::vector<ConditionStep> steps;
+  if (!FindFirstCondition(resource, &steps)) return std::nullopt;
+  std::string path;
+  for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
+    path = std::holds_alternative<size_t>(*step) ? ElementPath(path, std::get<size_t>(*step))
+                                                 : JoinPath(path, std::get<std::string>(*step));
+  }
+  return path;
 }
 
 WrittenLocation LocateWritten(const ConditionalOrigin& origin, const std::vector<size_t>& included,

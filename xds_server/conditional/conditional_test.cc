@@ -320,6 +320,16 @@ TEST(LocateWrittenTest, MapsCompiledPathsToWrittenElements) {
 TEST(FindConditionTest, FindsTheFirstCondition) {
   EXPECT_EQ(FindCondition(YAML::Load(kTp2Routes)), "virtualHosts[0].routes[0].@when");
   EXPECT_EQ(FindCondition(YAML::Load(R"({"a": [{"b": 1}]})")), std::nullopt);
+  EXPECT_EQ(FindCondition(YAML::Load(R"({"@when": {env: prod}})")), "@when");
+  // Later elements, deeper maps: the path names each step.
+  EXPECT_EQ(FindCondition(YAML::Load(R"({"a": [{"b": 1}, {"c": [0, {"@whenConstraints": {}}]}]})")),
+            "a[1].c[1].@whenConstraints");
+  // A map's own keys come before those under its values.
+  EXPECT_EQ(FindCondition(YAML::Load(R"({"a": {"@when": {}}, "@whenConstraints": {}})")),
+            "@whenConstraints");
+  // The first in document order, when several are under the values.
+  EXPECT_EQ(FindCondition(YAML::Load(R"({"x": [{"@when": {}}], "y": {"@when": {}}})")),
+            "x[0].@when");
 }
 
 }  // namespace
