@@ -170,10 +170,12 @@ StreamEndReason EndReasonOf(RequestOutcome::Limit limit) {
 grpc::ByteBuffer Encode(const SotwResponse& response) { return EncodeSotwResponse(response); }
 grpc::ByteBuffer Encode(const DeltaResponse& response) { return EncodeDeltaResponse(response); }
 
-// Lets go of the variants a plan holds once it is encoded, keeping the room
-// of its strings and lists for the next plan decided on the thread.
+// Lets go of the variants a plan holds once it is encoded. A SotW plan keeps
+// the room of its strings for the next one decided on the thread; a delta
+// plan is emptied (its NextResponse starts from an empty one anyway, and its
+// lists of removed names may be long).
 void ReleaseVariants(SotwResponse* plan) { plan->resources.clear(); }
-void ReleaseVariants(DeltaResponse* plan) { plan->resources.clear(); }
+void ReleaseVariants(DeltaResponse* plan) { *plan = DeltaResponse(); }
 
 // One stream of either protocol: Request is the request message, Plan what
 // StreamState::NextResponse decides (encoded for the wire by Encode).

@@ -47,10 +47,10 @@ void SetDigestVersion(uint64_t digest, std::string* version) {
 
 namespace {
 
-using stream_state_internal::SetDigestVersion;
 using stream_state_internal::FormKey;
 using stream_state_internal::HeldDigest;
 using stream_state_internal::IsFullStateType;
+using stream_state_internal::SetDigestVersion;
 using stream_state_internal::SubscriptionBytes;
 
 // Bytes a client's status adds besides its node and parameters.
