@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -499,31 +498,29 @@ std::vector<PathStep> ParsePath(absl::string_view path) {
   return steps;
 }
 
-// A step of the path to a node: an element's index, or a map key.
-using ConditionStep = std::variant<size_t, std::string>;
-
 // Returns whether `node` holds a condition key, in document order (a map's
 // own keys before those under its values), and then appends the steps to it
-// to *steps, innermost first. Builds no path on the way: nearly every
-// resource has no condition, and its every node is looked at.
-bool FindFirstCondition(const YAML::Node& node, std::vector<ConditionStep>* steps) {
+// to *steps (as ParsePath makes them), innermost first. Builds no path on the
+// way: nearly every resource has no condition, and its every node is looked
+// at.
+bool FindFirstCondition(const YAML::Node& node, std::vector<PathStep>* steps) {
   if (node.IsSequence()) {
     for (size_t i = 0; i < node.size(); ++i) {
       if (FindFirstCondition(node[i], steps)) {
-        steps->emplace_back(i);
+        steps->push_back({"", i});
         return true;
       }
     }
   } else if (node.IsMap()) {
     for (const auto& entry : node) {
       if (entry.first.IsScalar() && IsConditionKey(entry.first.Scalar())) {
-        steps->emplace_back(entry.first.Scalar());
+        steps->push_back({entry.first.Scalar(), std::nullopt});
         return true;
       }
     }
     for (const auto& entry : node) {
       if (FindFirstCondition(entry.second, steps)) {
-        steps->emplace_back(entry.first.IsScalar() ? entry.first.Scalar() : "?");
+        steps->push_back({entry.first.IsScalar() ? entry.first.Scalar() : "?", std::nullopt});
         return true;
       }
     }
@@ -534,12 +531,11 @@ bool FindFirstCondition(const YAML::Node& node, std::vector<ConditionStep>* step
 }  // namespace
 
 std::optional<std::string> FindCondition(const YAML::Node& resource) {
-  std::vector<ConditionStep> steps;
+  std::vector<PathStep> steps;
   if (!FindFirstCondition(resource, &steps)) return std::nullopt;
   std::string path;
   for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
-    path = std::holds_alternative<size_t>(*step) ? ElementPath(path, std::get<size_t>(*step))
-                                                 : JoinPath(path, std::get<std::string>(*step));
+    path = step->index.has_value() ? ElementPath(path, *step->index) : JoinPath(path, step->name);
   }
   return path;
 }
