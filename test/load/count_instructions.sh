@@ -16,7 +16,7 @@
 #
 # Usage: test/load/count_instructions.sh [--streams=N] [--connections=N]
 #            [--services=N] [--changes=N] [--resources=LIST] [--build=DIR]
-#            [--keep=DIR]
+#            [--keep=DIR] [--cache-sim] [--ll=BYTES,WAYS,LINE]
 # Defaults: 1,000 streams over 10 connections, 2,000 services, 4 changes (the
 # first is not counted: under valgrind the streams' last ACKs of their sync
 # may still be read while it is pushed; nor is the last, which holds the
@@ -24,6 +24,13 @@
 # Prints each counted change per server, the medians and their ratio, then
 # one JSON line. --keep copies callgrind's files (facet.out.PID.N,
 # null.out.PID.N; callgrind_annotate reads them) and the logs to DIR.
+# --cache-sim runs callgrind's cache simulator as well (a first-level data
+# cache and a last-level cache of the machine's sizes, one thread at a time)
+# and prints each counted change's data-cache misses: D1 (first level, read
+# and write) and LL (last level, the ones that go to memory). valgrind takes
+# the sizes from the processor; a virtual machine may report a last level
+# far larger than a core's share of it (seen here: 512 MiB), so --ll sets it
+# (valgrind's --LL; --ll=1048576,16,64 is one core's second-level cache).
 # Exit status: 0 when both runs delivered every push and every change was
 # counted, 1 otherwise, 2 for a usage error.
 set -euo pipefail
@@ -36,6 +43,8 @@ changes=4
 resources=""
 build=${repo}/build
 keep=""
+cache_sim=no
+last_level=""
 for arg in "$@"; do
   case "${arg}" in
     --streams=*) streams=${arg#*=} ;;
@@ -45,8 +54,10 @@ for arg in "$@"; do
     --resources=*) resources=${arg#*=} ;;
     --build=*) build=${arg#*=} ;;
     --keep=*) keep=${arg#*=} ;;
+    --cache-sim) cache_sim=yes ;;
+    --ll=*) last_level=--LL=${arg#*=} ;;
     *)
-      sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+      sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
       exit 2
       ;;
   esac
@@ -82,7 +93,7 @@ trap finish EXIT
 wrap() {  # name binary trigger
   cat >"${work}/$1.sh" <<EOF
 #!/bin/sh
-exec valgrind --tool=callgrind --dump-before='$3' \\
+exec valgrind --tool=callgrind --cache-sim=${cache_sim} ${last_level} --dump-before='$3' \\
   --callgrind-out-file=${work}/$1.out.%p "$2" "\$@" 2>>${work}/$1.valgrind.log
 EOF
   chmod +x "${work}/$1.sh"
@@ -90,8 +101,11 @@ EOF
 wrap facet "${build}/controller/cli/facet" '*AdsService::OnSnapshot*'
 wrap null "${build}/test/load/facet_null_server" '*NullAdsService::PushEdit*'
 
+# Under valgrind (slower still with --cache-sim) a server may answer its own
+# keepalive pings' acknowledgements later than gRPC's 20 s and close the
+# connection: the timeout is an hour, which no count depends on.
 load_args=(--streams="${streams}" --connections="${connections}" --services="${services}"
-  --changes="${changes}" --deadline=3600s --stop-timeout=30m)
+  --changes="${changes}" --deadline=3600s --stop-timeout=30m --server-keepalive-timeout=1h)
 [[ -n "${resources}" ]] && load_args+=(--resources="${resources}")
 
 status=0
@@ -124,6 +138,18 @@ for target in facet null; do
       break
     fi
     total=$(awk '/^totals:/ {print $2}' "${file}")
+    if [[ "${cache_sim}" == yes ]]; then
+      misses=$(awk '/^events:/ {for (i = 2; i <= NF; i++) column[$i] = i}
+        /^totals:/ {printf "%d %d", $column["D1mr"] + $column["D1mw"],
+          $column["DLmr"] + $column["DLmw"]}' "${file}")
+      if [[ ! "${misses}" =~ ^[1-9][0-9]*\ [0-9]+$ ]]; then
+        echo "count_instructions.sh: ${target}: no cache counts for change" \
+          "$((part - first + 1))" >&2
+        status=1
+      fi
+      counts[${target}_d1]+="${misses% *} "
+      counts[${target}_ll]+="${misses#* } "
+    fi
     scan=$(callgrind_annotate --auto=no --inclusive=yes --threshold=100 "${file}" 2>/dev/null |
       awk '!found && /0x00000000004f1400 \[.*libgrpc\.so\.29/ {gsub(",", "", $1); print $1; found = 1}')
     list+="${total} "
@@ -155,5 +181,18 @@ echo "  facet: ${counts[facet_rest]:-none} (median ${facet_rest_median})"
 echo "  null:  ${counts[null_rest]:-none} (median ${null_rest_median})"
 echo "  facet / null: ${rest_ratio}"
 json_list() { tr ' ' ',' <<<"$1"; }
-echo "{\"streams\":${streams},\"connections\":${connections},\"services\":${services},\"changes\":${changes},\"pushes_per_change\":${per_change_pushes},\"facet\":[$(json_list "${counts[facet]:-}")],\"null\":[$(json_list "${counts[null]:-}")],\"facet_median\":${facet_median},\"null_median\":${null_median},\"ratio\":${ratio},\"facet_without_scan\":[$(json_list "${counts[facet_rest]:-}")],\"null_without_scan\":[$(json_list "${counts[null_rest]:-}")],\"ratio_without_scan\":${rest_ratio}}"
+cache_json=""
+if [[ "${cache_sim}" == yes ]]; then
+  echo "data-cache misses per change (callgrind's simulator):"
+  for target in facet null; do
+    d1=${counts[${target}_d1]:-}
+    ll=${counts[${target}_ll]:-}
+    echo "  ${target}: D1 ${d1% } (median $(median "${d1}")), LL ${ll% } (median $(median "${ll}"))"
+  done
+  d1_ratio=$(ratio "$(median "${counts[facet_d1]:-}")" "$(median "${counts[null_d1]:-}")")
+  ll_ratio=$(ratio "$(median "${counts[facet_ll]:-}")" "$(median "${counts[null_ll]:-}")")
+  echo "  facet / null: D1 ${d1_ratio}, LL ${ll_ratio}"
+  cache_json=",\"facet_d1\":[$(json_list "${counts[facet_d1]% }")],\"null_d1\":[$(json_list "${counts[null_d1]% }")],\"facet_ll\":[$(json_list "${counts[facet_ll]% }")],\"null_ll\":[$(json_list "${counts[null_ll]% }")]"
+fi
+echo "{\"streams\":${streams},\"connections\":${connections},\"services\":${services},\"changes\":${changes},\"pushes_per_change\":${per_change_pushes},\"facet\":[$(json_list "${counts[facet]:-}")],\"null\":[$(json_list "${counts[null]:-}")],\"facet_median\":${facet_median},\"null_median\":${null_median},\"ratio\":${ratio},\"facet_without_scan\":[$(json_list "${counts[facet_rest]:-}")],\"null_without_scan\":[$(json_list "${counts[null_rest]:-}")],\"ratio_without_scan\":${rest_ratio}${cache_json}}"
 exit "${status}"
