@@ -182,6 +182,13 @@ std::vector<std::pair<WatchIndex::StreamId, WatchIndex::Wake>> WatchIndex::Wakes
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
     return a.stream != b.stream ? a.stream < b.stream : a.order < b.order;
   });
+  // Room for every woken stream first: the vector would copy its Wakes as it
+  // grows (their small vectors' moves are not noexcept).
+  size_t streams = 0;
+  for (size_t i = 0; i < found.size(); ++i) {
+    if (i == 0 || found[i].stream != found[i - 1].stream) ++streams;
+  }
+  wakes.reserve(streams);
   for (const Found& entry : found) {
     if (wakes.empty() || wakes.back().first != entry.stream) wakes.emplace_back(entry.stream, Wake());
     Wake& wake = wakes.back().second;
