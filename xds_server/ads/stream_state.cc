@@ -72,10 +72,10 @@ const std::shared_ptr<const ServingSnapshot>& EmptyServingSnapshot() {
 StreamState::StreamState(Protocol protocol, std::shared_ptr<const ParameterMapping> mapping,
                          Limits limits)
     : protocol_(protocol),
-      mapping_(std::move(mapping)),
-      limits_(limits),
       snapshot_(EmptyServingSnapshot()),
-      node_params_(ParameterPool::Shared().Intern({})) {}
+      node_params_(ParameterPool::Shared().Intern({})),
+      mapping_(std::move(mapping)),
+      limits_(limits) {}
 
 void StreamState::SetNode(const envoy::config::core::v3::Node& node) {
   node_bytes_ = node.SerializeAsString();
@@ -390,10 +390,12 @@ void StreamState::ProcessAckOrNack(TypeState& state, const std::string& nonce,
 }
 
 void StreamState::AdoptSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
+  NoteMayHaveWork();
   snapshot_ = std::move(snapshot);
 }
 
 void StreamState::SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
+  NoteMayHaveWork();
   const Snapshot& next = snapshot->snapshot();
   const bool incremental =
       !next.changes().all && next.base_version() == snapshot_->snapshot().version();
@@ -410,6 +412,7 @@ void StreamState::SetSnapshot(std::shared_ptr<const ServingSnapshot> snapshot) {
 }
 
 void StreamState::MarkDirty(const ResourceType& type, const std::string& name) {
+  NoteMayHaveWork();
   // A stream holds a few types: a scan of a vector by pointer beats
   // comparing type URLs (long and alike) down the map.
   for (TypeState& state : types_) {
@@ -420,6 +423,7 @@ void StreamState::MarkDirty(const ResourceType& type, const std::string& name) {
 }
 
 void StreamState::MarkAllDirty() {
+  NoteMayHaveWork();
   for (TypeState& state : types_) state.all_dirty = true;
 }
 
@@ -575,12 +579,14 @@ void StreamState::Refresh(TypeState& state, Decisions* decisions) {
 }
 
 bool StreamState::HasPendingWork() const {
+  if (!may_have_work_) return false;
   for (const TypeState& state : types_) {
     if (state.all_dirty || state.response_due || !state.dirty.empty() || !state.upserts.empty() ||
         !state.removals.empty() || !state.unanswered.empty()) {
       return true;
     }
   }
+  may_have_work_ = false;
   return false;
 }
 

@@ -382,11 +382,12 @@ class StreamState {
   // Appends the item to what `record` carries and to `sent`.
   static void AddItem(const std::string& name, const std::shared_ptr<const Variant>& variant,
                       bool removal, PushRecord* record, SentItems* sent);
-  struct TypeState {
-    // What HasPendingWork reads of every type on every push and ACK comes
-    // first, together: the type, the flags and the pending-work sets (one
-    // pointer each while empty), 48 bytes, one or two cache lines rather
-    // than the three the fields spanned when they were spread out.
+  // Aligned to a cache line: what HasPendingWork reads of every type on
+  // every push and ACK (the type, the flags and the pending-work sets, one
+  // pointer each while empty: 48 bytes) comes first, in one line per type;
+  // what a push to the type reads follows it, within the next two lines,
+  // and what a reconnection reads comes last.
+  struct alignas(64) TypeState {
     const ResourceType* type = nullptr;  // Null: a type Facet does not serve.
     bool wildcard = false;
     // Wildcard by the legacy rule (first LDS/CDS request named nothing):
@@ -402,16 +403,6 @@ class StreamState {
     NameSet upserts;
     NameSet removals;
     NameSet unanswered;
-    // The URL of a type Facet does not serve (a served type's is its
-    // ResourceType's, which no stream copies); out of line, so that it stays
-    // put while types_ grows.
-    std::unique_ptr<const std::string> unserved_url;
-    const std::string& type_url() const {
-      return type != nullptr ? type->type_url() : *unserved_url;
-    }
-    // SotW: the version_info a reconnecting client's first request carried
-    // (null: none; kept only until the first response is decided).
-    std::unique_ptr<std::string> resume_version;
     std::map<std::string, NameState> names;
     // Sum of Digest64OfParts({name, key}) over held variants: the SotW version_info.
     uint64_t held_digest = 0;
@@ -426,6 +417,17 @@ class StreamState {
     // NACK): names sent in it or before are no longer in flight.
     uint64_t last_sent = 0;
     uint64_t answered = 0;
+    // Read on a reconnection or for a type Facet does not serve: last.
+    // The URL of a type Facet does not serve (a served type's is its
+    // ResourceType's, which no stream copies); out of line, so that it stays
+    // put while types_ grows.
+    std::unique_ptr<const std::string> unserved_url;
+    const std::string& type_url() const {
+      return type != nullptr ? type->type_url() : *unserved_url;
+    }
+    // SotW: the version_info a reconnecting client's first request carried
+    // (null: none; kept only until the first response is decided).
+    std::unique_ptr<std::string> resume_version;
   };
   enum class Pending { kNone, kUpsert, kRemoval, kUnanswered };
 
@@ -522,6 +524,11 @@ class StreamState {
                 bool full_state);
   // Whether some type has names to re-examine or answers due.
   bool HasPendingWork() const;
+  // Called by whatever can give a type work (see may_have_work_).
+  void NoteMayHaveWork() { may_have_work_ = true; }
+  // Called once a response is decided, while the types are in cache: the
+  // check after the write's completion then finds the answer kept.
+  void SettleMayHaveWork() const { static_cast<void>(HasPendingWork()); }
   // Returns the type whose response is due next (null: none); `decisions`
   // gets what Refresh decided for the types it re-examined (see Decision).
   TypeState* PickNext(bool* removal_phase, Decisions* decisions);
@@ -534,24 +541,39 @@ class StreamState {
   absl::Status CheckNameLimit(int64_t added, int64_t added_bytes, const std::string& type_url,
                               RequestOutcome* outcome);
 
+  // What every push, ACK and write's completion reads comes first (see
+  // Core in ads_service.cc, which puts its own hot part before this): the
+  // types, the snapshot, the flags and the per-request change lists, with
+  // the identity, limits and quotas of subscription changes after them.
   Protocol protocol_;
-  std::shared_ptr<const ParameterMapping> mapping_;
-  Limits limits_;
-  std::shared_ptr<const ServingSnapshot> snapshot_;
-  // The node, serialized: a stream keeps it only for reports (node()).
-  std::string node_bytes_;
   bool has_node_ = false;
   bool wrap_plain_ = false;
-  std::shared_ptr<const Parameters> node_params_;
-  ClientIdentity identity_;
   bool mixed_params_ = false;  // See uniform_params().
+  bool record_demand_ = false;
+  // A type's first request carried a version_info to resume from.
+  bool resume_pending_ = false;
+  // False once HasPendingWork found no type with work (it also looks as a
+  // response is decided, see SettleMayHaveWork), until something that can
+  // give one work runs (a request, a change, a snapshot, a resumption; see
+  // NoteMayHaveWork): the check after a write's completion then reads no
+  // type's state.
+  mutable bool may_have_work_ = true;
+  std::shared_ptr<const ServingSnapshot> snapshot_;
   // In the order responses go out (push rank, then type URL), by value: a
   // stream holds a few types, and a tree of them (a node and a copy of the
   // URL each) cost more than their state. Read on every push.
   std::vector<TypeState> types_;
+  uint64_t nonce_counter_ = 0;
+  absl::Time now_ = absl::UnixEpoch();  // See set_now.
   std::vector<WatchChange> watch_changes_;
-  bool record_demand_ = false;
   std::vector<DemandChange> demand_changes_;
+  absl::flat_hash_map<std::string, int> authority_changes_;
+  std::shared_ptr<const Parameters> node_params_;
+  int64_t subscribed_names_ = 0;
+  int64_t subscribed_bytes_ = 0;
+  SubscriptionQuota* quota_ = nullptr;
+  std::shared_ptr<const ParameterMapping> mapping_;
+  Limits limits_;
   // Names holding a variant, by authority, and the changes
   // TakeAuthorityChanges returns (no entry is zero in either).
   // Sorted, with room for one authority inline: a stream nearly always
@@ -559,14 +581,9 @@ class StreamState {
   boost::container::flat_map<std::string, int64_t, std::less<>,
                              boost::container::small_vector<std::pair<std::string, int64_t>, 1>>
       held_names_by_authority_;
-  absl::flat_hash_map<std::string, int> authority_changes_;
-  int64_t subscribed_names_ = 0;
-  int64_t subscribed_bytes_ = 0;
-  SubscriptionQuota* quota_ = nullptr;
-  uint64_t nonce_counter_ = 0;
-  absl::Time now_ = absl::UnixEpoch();  // See set_now.
-  // A type's first request carried a version_info to resume from.
-  bool resume_pending_ = false;
+  // The node, serialized: a stream keeps it only for reports (node()).
+  std::string node_bytes_;
+  ClientIdentity identity_;
 };
 
 }  // namespace facet::xds

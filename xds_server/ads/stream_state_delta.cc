@@ -20,6 +20,7 @@ using stream_state_internal::kWildcard;
 using stream_state_internal::SubscriptionBytes;
 
 absl::Status StreamState::OnRequest(const DeltaDiscoveryRequest& request, RequestOutcome* outcome) {
+  NoteMayHaveWork();
   if (absl::Status s = CheckTypeUrl(request.type_url(), "DeltaDiscoveryRequest"); !s.ok()) {
     return s;
   }
@@ -276,6 +277,7 @@ bool StreamState::NextResponse(DeltaResponse* response, PushRecord* record) {
                    &response->system_version_info);
     response->type_url = state->type_url();
     response->nonce = record->nonce;
+    SettleMayHaveWork();
     return true;
   }
 }

@@ -26,6 +26,7 @@ using stream_state_internal::SubscriptionBytes;
 bool StreamState::wraps_plain_resources() const { return wrap_plain_; }
 
 absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutcome* outcome) {
+  NoteMayHaveWork();
   if (absl::Status s = CheckTypeUrl(request.type_url(), "DiscoveryRequest"); !s.ok()) return s;
   if (request.resource_names_size() + request.resource_locators_size() > kMaxNamesPerRequest) {
     return absl::InvalidArgumentError(
@@ -170,6 +171,7 @@ absl::Status StreamState::OnRequest(const DiscoveryRequest& request, RequestOutc
 
 void StreamState::ResumeFromClientVersions() {
   if (!std::exchange(resume_pending_, false)) return;
+  NoteMayHaveWork();
   for (TypeState& state : types_) {
     if (state.resume_version == nullptr) continue;
     const std::string claimed = *std::exchange(state.resume_version, nullptr);
@@ -283,6 +285,7 @@ bool StreamState::NextResponse(SotwResponse* response, PushRecord* record) {
     NumberResponse(*state, names, full_state, std::move(sent), record, &response->version_info);
     response->type_url = state->type_url();
     response->nonce = record->nonce;
+    SettleMayHaveWork();
     return true;
   }
 }

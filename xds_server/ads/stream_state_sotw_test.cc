@@ -39,6 +39,7 @@ using stream_state_testing::Sotw;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::Pair;
+using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
 
 class SotwTest : public ::testing::Test {
@@ -464,6 +465,45 @@ TEST_F(SotwTest, AChangeOnlyWakesTheNamesItTouches) {
       base->snapshot(), {other->snapshot().resources(ClusterType()).at("c-test")}, {}));
   state_.SetSnapshot(derived);
   EXPECT_THAT(Drain(), IsEmpty());
+}
+
+TEST_F(SotwTest, WorkArrivingAfterACheckThatFoundNoneIsFound) {
+  // A check that finds nothing is remembered until something can give a
+  // type work: each way of giving it some is seen by the next check.
+  Request(Sotw(kRds, {"r"}));
+  Drain();
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  // A change to a watched name, delivered as the service delivers it.
+  auto objects = Base();
+  objects[1] = Object(
+      "r", "route",
+      {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  state_.AdoptSnapshot(Serve(objects));
+  EXPECT_FALSE(state_.ResponseMayBeDue());  // Nothing marked yet.
+  state_.MarkDirty(RouteConfigurationType(), "r");
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(Decode(responses[0])[0].route_cluster, "c-test");
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  // Every name re-examined (a snapshot not derived from the last one).
+  state_.MarkAllDirty();
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  EXPECT_THAT(Drain(), IsEmpty());
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  // A request adding a name.
+  Request(Sotw(kRds, {"r", "unknown"}, responses[0].nonce()));
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  EXPECT_THAT(Drain(), SizeIs(1));
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  // A snapshot set directly (SetSnapshot marks what changed itself).
+  state_.SetSnapshot(Serve(Base()));
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  EXPECT_EQ(Decode(responses[0])[0].route_cluster, "c-prod");
+  EXPECT_FALSE(state_.ResponseMayBeDue());
 }
 
 TEST_F(SotwTest, APushCarriesNamesDecidedInItsPassAndNamesLeftFromAnEarlierOne) {
