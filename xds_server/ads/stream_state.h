@@ -543,8 +543,10 @@ class StreamState {
 
   // What every push, ACK and write's completion reads comes first (see
   // Core in ads_service.cc, which puts its own hot part before this): the
-  // types, the snapshot, the flags and the per-request change lists, with
-  // the identity, limits and quotas of subscription changes after them.
+  // flags, the snapshot, the types and the per-request change lists; then
+  // what requests that change subscriptions read (the node's parameters,
+  // the subscription counts and quota, the mapping and limits, the held
+  // names by authority); last what only reports read.
   Protocol protocol_;
   bool has_node_ = false;
   bool wrap_plain_ = false;
