@@ -281,6 +281,42 @@ TEST_F(DeltaTest, UnsubscribingANameTheWildcardStillCoversSendsItAgain) {
   EXPECT_EQ(responses[0].resources(0).name(), "c-prod");
 }
 
+TEST_F(DeltaTest, WorkArrivingAfterACheckThatFoundNoneIsFound) {
+  // As SotwTest's of the same name, through the delta request and the
+  // delta response, which settles the check as it is decided.
+  DeltaDiscoveryRequest request;
+  request.set_type_url(kRds);
+  request.add_resource_names_subscribe("r");
+  Request(request);
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  DeltaDiscoveryResponse response;
+  PushRecord record;
+  ASSERT_TRUE(state_.NextResponse(&response, &record));
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  EXPECT_FALSE(state_.NextResponse(&response, &record));
+  // A change to the name.
+  auto objects = Base();
+  objects[1] = Object(
+      "r", "route",
+      {{"{env: prod}", Route("c-test"), "prod"}, {"{env: {not: prod}}", Route("c-test"), "other"}});
+  state_.AdoptSnapshot(Serve(objects));
+  state_.MarkDirty(RouteConfigurationType(), "r");
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  auto responses = Drain();
+  ASSERT_EQ(responses.size(), 1u);
+  ASSERT_EQ(responses[0].resources_size(), 1);
+  EXPECT_EQ(responses[0].resources(0).name(), "r");
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+  // A request subscribing another name.
+  DeltaDiscoveryRequest more;
+  more.set_type_url(kRds);
+  more.add_resource_names_subscribe("unknown");
+  Request(more);
+  EXPECT_TRUE(state_.ResponseMayBeDue());
+  Drain();
+  EXPECT_FALSE(state_.ResponseMayBeDue());
+}
+
 TEST_F(DeltaTest, VariantSentWithConstraintsIsRemovedWithThemAfterItsLocatorIsGone) {
   // r by locator (env=qa selects "other") and by plain name (node env=prod).
   DeltaDiscoveryRequest request = Locators(kRds, "r", {{{"env", "qa"}}});
