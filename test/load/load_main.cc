@@ -60,6 +60,11 @@ ABSL_FLAG(std::string, targets, "facet,null",
           "servers to measure, in order: facet, null, relay (facet relay in front of facet "
           "serve; the streams connect to the relay), relay2 (facet relay in front of facet relay "
           "in front of facet serve; the streams connect to the second relay)");
+ABSL_FLAG(bool, interleave, false,
+          "start every target at once and make each change to each in turn (the order "
+          "reversed from one change to the next), so that a slow drift of the machine's speed "
+          "moves every target's figures alike; each target has its own streams, all open at "
+          "once. At most one target other than null (they would share the world)");
 ABSL_FLAG(int, streams, 10000, "ADS streams");
 ABSL_FLAG(int, connections, 100, "HTTP/2 connections the streams are spread over");
 ABSL_FLAG(bool, delta, false, "open delta ADS streams instead of SotW ones");
@@ -550,81 +555,178 @@ absl::Status CheckUpstreamStreams(const std::vector<Server>& chain, TargetResult
   return absl::OkStatus();
 }
 
+// One target's measurement, in steps: Start (its servers, the client's
+// streams and their sync), MeasureRss, Change (one change, as many times as
+// --changes) and Finish (the pushes counted, the servers stopped). Run one
+// target after another, or with --interleave all targets' steps alternating.
+class TargetRun {
+ public:
+  TargetRun(std::string target, const RunConfig& config, TargetResult& result)
+      : target_(std::move(target)), config_(config), result_(result) {}
+
+  absl::Status Start() {
+    if (absl::Status started = StartChain(target_, config_, &chain_); !started.ok()) return started;
+    Server& served = chain_.back();
+    result_.ready = served.ready;
+    LoadOptions load = config_.load;
+    load.address = served.xds_address;
+    server_ = served.process.get();
+    result_.rss_before_kib = ReadRssKib(server_->pid());
+    client_ = std::make_unique<LoadClient>(load, config_.plans);
+    RETURN_IF_ERROR(client_->Connect(config_.deadline));
+    absl::StatusOr<absl::Duration> sync = client_->OpenAndSync(config_.deadline);
+    if (!sync.ok()) return sync.status();
+    result_.sync = *sync;
+    result_.server_cpu = result_.client_cpu = absl::ZeroDuration();
+    return absl::OkStatus();
+  }
+
+  // After the settle that follows the sync.
+  void MeasureRss() { result_.rss_after_kib = ReadRssKib(server_->pid()); }
+
+  // Triggers the next change and waits until every stream selecting it has
+  // it, counting the CPU the server and this process used meanwhile.
+  absl::Status Change() {
+    const int change = result_.changes;
+    const std::optional<absl::Duration> server_cpu = ReadCpuTime(server_->pid());
+    const std::optional<absl::Duration> client_cpu = ReadCpuTime(getpid());
+    absl::StatusOr<absl::Time> trigger = TriggerChange(target_, config_, *server_, change);
+    if (!trigger.ok()) return trigger.status();
+    const bool complete = client_->WaitForChange(change, config_.deadline);
+    const std::optional<absl::Duration> server_cpu_after = ReadCpuTime(server_->pid());
+    const std::optional<absl::Duration> client_cpu_after = ReadCpuTime(getpid());
+    AddCpu(server_cpu, server_cpu_after, &result_.server_cpu);
+    AddCpu(client_cpu, client_cpu_after, &result_.client_cpu);
+    result_.changes++;
+    EditResults edits = client_->Edits(change, *trigger);
+    result_.change_p99_ms.push_back(LatencyQuantileMs(edits.latencies, 0.99));
+    result_.edits.expected += edits.expected;
+    result_.edits.unexpected += edits.unexpected;
+    result_.edits.latencies.insert(result_.edits.latencies.end(), edits.latencies.begin(),
+                                   edits.latencies.end());
+    if (!complete) {
+      const std::string failure = client_->FirstFailure();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "change ", change + 1, " of ", config_.changes, ": ", edits.latencies.size(), " of ",
+          edits.expected, " streams received it", failure.empty() ? "" : "; ", failure));
+    }
+    return absl::OkStatus();
+  }
+
+  // Ends the run that went as far as `status` says: counts the pushes (after
+  // the settle that lets a duplicate arrive) when it succeeded, closes the
+  // streams, stops the servers and restores the world. Returns the first
+  // error.
+  absl::Status Finish(absl::Status status) {
+    std::sort(result_.edits.latencies.begin(), result_.edits.latencies.end());
+    if (client_ != nullptr) {
+      if (status.ok()) CountPushes(client_->WatchedPushes(), config_, result_);
+      client_->Shutdown(config_.deadline);
+      client_.reset();
+      if (status.ok()) status = CheckUpstreamStreams(chain_, result_);
+    }
+    absl::Status stopped = StopChain(chain_, config_.deadline);
+    if (target_ != "null") {
+      // Leave the world as it was, for the next target or run.
+      absl::Status restored = WriteFileByRename(
+          absl::StrCat(config_.world_dir, "/", ServiceFileName(config_.change_service)),
+          ServiceManifest(config_.change_service, false), [] {});
+      if (status.ok()) status = restored;
+    }
+    return status.ok() ? stopped : status;
+  }
+
+ private:
+  const std::string target_;
+  const RunConfig& config_;
+  TargetResult& result_;
+  std::vector<Server> chain_;
+  Process* server_ = nullptr;  // The one the streams connect to, in chain_.
+  std::unique_ptr<LoadClient> client_;
+};
+
+void Settle(const RunConfig& config) {
+  absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
+}
+
+// The gaps before the changes: drawn with the seed, so that every target sees
+// the same ones, and random, so that no change keeps one phase to a periodic
+// timer of the client's or the server's (a change exactly 1 s after the sync
+// lands on the idle wake-up of the client's gRPC pollers and reads about
+// 90 ms late).
+std::vector<absl::Duration> ChangeGaps(const RunConfig& config) {
+  std::mt19937 gaps(absl::GetFlag(FLAGS_seed));
+  const absl::Duration mean_gap = absl::GetFlag(FLAGS_change_gap);
+  std::uniform_real_distribution<double> gap_fraction(0.25, 1.75);
+  std::vector<absl::Duration> out;
+  for (int change = 0; change < config.changes; ++change) {
+    out.push_back(mean_gap * gap_fraction(gaps));
+  }
+  return out;
+}
+
+// Measures one target from start to end.
 absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
                             TargetResult& result) {
-  std::vector<Server> chain;
-  if (absl::Status started = StartChain(target, config, &chain); !started.ok()) {
-    StopChain(chain, config.deadline).IgnoreError();
-    return started;
-  }
-  Server& served = chain.back();
-  result.ready = served.ready;
-  LoadOptions load = config.load;
-  load.address = served.xds_address;
-  Process* const server = served.process.get();
-  result.rss_before_kib = ReadRssKib(server->pid());
-
+  TargetRun run(target, config, result);
   absl::Status status = [&]() -> absl::Status {
-    LoadClient client(load, config.plans);
-    if (absl::Status connected = client.Connect(config.deadline); !connected.ok()) {
-      return connected;
+    RETURN_IF_ERROR(run.Start());
+    Settle(config);
+    run.MeasureRss();
+    for (const absl::Duration gap : ChangeGaps(config)) {
+      absl::SleepFor(std::min(gap, config.deadline - absl::Now()));
+      RETURN_IF_ERROR(run.Change());
     }
-    absl::StatusOr<absl::Duration> sync = client.OpenAndSync(config.deadline);
-    if (!sync.ok()) return sync.status();
-    result.sync = *sync;
-    absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
-    result.rss_after_kib = ReadRssKib(server->pid());
-    // Each change waits a gap drawn with the seed (the first one too, after
-    // the settle): every target sees the same gaps, and no change keeps one
-    // phase to a periodic timer of the client's or the server's. (A change
-    // exactly 1 s after the sync lands on the idle wake-up of the client's
-    // gRPC pollers and reads about 90 ms late.)
-    std::mt19937 gaps(absl::GetFlag(FLAGS_seed));
-    const absl::Duration mean_gap = absl::GetFlag(FLAGS_change_gap);
-    std::uniform_real_distribution<double> gap_fraction(0.25, 1.75);
-    result.server_cpu = result.client_cpu = absl::ZeroDuration();
-    for (int change = 0; change < config.changes; ++change) {
-      absl::SleepFor(std::min(mean_gap * gap_fraction(gaps), config.deadline - absl::Now()));
-      const std::optional<absl::Duration> server_cpu = ReadCpuTime(server->pid());
-      const std::optional<absl::Duration> client_cpu = ReadCpuTime(getpid());
-      absl::StatusOr<absl::Time> trigger = TriggerChange(target, config, *server, change);
-      if (!trigger.ok()) return trigger.status();
-      const bool complete = client.WaitForChange(change, config.deadline);
-      const std::optional<absl::Duration> server_cpu_after = ReadCpuTime(server->pid());
-      const std::optional<absl::Duration> client_cpu_after = ReadCpuTime(getpid());
-      AddCpu(server_cpu, server_cpu_after, &result.server_cpu);
-      AddCpu(client_cpu, client_cpu_after, &result.client_cpu);
-      result.changes++;
-      EditResults edits = client.Edits(change, *trigger);
-      result.change_p99_ms.push_back(LatencyQuantileMs(edits.latencies, 0.99));
-      result.edits.expected += edits.expected;
-      result.edits.unexpected += edits.unexpected;
-      result.edits.latencies.insert(result.edits.latencies.end(), edits.latencies.begin(),
-                                    edits.latencies.end());
-      if (!complete) {
-        client.Shutdown(config.deadline);
-        const std::string failure = client.FirstFailure();
-        return absl::DeadlineExceededError(absl::StrCat(
-            "change ", change + 1, " of ", config.changes, ": ", edits.latencies.size(), " of ",
-            edits.expected, " streams received it", failure.empty() ? "" : "; ", failure));
+    Settle(config);  // A duplicate push would come soon after the change it repeats.
+    return absl::OkStatus();
+  }();
+  return run.Finish(status);
+}
+
+// Measures every target at once (--interleave): all are started and synced,
+// then each change is made to each target in turn, the order reversed from
+// one change to the next, each after the change's gap. A target's change is
+// measured while the others are idle, and a pair of changes is a second or two
+// apart, not the tens of seconds that separate the targets run one after
+// another: slow drifts of the machine's speed move both alike. Each target
+// still has its own streams (the client holds every target's at once).
+// Returns false when a target failed (its result says why).
+bool RunInterleaved(const std::vector<std::string>& targets, const RunConfig& config,
+                    std::vector<TargetResult>& results) {
+  std::vector<std::unique_ptr<TargetRun>> runs;
+  std::vector<absl::Status> statuses(targets.size());
+  for (size_t i = 0; i < targets.size(); ++i) {
+    runs.push_back(std::make_unique<TargetRun>(targets[i], config, results[i]));
+  }
+  auto all_ok = [&] {
+    return std::all_of(statuses.begin(), statuses.end(),
+                       [](const absl::Status& status) { return status.ok(); });
+  };
+  for (size_t i = 0; i < runs.size() && all_ok(); ++i) {
+    std::cerr << "facet_load: starting " << targets[i] << "\n";
+    statuses[i] = runs[i]->Start();
+  }
+  if (all_ok()) {
+    Settle(config);
+    for (auto& run : runs) run->MeasureRss();
+    const std::vector<absl::Duration> gaps = ChangeGaps(config);
+    for (size_t change = 0; change < gaps.size() && all_ok(); ++change) {
+      for (size_t k = 0; k < runs.size() && all_ok(); ++k) {
+        const size_t i = change % 2 == 0 ? k : runs.size() - 1 - k;
+        absl::SleepFor(std::min(gaps[change], config.deadline - absl::Now()));
+        statuses[i] = runs[i]->Change();
       }
     }
-    std::sort(result.edits.latencies.begin(), result.edits.latencies.end());
-    // A duplicate push would come soon after the change it repeats.
-    absl::SleepFor(std::min(absl::GetFlag(FLAGS_settle), config.deadline - absl::Now()));
-    CountPushes(client.WatchedPushes(), config, result);
-    client.Shutdown(config.deadline);
-    return CheckUpstreamStreams(chain, result);
-  }();
-  absl::Status stopped = StopChain(chain, config.deadline);
-  if (target != "null") {
-    // Leave the world as it was, for the next target or run.
-    absl::Status restored = WriteFileByRename(
-        absl::StrCat(config.world_dir, "/", ServiceFileName(config.change_service)),
-        ServiceManifest(config.change_service, false), [] {});
-    if (status.ok()) status = restored;
+    if (all_ok()) Settle(config);
   }
-  return status.ok() ? stopped : status;
+  bool ok = true;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (absl::Status status = runs[i]->Finish(statuses[i]); !status.ok()) {
+      results[i].error = std::string(status.message());
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 std::string FormatNumber(double value, int precision) {
@@ -960,6 +1062,13 @@ int Main() {
     }
   }
   if (null_push != "all" && null_push != "selected") usage_error = "--null-push: all or selected";
+  const bool interleave = absl::GetFlag(FLAGS_interleave);
+  if (interleave && std::count_if(targets.begin(), targets.end(), [](const std::string& target) {
+                      return target != "null";
+                    }) > 1) {
+    usage_error = "--interleave: at most one target other than null (they would share the world)";
+  }
+  if (interleave && restart) usage_error = "--interleave: not with --scenario=relay-restart";
   if (scenario != "change" && !restart) usage_error = "--scenario: change or relay-restart";
   if (absl::GetFlag(FLAGS_restart_after) < absl::ZeroDuration() ||
       absl::GetFlag(FLAGS_histogram_bucket) <= absl::ZeroDuration()) {
@@ -1055,10 +1164,18 @@ int Main() {
     TargetResult& result = results.emplace_back();
     result.name = target;
     result.streams = streams;
-    std::cerr << "facet_load: measuring " << target << "\n";
-    if (absl::Status status = RunTargetSteps(target, config, result); !status.ok()) {
-      result.error = std::string(status.message());
-      ok = false;
+  }
+  if (interleave && !restart) {
+    std::cerr << "facet_load: measuring " << absl::StrJoin(targets, " and ")
+              << ", interleaved\n";
+    ok = RunInterleaved(targets, config, results) && ok;
+  } else {
+    for (TargetResult& result : results) {
+      std::cerr << "facet_load: measuring " << result.name << "\n";
+      if (absl::Status status = RunTargetSteps(result.name, config, result); !status.ok()) {
+        result.error = std::string(status.message());
+        ok = false;
+      }
     }
   }
   if (!restart) PrintReport(results, config);

@@ -12,6 +12,8 @@ expect_usage_error '--streams, --connections, --services and --changes must be p
 expect_usage_error '--change-service below --services' --services=5 --change-service=5
 expect_usage_error '--targets: facet, null, relay and/or relay2' --targets=facet,envoy
 expect_usage_error '--null-push: all or selected' --null-push=some
+expect_usage_error '--interleave: at most one target other than null' --interleave --targets=facet,relay,null
+expect_usage_error '--interleave: not with --scenario=relay-restart' --interleave --scenario=relay-restart
 expect_usage_error '--resources must include the changed route' --resources=lds:*
 expect_usage_error '--scenario: change or relay-restart' --scenario=restart
 expect_usage_error '--histogram-bucket must be positive' --scenario=relay-restart --histogram-bucket=0s
