@@ -18,10 +18,15 @@
 #include <httplib.h>  // Its feature macros come from pkg-config (CMakeLists.txt).
 #include <signal.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -63,8 +69,9 @@ ABSL_FLAG(std::string, targets, "facet,null",
 ABSL_FLAG(bool, interleave, false,
           "start every target at once and make each change to each in turn (the order "
           "reversed from one change to the next), so that a slow drift of the machine's speed "
-          "moves every target's figures alike; each target has its own streams, all open at "
-          "once. At most one target other than null (they would share the world)");
+          "moves every target's figures alike; each target is measured by a process of its own "
+          "(its servers, and a load client holding its streams alone). At most one target "
+          "other than null (they would share the world)");
 ABSL_FLAG(int, streams, 10000, "ADS streams");
 ABSL_FLAG(int, connections, 100, "HTTP/2 connections the streams are spread over");
 ABSL_FLAG(bool, delta, false, "open delta ADS streams instead of SotW ones");
@@ -683,48 +690,267 @@ absl::Status RunTargetSteps(const std::string& target, const RunConfig& config,
   return run.Finish(status);
 }
 
-// Measures every target at once (--interleave): all are started and synced,
-// then each change is made to each target in turn, the order reversed from
-// one change to the next, each after the change's gap. A target's change is
+// A TargetResult through a pipe, one "key values..." line each: durations
+// in nanoseconds ("-" for none), the error C-escaped; "end" closes it.
+std::string DurationText(const std::optional<absl::Duration>& d) {
+  return d.has_value() ? absl::StrCat(absl::ToInt64Nanoseconds(*d)) : "-";
+}
+
+std::string ResultText(const TargetResult& r) {
+  std::string out;
+  absl::StrAppend(&out, "ready ", DurationText(r.ready), "\nsync ", DurationText(r.sync),
+                  "\nserver_cpu ", DurationText(r.server_cpu), "\nclient_cpu ",
+                  DurationText(r.client_cpu), "\ncounts ", r.edits.expected, " ",
+                  r.edits.unexpected, " ", r.rss_before_kib, " ", r.rss_after_kib, " ", r.changes,
+                  " ", r.pushes_exact, " ", r.pushes_missing, " ", r.pushes_duplicated,
+                  "\nlatencies");
+  for (const absl::Duration latency : r.edits.latencies) {
+    absl::StrAppend(&out, " ", absl::ToInt64Nanoseconds(latency));
+  }
+  out += "\nchange_p99";
+  for (const double p99 : r.change_p99_ms) absl::StrAppend(&out, " ", absl::StrFormat("%.6f", p99));
+  absl::StrAppend(&out, "\nupstream");
+  for (const int64_t streams : r.upstream_streams) absl::StrAppend(&out, " ", streams);
+  absl::StrAppend(&out, "\nerror ", absl::CEscape(r.error), "\nend\n");
+  return out;
+}
+
+// Reads what ResultText wrote into `r` (its name and stream count kept).
+absl::Status ParseResultText(absl::string_view text, TargetResult& r) {
+  auto duration = [](absl::string_view value) -> std::optional<absl::Duration> {
+    int64_t ns = 0;
+    if (value == "-" || !absl::SimpleAtoi(value, &ns)) return std::nullopt;
+    return absl::Nanoseconds(ns);
+  };
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ' ');
+    const auto& [key, value] = kv;
+    const std::vector<absl::string_view> values =
+        absl::StrSplit(line.substr(std::min(line.size(), key.size() + 1)), ' ', absl::SkipEmpty());
+    if (key == "ready") r.ready = duration(value);
+    if (key == "sync") r.sync = duration(value);
+    if (key == "server_cpu") r.server_cpu = duration(value);
+    if (key == "client_cpu") r.client_cpu = duration(value);
+    if (key == "counts") {
+      int64_t n[8];
+      if (values.size() != 8) return absl::DataLossError(absl::StrCat("counts: ", line));
+      for (int i = 0; i < 8; ++i) {
+        if (!absl::SimpleAtoi(values[i], &n[i])) return absl::DataLossError(line);
+      }
+      r.edits.expected = static_cast<int>(n[0]);
+      r.edits.unexpected = static_cast<int>(n[1]);
+      r.rss_before_kib = n[2];
+      r.rss_after_kib = n[3];
+      r.changes = static_cast<int>(n[4]);
+      r.pushes_exact = static_cast<int>(n[5]);
+      r.pushes_missing = static_cast<int>(n[6]);
+      r.pushes_duplicated = static_cast<int>(n[7]);
+    }
+    for (absl::string_view v : key == "latencies" ? values : std::vector<absl::string_view>{}) {
+      std::optional<absl::Duration> latency = duration(v);
+      if (!latency.has_value()) return absl::DataLossError("latencies");
+      r.edits.latencies.push_back(*latency);
+    }
+    for (absl::string_view v : key == "change_p99" ? values : std::vector<absl::string_view>{}) {
+      double p99 = 0;
+      if (!absl::SimpleAtod(v, &p99)) return absl::DataLossError("change_p99");
+      r.change_p99_ms.push_back(p99);
+    }
+    for (absl::string_view v : key == "upstream" ? values : std::vector<absl::string_view>{}) {
+      int64_t streams = 0;
+      if (!absl::SimpleAtoi(v, &streams)) return absl::DataLossError("upstream");
+      r.upstream_streams.push_back(streams);
+    }
+    if (key == "error" && !absl::CUnescape(line.substr(std::min(line.size(), key.size() + 1)),
+                                           &r.error)) {
+      return absl::DataLossError("error");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What a turn's reply says: "ok" or "error <C-escaped message>".
+std::string ReplyText(const absl::Status& status) {
+  return status.ok() ? "ok\n" : absl::StrCat("error ", absl::CEscape(status.message()), "\n");
+}
+
+bool WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// The measuring process of one target under --interleave: runs its steps as
+// the commands on `commands` say (s: Start, r: MeasureRss, c: Change, f:
+// Finish, then the result), replying on `replies`. Returns the exit status.
+int ServeTurns(const std::string& target, const RunConfig& config, int commands, int replies) {
+  TargetResult result;
+  TargetRun run(target, config, result);
+  absl::Status status;
+  char command = 0;
+  while (read(commands, &command, 1) == 1) {
+    switch (command) {
+      case 's':
+        status = run.Start();
+        break;
+      case 'r':
+        run.MeasureRss();
+        break;
+      case 'c':
+        status = run.Change();
+        break;
+      case 'f': {
+        const absl::Status finished = run.Finish(status);
+        if (!finished.ok()) result.error = std::string(finished.message());
+        return WriteAll(replies, ResultText(result)) ? 0 : 1;
+      }
+      default:
+        break;
+    }
+    if (!WriteAll(replies, ReplyText(status))) break;
+  }
+  run.Finish(status).IgnoreError();  // The coordinator is gone.
+  return 1;
+}
+
+// One target's measuring process, seen from the coordinator.
+class Turns {
+ public:
+  // Starts the process (fork: before this process holds any gRPC state).
+  absl::Status Spawn(const std::string& target, const RunConfig& config) {
+    int commands[2];
+    int replies[2];
+    if (pipe2(commands, O_CLOEXEC) != 0 || pipe2(replies, O_CLOEXEC) != 0) {
+      return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    }
+    std::cout.flush();
+    std::cerr.flush();
+    pid_ = fork();
+    if (pid_ < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+    if (pid_ == 0) {
+      close(commands[1]);
+      close(replies[0]);
+      _exit(ServeTurns(target, config, commands[0], replies[1]));
+    }
+    close(commands[0]);
+    close(replies[1]);
+    commands_ = commands[1];
+    replies_ = fdopen(replies[0], "r");
+    return replies_ == nullptr ? absl::InternalError("fdopen") : absl::OkStatus();
+  }
+
+  ~Turns() {
+    if (commands_ >= 0) close(commands_);
+    if (replies_ != nullptr) fclose(replies_);
+    if (pid_ > 0) waitpid(pid_, nullptr, 0);
+  }
+
+  // Sends `command` and returns the step's status.
+  absl::Status Step(char command) {
+    if (!WriteAll(commands_, absl::string_view(&command, 1))) {
+      return absl::InternalError("the measuring process is gone");
+    }
+    absl::StatusOr<std::string> line = ReadLine();
+    if (!line.ok()) return line.status();
+    if (*line == "ok") return absl::OkStatus();
+    std::string message;
+    absl::CUnescape(absl::StripPrefix(*line, "error "), &message);
+    return absl::UnknownError(message);
+  }
+
+  // Finishes the target's run and reads its result into `result`.
+  absl::Status Finish(TargetResult& result) {
+    const char command = 'f';
+    if (!WriteAll(commands_, absl::string_view(&command, 1))) {
+      return absl::InternalError("the measuring process is gone");
+    }
+    std::string text;
+    for (;;) {
+      absl::StatusOr<std::string> line = ReadLine();
+      if (!line.ok()) return line.status();
+      if (*line == "end") break;
+      absl::StrAppend(&text, *line, "\n");
+    }
+    return ParseResultText(text, result);
+  }
+
+ private:
+  absl::StatusOr<std::string> ReadLine() {
+    char* line = nullptr;
+    size_t capacity = 0;
+    const ssize_t n = getline(&line, &capacity, replies_);
+    std::string out = n > 0 ? std::string(line, static_cast<size_t>(n)) : std::string();
+    free(line);
+    if (n <= 0) return absl::InternalError("the measuring process ended early");
+    if (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  pid_t pid_ = -1;
+  int commands_ = -1;
+  FILE* replies_ = nullptr;
+};
+
+// Measures every target at once (--interleave): each has a measuring process
+// of its own (its servers, and a load client holding its streams alone, as
+// when the targets run one after another); all are started and synced, then
+// each change is made to each target in turn, the order reversed from one
+// change to the next, each after the change's gap. A target's change is
 // measured while the others are idle, and a pair of changes is a second or two
 // apart, not the tens of seconds that separate the targets run one after
-// another: slow drifts of the machine's speed move both alike. Each target
-// still has its own streams (the client holds every target's at once).
-// Returns false when a target failed (its result says why).
+// another: slow drifts of the machine's speed move both alike. Returns false
+// when a target failed (its result says why).
 bool RunInterleaved(const std::vector<std::string>& targets, const RunConfig& config,
                     std::vector<TargetResult>& results) {
-  std::vector<std::unique_ptr<TargetRun>> runs;
+  std::vector<std::unique_ptr<Turns>> turns;
   std::vector<absl::Status> statuses(targets.size());
+  std::vector<bool> started(targets.size(), false);
   for (size_t i = 0; i < targets.size(); ++i) {
-    runs.push_back(std::make_unique<TargetRun>(targets[i], config, results[i]));
+    turns.push_back(std::make_unique<Turns>());
+    statuses[i] = turns[i]->Spawn(targets[i], config);
   }
   auto all_ok = [&] {
     return std::all_of(statuses.begin(), statuses.end(),
                        [](const absl::Status& status) { return status.ok(); });
   };
-  for (size_t i = 0; i < runs.size() && all_ok(); ++i) {
+  for (size_t i = 0; i < turns.size() && all_ok(); ++i) {
     std::cerr << "facet_load: starting " << targets[i] << "\n";
-    statuses[i] = runs[i]->Start();
+    statuses[i] = turns[i]->Step('s');
+    started[i] = true;
   }
   if (all_ok()) {
     Settle(config);
-    for (auto& run : runs) run->MeasureRss();
+    for (size_t i = 0; i < turns.size() && all_ok(); ++i) statuses[i] = turns[i]->Step('r');
     const std::vector<absl::Duration> gaps = ChangeGaps(config);
     for (size_t change = 0; change < gaps.size() && all_ok(); ++change) {
-      for (size_t k = 0; k < runs.size() && all_ok(); ++k) {
-        const size_t i = change % 2 == 0 ? k : runs.size() - 1 - k;
+      for (size_t k = 0; k < turns.size() && all_ok(); ++k) {
+        const size_t i = change % 2 == 0 ? k : turns.size() - 1 - k;
         absl::SleepFor(std::min(gaps[change], config.deadline - absl::Now()));
-        statuses[i] = runs[i]->Change();
+        statuses[i] = turns[i]->Step('c');
       }
     }
     if (all_ok()) Settle(config);
   }
   bool ok = true;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (absl::Status status = runs[i]->Finish(statuses[i]); !status.ok()) {
-      results[i].error = std::string(status.message());
-      ok = false;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const std::string name = results[i].name;
+    const int streams = results[i].streams;
+    if (absl::Status finished = turns[i]->Finish(results[i]); !finished.ok()) {
+      results[i].error = std::string(finished.message());
     }
+    results[i].name = name;
+    results[i].streams = streams;
+    if (results[i].error.empty() && !started[i]) {
+      results[i].error = "not started: another target failed to start";
+    }
+    if (results[i].error.empty() && !statuses[i].ok()) {
+      results[i].error = std::string(statuses[i].message());
+    }
+    ok = ok && results[i].error.empty();
   }
   return ok;
 }
