@@ -16,18 +16,18 @@
 // change to every stream that selects it (and each relay opened one upstream
 // stream), 1 otherwise, 2 on bad flags.
 #include <httplib.h>  // Its feature macros come from pkg-config (CMakeLists.txt).
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -761,8 +761,8 @@ absl::Status ParseResultText(absl::string_view text, TargetResult& r) {
       if (!absl::SimpleAtoi(v, &streams)) return absl::DataLossError("upstream");
       r.upstream_streams.push_back(streams);
     }
-    if (key == "error" && !absl::CUnescape(line.substr(std::min(line.size(), key.size() + 1)),
-                                           &r.error)) {
+    if (key == "error" &&
+        !absl::CUnescape(line.substr(std::min(line.size(), key.size() + 1)), &r.error)) {
       return absl::DataLossError("error");
     }
   }
@@ -1289,9 +1289,8 @@ int Main() {
   }
   if (null_push != "all" && null_push != "selected") usage_error = "--null-push: all or selected";
   const bool interleave = absl::GetFlag(FLAGS_interleave);
-  if (interleave && std::count_if(targets.begin(), targets.end(), [](const std::string& target) {
-                      return target != "null";
-                    }) > 1) {
+  if (interleave && std::count_if(targets.begin(), targets.end(),
+                                  [](const std::string& target) { return target != "null"; }) > 1) {
     usage_error = "--interleave: at most one target other than null (they would share the world)";
   }
   if (interleave && restart) usage_error = "--interleave: not with --scenario=relay-restart";
@@ -1392,8 +1391,7 @@ int Main() {
     result.streams = streams;
   }
   if (interleave && !restart) {
-    std::cerr << "facet_load: measuring " << absl::StrJoin(targets, " and ")
-              << ", interleaved\n";
+    std::cerr << "facet_load: measuring " << absl::StrJoin(targets, " and ") << ", interleaved\n";
     ok = RunInterleaved(targets, config, results) && ok;
   } else {
     for (TargetResult& result : results) {
