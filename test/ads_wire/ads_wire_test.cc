@@ -799,5 +799,43 @@ TEST_F(AdsWireTest, ObserverHearsHowLongAPublishedChangeTookToBeWritten) {
   EXPECT_THAT(ads_->StreamsPerAuthority(), IsEmpty());
 }
 
+// A change that wakes many streams is pushed by several walkers at once:
+// every stream that selects the changed variant gets it exactly once, and
+// the others nothing, over changes one after another.
+TEST_F(AdsWireTest, AChangeSplitAmongWalkersReachesEachSelectingStreamOnce) {
+  xds::AdsService::Options options;
+  options.push_walkers = 3;
+  options.min_streams_per_walker = 1;
+  StartServer(std::move(options));
+  constexpr int kStreams = 24;
+  std::vector<std::unique_ptr<SotwStream>> prod;
+  std::vector<std::unique_ptr<SotwStream>> test;
+  for (int i = 0; i < kStreams; ++i) {
+    prod.push_back(Sotw());
+    test.push_back(Sotw());
+    SubscribeToRouteAndAck(*prod.back(), "prod");
+    SubscribeToRouteAndAck(*test.back(), "test");
+    if (HasFatalFailure()) return;
+  }
+  int64_t acks = 2 * kStreams;
+  ASSERT_TRUE(WaitForStats([&](const xds::AdsStats& s) { return s.acks == acks; }));
+  for (const std::string cluster : {"b", "a", "b"}) {
+    Publish("[" + RouteVariant("prod", "{env: prod}", cluster) + ", " +
+            RouteVariant("other", "{env: {not: prod}}", "b") + "]");
+    for (auto& stream : prod) {
+      auto update = stream->Next(kWait);
+      ASSERT_THAT(update, IsOk());
+      EXPECT_EQ(ClusterOf((*DecodeResources(*update))[0]), cluster);
+      ASSERT_THAT(stream->Send(Ack(*update, MakeRequest(kRds, {"greeter"}))), IsOk());
+    }
+    // Every ACK in before the next change (one after it would be stale).
+    acks += kStreams;
+    ASSERT_TRUE(WaitForStats([&](const xds::AdsStats& s) { return s.acks == acks; }));
+  }
+  for (auto& stream : prod) EXPECT_EQ(stream->queued(), 0u);
+  for (auto& stream : test) EXPECT_EQ(stream->queued(), 0u);
+  EXPECT_EQ(ads_->stats().pushes, 5 * kStreams);  // 4 to each prod stream, 1 to each test one.
+}
+
 }  // namespace
 }  // namespace facet::testing

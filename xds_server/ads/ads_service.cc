@@ -1,6 +1,7 @@
 #include "xds_server/ads/ads_service.h"
 
 #include <malloc.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <optional>
@@ -36,6 +37,16 @@ std::string DescribeItems(const std::vector<PushedItem>& items) {
 }
 
 bool DebugLogging() { return spdlog::should_log(spdlog::level::debug); }
+
+// Options::push_walkers as a number: zero is the CPUs the process may run on
+// (its affinity, as taskset sets it), at most 4.
+int PushWalkers(int configured) {
+  if (configured > 0) return configured;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int count = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::clamp(count, 1, 4);
+}
 
 }  // namespace
 
@@ -706,6 +717,7 @@ AdsService::AdsService(SnapshotStore& store, Options options)
                      options_.max_subscription_memory, observer_),
       current_(std::make_shared<ServingSnapshot>(store.Current())),
       client_status_(std::make_unique<ClientStatusService>(*this, options_.csds_readers)) {
+  push_walkers_ = std::make_unique<WalkPool>(PushWalkers(options_.push_walkers) - 1);
   watch_ = store.Watch(
       [this](std::shared_ptr<const Snapshot> snapshot) { OnSnapshot(std::move(snapshot)); });
   // Each pass looks at the writes in flight only: idle streams cost it nothing.
@@ -771,12 +783,21 @@ void AdsService::OnSnapshot(std::shared_ptr<const Snapshot> snapshot) {
   observer_.OnSnapshot(static_cast<int64_t>(wakes.size()));
   spdlog::info("snapshot {}: {} resources, {} changed, {} of {} streams to wake", next.version(),
                next.size(), all ? next.size() : next.changes().size(), wakes.size(), open);
-  for (auto& [core, wake] : wakes) {
-    core->Notify(serving, sequence, wake, published);
-    // Let go of the stream while its count is in cache: after the last
-    // Notify, thousands of streams later, each release would miss.
-    core.reset();
-  }
+  // A change that wakes many streams is pushed by several walkers at once,
+  // each taking every n-th stream from the front (so that the streams first
+  // in the list are the first pushed, whoever pushes them).
+  const size_t min_per_walker = std::max<size_t>(options_.min_streams_per_walker, 1);
+  const int walkers = static_cast<int>(std::min<size_t>(
+      static_cast<size_t>(push_walkers_->walkers()), wakes.size() / min_per_walker));
+  push_walkers_->Run(walkers, [&](int k, int n) {
+    for (size_t i = static_cast<size_t>(k); i < wakes.size(); i += static_cast<size_t>(n)) {
+      auto& [core, wake] = wakes[i];
+      core->Notify(serving, sequence, wake, published);
+      // Let go of the stream while its count is in cache: after the last
+      // Notify, thousands of streams later, each release would miss.
+      core.reset();
+    }
+  });
 }
 
 std::shared_ptr<const ServingSnapshot> AdsService::Register(const std::shared_ptr<StreamCore>& core,

@@ -23,6 +23,7 @@
 #include "xds_server/ads/parameter_mapping.h"
 #include "xds_server/ads/response_budget.h"
 #include "xds_server/ads/serving_snapshot.h"
+#include "xds_server/ads/walk_pool.h"
 #include "xds_server/ads/stall_check.h"
 #include "xds_server/ads/writes_in_flight.h"
 #include "xds_server/ads/stream_state.h"
@@ -80,6 +81,14 @@ class AdsService final
     // further responses wait until writes complete or stalled streams are
     // cancelled. One response is always allowed. Zero: unlimited.
     int64_t response_memory_budget_bytes = int64_t{256} << 20;
+    // Threads that push a snapshot's change: a change that wakes at least
+    // twice `min_streams_per_walker` streams is pushed by up to this many at
+    // once (the publisher's thread and helpers started with the service,
+    // each taking every n-th stream woken); a smaller one by the publisher's
+    // thread alone. Zero: as many as the CPUs the process may run on, at
+    // most 4. One: the publisher's thread alone, always.
+    int push_walkers = 0;
+    size_t min_streams_per_walker = 256;
     // Told every subscription started and ended, when set. Not owned; must
     // outlive the service.
     DemandObserver* demand_observer = nullptr;
@@ -179,6 +188,9 @@ class AdsService final
   // that its scans never see a half-built service.
   std::unique_ptr<StallCheck> stall_check_;
   std::unique_ptr<ClientStatusService> client_status_;
+  // Shares a big change's pushes among its walkers (OnSnapshot): outlives
+  // watch_, so no delivery is in progress when it is destroyed.
+  std::unique_ptr<WalkPool> push_walkers_;
   // Dropped first by the destructor, which waits for a delivery in progress.
   SnapshotStore::WatchHandle watch_;
 };
