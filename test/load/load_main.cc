@@ -330,6 +330,10 @@ struct TargetResult {
   // summed over the changes, by the server and by this process (the client).
   std::optional<absl::Duration> server_cpu;
   std::optional<absl::Duration> client_cpu;
+  // The server's CPU time from each change's trigger to the next one's (the
+  // last: to the end of the settle after it), summed: all the change cost,
+  // the ACKs of its last pushes included, and the idle gap's timers.
+  std::optional<absl::Duration> server_cycle_cpu;
   int changes = 0;
   // Relay chains: per relay tier (1 nearest Facet), the ADS streams its
   // upstream server saw opened (facet_xds_streams_total there).
@@ -355,6 +359,7 @@ struct TargetResult {
     return cpu.has_value() && changes > 0 ? absl::ToDoubleMilliseconds(*cpu) / changes : NAN;
   }
   double ServerCpuMs() const { return PerChangeMs(server_cpu, changes); }
+  double ServerCycleCpuMs() const { return PerChangeMs(server_cycle_cpu, changes); }
   double ClientCpuMs() const { return PerChangeMs(client_cpu, changes); }
   double ReadyMs() const { return ready.has_value() ? absl::ToDoubleMilliseconds(*ready) : NAN; }
 };
@@ -584,7 +589,7 @@ class TargetRun {
     absl::StatusOr<absl::Duration> sync = client_->OpenAndSync(config_.deadline);
     if (!sync.ok()) return sync.status();
     result_.sync = *sync;
-    result_.server_cpu = result_.client_cpu = absl::ZeroDuration();
+    result_.server_cpu = result_.client_cpu = result_.server_cycle_cpu = absl::ZeroDuration();
     return absl::OkStatus();
   }
 
@@ -597,6 +602,8 @@ class TargetRun {
     const int change = result_.changes;
     const std::optional<absl::Duration> server_cpu = ReadCpuTime(server_->pid());
     const std::optional<absl::Duration> client_cpu = ReadCpuTime(getpid());
+    if (change > 0) AddCpu(cycle_start_cpu_, server_cpu, &result_.server_cycle_cpu);
+    cycle_start_cpu_ = server_cpu;
     absl::StatusOr<absl::Time> trigger = TriggerChange(target_, config_, *server_, change);
     if (!trigger.ok()) return trigger.status();
     const bool complete = client_->WaitForChange(change, config_.deadline);
@@ -627,6 +634,9 @@ class TargetRun {
   absl::Status Finish(absl::Status status) {
     std::sort(result_.edits.latencies.begin(), result_.edits.latencies.end());
     if (client_ != nullptr) {
+      if (status.ok() && result_.changes > 0) {
+        AddCpu(cycle_start_cpu_, ReadCpuTime(server_->pid()), &result_.server_cycle_cpu);
+      }
       if (status.ok()) CountPushes(client_->WatchedPushes(), config_, result_);
       client_->Shutdown(config_.deadline);
       client_.reset();
@@ -648,7 +658,8 @@ class TargetRun {
   const RunConfig& config_;
   TargetResult& result_;
   std::vector<Server> chain_;
-  Process* server_ = nullptr;  // The one the streams connect to, in chain_.
+  Process* server_ = nullptr;                      // The one the streams connect to, in chain_.
+  std::optional<absl::Duration> cycle_start_cpu_;  // At the last change's trigger.
   std::unique_ptr<LoadClient> client_;
 };
 
@@ -699,11 +710,11 @@ std::string DurationText(const std::optional<absl::Duration>& d) {
 std::string ResultText(const TargetResult& r) {
   std::string out;
   absl::StrAppend(&out, "ready ", DurationText(r.ready), "\nsync ", DurationText(r.sync),
-                  "\nserver_cpu ", DurationText(r.server_cpu), "\nclient_cpu ",
-                  DurationText(r.client_cpu), "\ncounts ", r.edits.expected, " ",
-                  r.edits.unexpected, " ", r.rss_before_kib, " ", r.rss_after_kib, " ", r.changes,
-                  " ", r.pushes_exact, " ", r.pushes_missing, " ", r.pushes_duplicated,
-                  "\nlatencies");
+                  "\nserver_cpu ", DurationText(r.server_cpu), "\nserver_cycle_cpu ",
+                  DurationText(r.server_cycle_cpu), "\nclient_cpu ", DurationText(r.client_cpu),
+                  "\ncounts ", r.edits.expected, " ", r.edits.unexpected, " ", r.rss_before_kib,
+                  " ", r.rss_after_kib, " ", r.changes, " ", r.pushes_exact, " ", r.pushes_missing,
+                  " ", r.pushes_duplicated, "\nlatencies");
   for (const absl::Duration latency : r.edits.latencies) {
     absl::StrAppend(&out, " ", absl::ToInt64Nanoseconds(latency));
   }
@@ -730,6 +741,7 @@ absl::Status ParseResultText(absl::string_view text, TargetResult& r) {
     if (key == "ready") r.ready = duration(value);
     if (key == "sync") r.sync = duration(value);
     if (key == "server_cpu") r.server_cpu = duration(value);
+    if (key == "server_cycle_cpu") r.server_cycle_cpu = duration(value);
     if (key == "client_cpu") r.client_cpu = duration(value);
     if (key == "counts") {
       int64_t n[8];
@@ -978,12 +990,12 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
                                  client_cpus.empty() ? "(any)" : client_cpus);
   }
   std::cout << absl::StrFormat(
-      "%-8s %9s %10s %9s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s  %s\n", "target", "ready_ms",
-      "sync_ms", "first_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other", "rss0_MiB",
-      "rss_MiB", "KiB/stream", "cpu_ms/chg", "client_cpu", "result");
+      "%-8s %9s %10s %9s %9s %9s %9s %13s %7s %10s %10s %12s %10s %10s %10s  %s\n", "target",
+      "ready_ms", "sync_ms", "first_ms", "p50_ms", "p99_ms", "max_ms", "pushes/expect", "other",
+      "rss0_MiB", "rss_MiB", "KiB/stream", "cpu_ms/chg", "cpu_ms/cyc", "client_cpu", "result");
   for (const TargetResult& r : results) {
     std::cout << absl::StrFormat(
-        "%-8s %9s %10s %9s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s %10s %10s  %s\n", r.name,
+        "%-8s %9s %10s %9s %9s %9s %9s %6d/%-6d %7d %10s %10s %12s %10s %10s %10s  %s\n", r.name,
         FormatNumber(r.ReadyMs(), 0), FormatNumber(r.SyncMs(), 1),
         FormatNumber(r.LatencyMs(0.0), 2), FormatNumber(r.LatencyMs(0.5), 2),
         FormatNumber(r.LatencyMs(0.99), 2), FormatNumber(r.LatencyMs(1.0), 2),
@@ -991,7 +1003,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         FormatNumber(r.rss_before_kib < 0 ? NAN : r.rss_before_kib / 1024.0, 1),
         FormatNumber(r.rss_after_kib < 0 ? NAN : r.rss_after_kib / 1024.0, 1),
         FormatNumber(r.RssPerStreamKib(), 2), FormatNumber(r.ServerCpuMs(), 1),
-        FormatNumber(r.ClientCpuMs(), 1), r.error.empty() ? "ok" : r.error);
+        FormatNumber(r.ServerCycleCpuMs(), 1), FormatNumber(r.ClientCpuMs(), 1),
+        r.error.empty() ? "ok" : r.error);
   }
   const TargetResult* facet = nullptr;
   const TargetResult* null = nullptr;
@@ -1007,7 +1020,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         {"p99", facet->LatencyMs(0.99) / null->LatencyMs(0.99)},
         {"max", facet->LatencyMs(1.0) / null->LatencyMs(1.0)},
         {"rss_per_stream", facet->RssPerStreamKib() / null->RssPerStreamKib()},
-        {"server_cpu_per_change", facet->ServerCpuMs() / null->ServerCpuMs()}};
+        {"server_cpu_per_change", facet->ServerCpuMs() / null->ServerCpuMs()},
+        {"server_cpu_per_cycle", facet->ServerCycleCpuMs() / null->ServerCycleCpuMs()}};
     std::vector<std::string> text;
     std::vector<std::string> json;
     for (const auto& [name, value] : ratios) {
@@ -1050,6 +1064,7 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
         ",\"rss_before_kib\":", r.rss_before_kib, ",\"rss_after_kib\":", r.rss_after_kib,
         ",\"rss_per_stream_kib\":", JsonNumber(r.RssPerStreamKib()),
         ",\"server_cpu_ms_per_change\":", JsonNumber(r.ServerCpuMs()),
+        ",\"server_cpu_ms_per_cycle\":", JsonNumber(r.ServerCycleCpuMs()),
         ",\"client_cpu_ms_per_change\":", JsonNumber(r.ClientCpuMs()),
         ",\"pushes_exact\":", r.pushes_exact, ",\"pushes_missing\":", r.pushes_missing,
         ",\"pushes_duplicated\":", r.pushes_duplicated, ",\"upstream_streams\":[",
@@ -1061,8 +1076,8 @@ void PrintReport(const std::vector<TargetResult>& results, const RunConfig& conf
   std::cout << absl::StrCat(
       "{\"streams\":", config.plans.size(), ",\"connections\":", config.load.connections,
       ",\"changes\":", config.changes, ",\"mode\":\"", mode, "\",\"services\":", config.services,
-      ",\"server_cpus\":\"", server_cpus, "\",\"client_cpus\":\"", client_cpus,
-      "\",\"targets\":{", absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
+      ",\"server_cpus\":\"", server_cpus, "\",\"client_cpus\":\"", client_cpus, "\",\"targets\":{",
+      absl::StrJoin(targets, ","), "}", ratio_json, "}\n");
 }
 
 // What the relay-restart scenario saw.
