@@ -169,6 +169,9 @@ void DefineXdsServerFlags(Flags& flags) {
                "cancel a stream whose write has not completed for this long (0: never)");
   flags.Define("response-memory-budget-bytes", absl::StrCat(d.ads.response_memory_budget_bytes),
                "bytes of responses being written at once; more wait (0: unlimited)");
+  flags.Define("push-walkers", absl::StrCat(d.ads.push_walkers),
+               "threads that push a change waking many streams (0: the CPUs the process may run "
+               "on, at most 4)");
   flags.Define("csds-readers", "",
                "client identities (SPIFFE IDs, spiffe://td/path/* or DNS SANs, comma-separated) "
                "whose CSDS calls see every client; others see only their own identity's");
@@ -228,6 +231,8 @@ absl::StatusOr<XdsServerOptions> XdsServerOptionsFromFlags(const Flags& flags) {
                     [&](int64_t v) { options.ads.max_error_detail_bytes = static_cast<int>(v); }},
            IntField{"response-memory-budget-bytes", 0, INT64_MAX,
                     [&](int64_t v) { options.ads.response_memory_budget_bytes = v; }},
+           IntField{"push-walkers", 0, 64,
+                    [&](int64_t v) { options.ads.push_walkers = static_cast<int>(v); }},
        }) {
     absl::StatusOr<int64_t> value = ParseIntFlag(flags, f.flag, f.min, f.max);
     if (!value.ok()) return value.status();

@@ -31,6 +31,8 @@ expect_usage_error '--grpc-keepalive-timeout: must be more than 0' \
   controller --grpc-keepalive-timeout=0
 expect_usage_error '--write-stall-timeout: "-1s" is not a duration' \
   controller --write-stall-timeout=-1s
+expect_usage_error '--push-walkers: "65" is not a whole number from 0 to 64' \
+  serve --manifests "${repo}/examples" --push-walkers=65
 expect_usage_error '--target NAME is required' explain "${repo}/examples"
 expect_usage_error 'give either PATH... or --server' explain --target greeter
 expect_usage_error '--param "env": expected KEY=VALUE' explain --target greeter --param env "${repo}/examples"
