@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
-
-#include "absl/synchronization/blocking_counter.h"
+#include <condition_variable>
+#include <mutex>
 
 namespace facet::xds {
 
@@ -18,15 +18,24 @@ WalkPool::~WalkPool() {
 
 void WalkPool::Run(int walkers, const std::function<void(int k, int n)>& walk) {
   const int n = std::clamp(walkers, 1, this->walkers());
-  absl::BlockingCounter helped(n - 1);
+  // A plain mutex and condition variable (not absl's BlockingCounter): what
+  // each helper wrote is then ordered before the return visibly to
+  // ThreadSanitizer, whose view of Debian's uninstrumented abseil misses the
+  // counter's atomics. Notified under the lock: the caller cannot return, and
+  // free them, before the last helper lets go.
+  std::mutex mu;
+  std::condition_variable done;
+  int left = n - 1;
   for (int k = 1; k < n; ++k) {
-    boost::asio::post(*pool_, [&walk, &helped, k, n] {
+    boost::asio::post(*pool_, [&walk, &mu, &done, &left, k, n] {
       walk(k, n);
-      helped.DecrementCount();
+      std::lock_guard<std::mutex> lock(mu);
+      if (--left == 0) done.notify_one();
     });
   }
   walk(0, n);
-  helped.Wait();
+  std::unique_lock<std::mutex> lock(mu);
+  done.wait(lock, [&left] { return left == 0; });
 }
 
 }  // namespace facet::xds
