@@ -733,50 +733,63 @@ absl::Status ParseResultText(absl::string_view text, TargetResult& r) {
     if (value == "-" || !absl::SimpleAtoi(value, &ns)) return std::nullopt;
     return absl::Nanoseconds(ns);
   };
+  // Appends each of `values`, read by `read` (false: not a number), to `out`.
+  auto each = [](const std::vector<absl::string_view>& values, auto& out, auto read) {
+    for (absl::string_view v : values) {
+      if (!read(v, out)) return false;
+    }
+    return true;
+  };
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    const std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(line, ' ');
-    const auto& [key, value] = kv;
-    const std::vector<absl::string_view> values =
-        absl::StrSplit(line.substr(std::min(line.size(), key.size() + 1)), ' ', absl::SkipEmpty());
-    if (key == "ready") r.ready = duration(value);
-    if (key == "sync") r.sync = duration(value);
-    if (key == "server_cpu") r.server_cpu = duration(value);
-    if (key == "server_cycle_cpu") r.server_cycle_cpu = duration(value);
-    if (key == "client_cpu") r.client_cpu = duration(value);
-    if (key == "counts") {
+    const size_t space = std::min(line.find(' '), line.size());
+    const absl::string_view key = line.substr(0, space);
+    const absl::string_view rest = line.substr(std::min(space + 1, line.size()));
+    const std::vector<absl::string_view> values = absl::StrSplit(rest, ' ', absl::SkipEmpty());
+    bool ok = true;
+    if (key == "ready") {
+      r.ready = duration(rest);
+    } else if (key == "sync") {
+      r.sync = duration(rest);
+    } else if (key == "server_cpu") {
+      r.server_cpu = duration(rest);
+    } else if (key == "server_cycle_cpu") {
+      r.server_cycle_cpu = duration(rest);
+    } else if (key == "client_cpu") {
+      r.client_cpu = duration(rest);
+    } else if (key == "counts") {
       int64_t n[8];
-      if (values.size() != 8) return absl::DataLossError(absl::StrCat("counts: ", line));
-      for (int i = 0; i < 8; ++i) {
-        if (!absl::SimpleAtoi(values[i], &n[i])) return absl::DataLossError(line);
+      ok = values.size() == 8;
+      for (size_t i = 0; ok && i < 8; ++i) ok = absl::SimpleAtoi(values[i], &n[i]);
+      if (ok) {
+        r.edits.expected = static_cast<int>(n[0]);
+        r.edits.unexpected = static_cast<int>(n[1]);
+        r.rss_before_kib = n[2];
+        r.rss_after_kib = n[3];
+        r.changes = static_cast<int>(n[4]);
+        r.pushes_exact = static_cast<int>(n[5]);
+        r.pushes_missing = static_cast<int>(n[6]);
+        r.pushes_duplicated = static_cast<int>(n[7]);
       }
-      r.edits.expected = static_cast<int>(n[0]);
-      r.edits.unexpected = static_cast<int>(n[1]);
-      r.rss_before_kib = n[2];
-      r.rss_after_kib = n[3];
-      r.changes = static_cast<int>(n[4]);
-      r.pushes_exact = static_cast<int>(n[5]);
-      r.pushes_missing = static_cast<int>(n[6]);
-      r.pushes_duplicated = static_cast<int>(n[7]);
+    } else if (key == "latencies") {
+      ok = each(values, r.edits.latencies, [&](absl::string_view v, auto& out) {
+        const std::optional<absl::Duration> latency = duration(v);
+        if (latency.has_value()) out.push_back(*latency);
+        return latency.has_value();
+      });
+    } else if (key == "change_p99") {
+      ok = each(values, r.change_p99_ms, [](absl::string_view v, auto& out) {
+        double p99 = 0;
+        return absl::SimpleAtod(v, &p99) && (out.push_back(p99), true);
+      });
+    } else if (key == "upstream") {
+      ok = each(values, r.upstream_streams, [](absl::string_view v, auto& out) {
+        int64_t streams = 0;
+        return absl::SimpleAtoi(v, &streams) && (out.push_back(streams), true);
+      });
+    } else if (key == "error") {
+      ok = absl::CUnescape(rest, &r.error);
     }
-    for (absl::string_view v : key == "latencies" ? values : std::vector<absl::string_view>{}) {
-      std::optional<absl::Duration> latency = duration(v);
-      if (!latency.has_value()) return absl::DataLossError("latencies");
-      r.edits.latencies.push_back(*latency);
-    }
-    for (absl::string_view v : key == "change_p99" ? values : std::vector<absl::string_view>{}) {
-      double p99 = 0;
-      if (!absl::SimpleAtod(v, &p99)) return absl::DataLossError("change_p99");
-      r.change_p99_ms.push_back(p99);
-    }
-    for (absl::string_view v : key == "upstream" ? values : std::vector<absl::string_view>{}) {
-      int64_t streams = 0;
-      if (!absl::SimpleAtoi(v, &streams)) return absl::DataLossError("upstream");
-      r.upstream_streams.push_back(streams);
-    }
-    if (key == "error" &&
-        !absl::CUnescape(line.substr(std::min(line.size(), key.size() + 1)), &r.error)) {
-      return absl::DataLossError("error");
-    }
+    if (!ok) return absl::DataLossError(absl::StrCat("a measuring process's result: ", line));
   }
   return absl::OkStatus();
 }
